@@ -1,0 +1,88 @@
+import { swagger } from "@elysiajs/swagger";
+import { Elysia } from "elysia";
+import { isDatabaseUnavailable } from "./db/client";
+import { AppError, errorResponse, unavailable, validationFailed } from "./errors";
+import { healthRoutes } from "./health/routes";
+import { fieldErrors } from "./lib/validation";
+import { featureRoutes } from "./routes";
+import type { Services } from "./services";
+
+type Issue = { path: string; value: unknown; schema?: never; message?: string };
+
+/** Any thrown value → the API.md §1 error it stands for. */
+export function toAppError(code: string | number, error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  if (code === "VALIDATION") {
+    const all = ((error as { all?: Issue[] }).all ?? []) as Issue[];
+    return validationFailed(fieldErrors(all));
+  }
+  if (code === "PARSE") return new AppError(400, "malformed_body", "The request body could not be parsed; send valid JSON (or form data where documented).");
+  if (code === "NOT_FOUND") return new AppError(404, "not_found", "No such route.");
+  if (code === "INVALID_COOKIE_SIGNATURE") return new AppError(400, "malformed_body", "Invalid cookie.");
+  if (isDatabaseUnavailable(error)) return unavailable();
+  return new AppError(500, "internal_error", "Something went wrong on our side; the request id identifies it in our logs.");
+}
+
+const timings = new WeakMap<Request, { id: string; start: number }>();
+
+/** The HTTP application. It never listens: main.ts serves it, tests call `app.handle`. */
+export function buildApp(services: Services) {
+  const { logger, metrics } = services;
+  return new Elysia()
+    .use(
+      swagger({
+        path: "/docs",
+        specPath: "/openapi.json",
+        exclude: ["/docs", "/openapi.json"],
+        documentation: {
+          info: {
+            title: "simhost API",
+            version: "1.0.0",
+            description: "Hosted SIM messaging. Errors always have the shape { message, code, errors? } (API.md §1).",
+          },
+          components: {
+            securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "Session token, OAuth access token or API key (sk_...)" } },
+            schemas: {
+              Error: {
+                type: "object",
+                required: ["message", "code"],
+                properties: {
+                  message: { type: "string" },
+                  code: { type: "string" },
+                  errors: { type: "object", additionalProperties: { type: "array", items: { type: "string" } } },
+                },
+              },
+            },
+          },
+          security: [{ bearer: [] }],
+        },
+      }),
+    )
+    .onRequest(({ request, set }) => {
+      const id = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
+      timings.set(request, { id, start: performance.now() });
+      set.headers["x-request-id"] = id;
+    })
+    .onError(({ code, error, request, route, set }) => {
+      const appError = toAppError(code, error);
+      set.status = appError.status;
+      const id = timings.get(request)?.id;
+      if (appError.status >= 500 && appError.code === "internal_error") {
+        logger.error({ requestId: id, route, err: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) }, "unhandled error");
+      }
+      return errorResponse(appError, id);
+    })
+    .onAfterResponse(({ request, route, set }) => {
+      const t = timings.get(request);
+      if (!t) return;
+      const seconds = (performance.now() - t.start) / 1000;
+      const status = typeof set.status === "number" ? set.status : 200;
+      const path = route || "unmatched";
+      metrics.httpRequests.observe({ method: request.method, route: path, status: String(status) }, seconds);
+      logger.info({ requestId: t.id, method: request.method, route: path, status, ms: Math.round(seconds * 10000) / 10 }, "request");
+    })
+    .use(healthRoutes(services))
+    .use(featureRoutes(services));
+}
+
+export type App = ReturnType<typeof buildApp>;

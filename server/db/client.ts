@@ -1,0 +1,61 @@
+import { join, resolve } from "node:path";
+import postgres from "postgres";
+import type { Config } from "../config";
+import { startEmbeddedPostgres } from "./embedded";
+
+export type Sql = postgres.Sql;
+export type Database = { sql: Sql; kind: "postgres" | "embedded"; close(): Promise<void> };
+
+const common = {
+  onnotice: () => {},
+  transform: { undefined: null },
+  connect_timeout: 5,
+  idle_timeout: 60,
+  // int8 (ids, counts) as JS numbers: safe up to 2^53, far past any count we keep.
+  types: { int8: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) } },
+};
+
+/** Where the embedded database lives for a data dir; admin commands use the same rule. */
+export const embeddedDir = (dataDir: string) => resolve(join(dataDir, "pg"));
+
+/**
+ * postgres.js against DATABASE_URL, or against the embedded PGlite served on a Unix socket
+ * under DATA_DIR. One driver and one SQL dialect either way.
+ */
+export async function openDatabase(config: Pick<Config, "DATABASE_URL" | "DATA_DIR">, max = 10): Promise<Database> {
+  if (config.DATABASE_URL) {
+    const sql = postgres(config.DATABASE_URL, { ...common, max });
+    return { sql, kind: "postgres", close: () => sql.end({ timeout: 5 }) };
+  }
+  const embedded = await startEmbeddedPostgres(embeddedDir(config.DATA_DIR));
+  const sql = postgres({ ...common, host: embedded.socketDir, port: embedded.port, user: "postgres", database: "postgres", max: 4, prepare: false });
+  return {
+    sql,
+    kind: "embedded",
+    async close() {
+      await sql.end({ timeout: 5 });
+      await embedded.stop();
+    },
+  };
+}
+
+const unavailableCodes = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "ENOENT",
+  "EPIPE",
+  "57P01",
+  "57P02",
+  "57P03",
+  "53300",
+]);
+
+/** True when an error means the database could not be reached (answered as 503 `unavailable`). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return typeof code === "string" && unavailableCodes.has(code);
+}

@@ -1,0 +1,166 @@
+import type { Sql } from "../db/client";
+import type { Logger } from "../lib/logger";
+
+export type Job<P = Record<string, unknown>> = { id: number; queue: string; payload: P; attempts: number; max_attempts: number };
+export type JobHandler<P = Record<string, unknown>> = (job: Job<P>) => Promise<void>;
+
+/** Thrown by a handler to be retried after a specific delay (e.g. a Retry-After answer). */
+export class RetryAfter extends Error {
+  constructor(
+    readonly delayMs: number,
+    message = "retry later",
+  ) {
+    super(message);
+  }
+}
+/** Thrown by a handler whose job can never succeed: it is marked dead at once. */
+export class GiveUp extends Error {}
+
+type Registration = { handler: JobHandler<never>; concurrency: number; visibilitySeconds: number; backoff: (attempt: number) => number; running: number };
+
+export type EnqueueOptions = { delayMs?: number; dedupeKey?: string; maxAttempts?: number };
+
+const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1), 600_000) * (0.8 + Math.random() * 0.4);
+
+/**
+ * The durable job queue: rows in `jobs`, claimed with FOR UPDATE SKIP LOCKED. A claimed job is
+ * invisible until `locked_until`; a worker that crashes leaves it to be claimed again then, so
+ * every job runs at least once. Workers wake on a local enqueue or a short poll.
+ */
+export function createJobQueue(opts: { sql: Sql; logger: Logger; workerId: string; pollMs?: number }) {
+  const { sql, logger, workerId } = opts;
+  const pollMs = opts.pollMs ?? 250;
+  const registrations = new Map<string, Registration>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let running = false;
+  let ticking = false;
+  let again = false;
+  const inFlight = new Set<Promise<void>>();
+
+  async function enqueue(queue: string, payload: Record<string, unknown>, o: EnqueueOptions = {}, tx: Sql = sql) {
+    await tx`
+      insert into jobs (queue, payload, run_at, max_attempts, dedupe_key)
+      values (${queue}, ${tx.json(payload as never)}, now() + make_interval(secs => ${(o.delayMs ?? 0) / 1000}), ${o.maxAttempts ?? 10}, ${o.dedupeKey ?? null})
+      on conflict (dedupe_key) do nothing`;
+    if (tx === sql) wake();
+  }
+
+  async function claim(queue: string, reg: Registration, limit: number): Promise<Job[]> {
+    return sql<Job[]>`
+      update jobs set attempts = attempts + 1, locked_by = ${workerId},
+        locked_until = now() + make_interval(secs => ${reg.visibilitySeconds})
+      where id in (
+        select id from jobs
+        where queue = ${queue} and not dead and run_at <= now() and (locked_until is null or locked_until < now())
+        order by run_at, id limit ${limit} for update skip locked)
+      returning id, queue, payload, attempts, max_attempts`;
+  }
+
+  async function finish(job: Job, reg: Registration, error?: unknown) {
+    if (!error) {
+      await sql`delete from jobs where id = ${job.id} and locked_by = ${workerId}`;
+      return;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    const dead = error instanceof GiveUp || job.attempts >= job.max_attempts;
+    const delay = error instanceof RetryAfter ? error.delayMs : reg.backoff(job.attempts);
+    if (dead) logger.warn({ job: job.id, queue: job.queue, attempts: job.attempts, err: message }, "job gave up");
+    await sql`
+      update jobs set locked_until = null, locked_by = null, last_error = ${message.slice(0, 1000)}, dead = ${dead},
+        run_at = now() + make_interval(secs => ${delay / 1000})
+      where id = ${job.id} and locked_by = ${workerId}`;
+  }
+
+  async function run(job: Job, reg: Registration) {
+    reg.running++;
+    try {
+      let error: unknown;
+      try {
+        await reg.handler(job as never);
+      } catch (e) {
+        error = e;
+      }
+      await finish(job, reg, error);
+    } catch (e) {
+      logger.error({ job: job.id, err: (e as Error).message }, "job bookkeeping failed; it will be claimed again");
+    } finally {
+      reg.running--;
+      wake();
+    }
+  }
+
+  async function tick() {
+    if (!running) return;
+    if (ticking) {
+      again = true;
+      return;
+    }
+    ticking = true;
+    let found = false;
+    try {
+      for (const [queue, reg] of registrations) {
+        const free = reg.concurrency - reg.running;
+        if (free <= 0) continue;
+        const jobs = await claim(queue, reg, free);
+        if (jobs.length > 0) found = true;
+        for (const job of jobs) {
+          const p = run(job, reg);
+          inFlight.add(p);
+          void p.finally(() => inFlight.delete(p));
+        }
+      }
+    } catch (e) {
+      logger.warn({ err: (e as Error).message }, "job poll failed");
+    } finally {
+      ticking = false;
+    }
+    if (!running) return;
+    if (found || again) {
+      again = false;
+      schedule(0);
+    } else schedule(pollMs);
+  }
+
+  function schedule(ms: number) {
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => void tick(), ms);
+  }
+
+  function wake() {
+    if (running) schedule(0);
+  }
+
+  return {
+    enqueue,
+    wake,
+    /** Handles `queue` with up to `concurrency` jobs at once in this process. */
+    register<P>(queue: string, handler: JobHandler<P>, o: { concurrency?: number; visibilitySeconds?: number; backoff?: (attempt: number) => number } = {}) {
+      registrations.set(queue, {
+        handler: handler as JobHandler<never>,
+        concurrency: o.concurrency ?? 4,
+        visibilitySeconds: o.visibilitySeconds ?? 60,
+        backoff: o.backoff ?? defaultBackoff,
+        running: 0,
+      });
+    },
+    start() {
+      running = true;
+      schedule(0);
+    },
+    /** Stops claiming and waits for the jobs in hand to finish. */
+    async stop() {
+      running = false;
+      if (timer) clearTimeout(timer);
+      await Promise.allSettled([...inFlight]);
+    },
+    async stats() {
+      const [row] = await sql<{ backlog: number; dead: number; oldest_seconds: number | null }[]>`
+        select count(*) filter (where not dead) as backlog, count(*) filter (where dead) as dead,
+               extract(epoch from now() - min(run_at) filter (where not dead and run_at <= now()))::float8 as oldest_seconds
+        from jobs`;
+      return { backlog: row?.backlog ?? 0, dead: row?.dead ?? 0, oldestSeconds: Math.max(0, row?.oldest_seconds ?? 0) };
+    },
+  };
+}
+
+export type JobQueue = ReturnType<typeof createJobQueue>;

@@ -1,0 +1,53 @@
+import type Redis from "ioredis";
+
+/** Fixed-window counters: in-process, or in Redis so every instance shares them. */
+export type RateLimiter = {
+  /** Counts one hit on `key`; returns the count in the current window and seconds until it resets. */
+  hit(key: string, windowSeconds: number): Promise<{ count: number; resetIn: number }>;
+  peek(key: string): Promise<{ count: number; resetIn: number }>;
+  reset(key: string): Promise<void>;
+};
+
+export function createLocalRateLimiter(now: () => number = Date.now): RateLimiter {
+  const windows = new Map<string, { count: number; resetAt: number }>();
+  const current = (key: string) => {
+    const w = windows.get(key);
+    if (w && w.resetAt > now()) return w;
+    windows.delete(key);
+    return undefined;
+  };
+  return {
+    async hit(key, windowSeconds) {
+      if (windows.size > 100_000) for (const k of windows.keys()) current(k); // sweep expired
+      const w = current(key) ?? { count: 0, resetAt: now() + windowSeconds * 1000 };
+      w.count++;
+      windows.set(key, w);
+      return { count: w.count, resetIn: Math.ceil((w.resetAt - now()) / 1000) };
+    },
+    async peek(key) {
+      const w = current(key);
+      return { count: w?.count ?? 0, resetIn: w ? Math.ceil((w.resetAt - now()) / 1000) : 0 };
+    },
+    async reset(key) {
+      windows.delete(key);
+    },
+  };
+}
+
+export function createRedisRateLimiter(redis: Redis, prefix: string): RateLimiter {
+  const k = (key: string) => `${prefix}rl:${key}`;
+  return {
+    async hit(key, windowSeconds) {
+      const [[, count], [, ttl]] = (await redis.multi().incr(k(key)).ttl(k(key)).exec()) as [[null, number], [null, number]];
+      if (ttl < 0) await redis.expire(k(key), windowSeconds);
+      return { count, resetIn: ttl < 0 ? windowSeconds : ttl };
+    },
+    async peek(key) {
+      const [[, count], [, ttl]] = (await redis.multi().get(k(key)).ttl(k(key)).exec()) as [[null, string | null], [null, number]];
+      return { count: Number(count ?? 0), resetIn: Math.max(0, ttl) };
+    },
+    async reset(key) {
+      await redis.del(k(key));
+    },
+  };
+}

@@ -1,0 +1,35 @@
+import { buildApp } from "./app";
+import { ConfigError, loadConfig } from "./config";
+import { createServices } from "./services";
+
+async function main() {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(e.message);
+      process.exit(1);
+    }
+    throw e;
+  }
+  const services = await createServices(config);
+  const app = buildApp(services);
+  services.start();
+  const server = app.listen({ port: config.PORT, hostname: "0.0.0.0" });
+  services.logger.info({ port: server.server?.port, url: config.PUBLIC_URL, database: services.db.kind, bus: services.bus.kind }, "simhost listening");
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    services.logger.info({ signal }, "shutting down");
+    await app.stop();
+    await services.close();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+}
+
+await main();

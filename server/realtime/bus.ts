@@ -1,0 +1,108 @@
+import Redis from "ioredis";
+import type { Logger } from "../lib/logger";
+
+/** One event on one channel, as every instance sees it. */
+export type BusMessage = { channel: string; event: string; data: unknown; origin: string };
+export type Publish = (channels: string | string[], event: string, data: unknown) => void;
+
+/**
+ * Fan-out between server instances. `local` delivers in this process only; `redis` publishes on
+ * Redis pub/sub (separate publisher and subscriber connections) so every instance receives it.
+ * Subscribers get every message, local or remote, once.
+ */
+export type Bus = {
+  kind: "local" | "redis";
+  publish: Publish;
+  subscribe(listener: (message: BusMessage) => void): () => void;
+  /** Redis round trip, or a constant for the local bus. */
+  ping(): Promise<void>;
+  /** Resolves once connected (or after `ms` if Redis is not reachable: the server starts degraded). */
+  ready(ms?: number): Promise<void>;
+  close(): Promise<void>;
+};
+
+export function createLocalBus(origin: string): Bus {
+  const listeners = new Set<(m: BusMessage) => void>();
+  return {
+    kind: "local",
+    publish(channels, event, data) {
+      for (const channel of Array.isArray(channels) ? channels : [channels]) {
+        const message = { channel, event, data, origin };
+        for (const l of listeners) l(message);
+      }
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    ping: async () => {},
+    ready: async () => {},
+    close: async () => listeners.clear(),
+  };
+}
+
+export function createRedisBus(opts: { url: string; prefix: string; origin: string; logger: Logger }): Bus {
+  const topic = `${opts.prefix}events`;
+  const connect = () =>
+    new Redis(opts.url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: (n) => Math.min(n * 200, 2000) });
+  const pub = connect();
+  const sub = connect();
+  const local = createLocalBus(opts.origin);
+  const silence = (e: Error) => opts.logger.debug({ err: e.message }, "redis connection error");
+  pub.on("error", silence);
+  sub.on("error", silence);
+  // (Re)subscribe on every connect: a Redis restart drops subscriptions.
+  sub.on("ready", () => void sub.subscribe(topic).catch(silence));
+  sub.on("message", (_channel: string, raw: string) => {
+    try {
+      const m = JSON.parse(raw) as BusMessage;
+      local.publish(m.channel, m.event, m.data);
+    } catch {
+      opts.logger.warn("dropped a malformed bus message");
+    }
+  });
+  return {
+    kind: "redis",
+    publish(channels, event, data) {
+      const list = Array.isArray(channels) ? channels : [channels];
+      if (pub.status !== "ready") {
+        // Redis is down: deliver on this instance at least; other instances miss it.
+        local.publish(list, event, data);
+        return;
+      }
+      for (const channel of list) {
+        pub.publish(topic, JSON.stringify({ channel, event, data, origin: opts.origin })).catch(() => local.publish(channel, event, data));
+      }
+    },
+    subscribe: local.subscribe,
+    async ping() {
+      const answer = await pub.ping();
+      if (answer !== "PONG") throw new Error(`unexpected answer ${answer}`);
+    },
+    async ready(ms = 3000) {
+      const connected = (c: Redis) => (c.status === "ready" ? Promise.resolve() : new Promise<void>((resolve) => c.once("ready", () => resolve())));
+      const subscribed = new Promise<void>((resolve) => {
+        if (sub.status === "ready")
+          void sub.subscribe(topic).then(
+            () => resolve(),
+            () => resolve(),
+          );
+        else
+          sub.once(
+            "ready",
+            () =>
+              void sub.subscribe(topic).then(
+                () => resolve(),
+                () => resolve(),
+              ),
+          );
+      });
+      await Promise.race([Promise.all([connected(pub), subscribed]), Bun.sleep(ms)]);
+    },
+    async close() {
+      await local.close();
+      pub.disconnect();
+      sub.disconnect();
+    },
+  };
+}

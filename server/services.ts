@@ -1,0 +1,59 @@
+import Redis from "ioredis";
+import { createAuthenticator } from "./auth/caller";
+import type { Config } from "./config";
+import { type Database, openDatabase } from "./db/client";
+import { migrate } from "./db/migrate";
+import { createJobQueue } from "./jobs/queue";
+import { type Clock, systemClock } from "./lib/clock";
+import { createLogger, type Logger } from "./lib/logger";
+import { createMetrics } from "./lib/metrics";
+import { createLocalRateLimiter, createRedisRateLimiter } from "./lib/rate-limit";
+import { createLocalBus, createRedisBus } from "./realtime/bus";
+
+/** Everything the server is made of, built once at start (or per test) and closed together. */
+export async function createServices(config: Config, opts: { clock?: Clock; logger?: Logger; database?: Database } = {}) {
+  const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
+  const instanceId = `${process.pid}-${crypto.randomUUID().slice(0, 8)}`;
+  const db = opts.database ?? (await openDatabase(config));
+  await migrate(db.sql);
+  const clock = opts.clock ?? systemClock;
+  const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: false }) : undefined;
+  redis?.on("error", () => {});
+  const bus = config.REDIS_URL
+    ? createRedisBus({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX, origin: instanceId, logger })
+    : createLocalBus(instanceId);
+  await bus.ready();
+  const limiter = redis ? createRedisRateLimiter(redis, config.REDIS_PREFIX) : createLocalRateLimiter(() => clock.now());
+  const jobs = createJobQueue({ sql: db.sql, logger, workerId: instanceId });
+  const metrics = createMetrics();
+  const auth = createAuthenticator({ sql: db.sql, sessionTtlDays: config.SESSION_TTL_DAYS });
+  metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);
+
+  return {
+    config,
+    db,
+    sql: db.sql,
+    logger,
+    clock,
+    instanceId,
+    redis,
+    bus,
+    publish: bus.publish,
+    limiter,
+    jobs,
+    metrics,
+    auth,
+    /** Starts background work (job workers, timers). Tests that drive work by hand skip it. */
+    start() {
+      jobs.start();
+    },
+    async close() {
+      await jobs.stop();
+      await bus.close();
+      redis?.disconnect();
+      await db.close();
+    },
+  };
+}
+
+export type Services = Awaited<ReturnType<typeof createServices>>;

@@ -1,0 +1,73 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildApp } from "../server/app";
+import { loadConfig } from "../server/config";
+import { randomString } from "../server/lib/crypto";
+import { createServices, type Services } from "../server/services";
+
+export type TestContext = Awaited<ReturnType<typeof createTestContext>>;
+
+/**
+ * The app in-process against a real, migrated database: PostgreSQL when DATABASE_URL is set,
+ * otherwise an embedded one in a temporary folder. Tests keep apart by creating their own
+ * organizations and users, so they share one database per process.
+ */
+export async function createTestContext(env: Record<string, string> = {}) {
+  const config = loadConfig({
+    ...process.env,
+    DATA_DIR: mkdtempSync(join(tmpdir(), "simhost-test-")),
+    PUBLIC_URL: "http://localhost:3000",
+    WEBHOOK_ALLOW_PRIVATE: "true",
+    REDIS_PREFIX: `simhost-test-${randomString(8)}:`,
+    ...env,
+  });
+  const services = await createServices(config);
+  const app = buildApp(services);
+
+  async function request(
+    method: string,
+    path: string,
+    opts: { token?: string; body?: unknown; headers?: Record<string, string>; form?: Record<string, string> } = {},
+  ) {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let body: string | undefined;
+    if (opts.form) {
+      headers["content-type"] = "application/x-www-form-urlencoded";
+      body = new URLSearchParams(opts.form).toString();
+    } else if (opts.body !== undefined) {
+      headers["content-type"] ??= "application/json";
+      body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+    }
+    const res = await app.handle(new Request(`http://localhost:3000${path}`, { method, headers, body }));
+    const text = await res.text();
+    let json: any = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      json = null;
+    }
+    return { status: res.status, headers: res.headers, body: json, text };
+  }
+
+  return { services, app, config, sql: services.sql, request, close: () => services.close() };
+}
+
+let shared: Promise<TestContext> | undefined;
+/** One context for all test files of a run (they execute in one process). */
+export function sharedTestContext(): Promise<TestContext> {
+  shared ??= createTestContext();
+  return shared;
+}
+
+/** Asserts the API.md §1 error shape and returns the body. */
+export function expectErrorShape(body: any, code?: string) {
+  if (typeof body?.message !== "string" || typeof body?.code !== "string") throw new Error(`not an API error body: ${JSON.stringify(body)}`);
+  const allowed = new Set(["message", "code", "errors", "locked_until", "device_id"]);
+  for (const k of Object.keys(body)) if (!allowed.has(k)) throw new Error(`unexpected key ${k} in error body`);
+  if (code && body.code !== code) throw new Error(`expected code ${code}, got ${body.code}: ${body.message}`);
+  return body;
+}
+
+export type { Services };
