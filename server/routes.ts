@@ -1,7 +1,8 @@
 import { Elysia } from "elysia";
+import { authRoutes } from "./auth/routes";
 import type { Services } from "./services";
 
-/** Every feature's routes, mounted under the app. */
-export function featureRoutes(_services: Services) {
-  return new Elysia();
+/** Every feature's routes, mounted under the app. One line per feature. */
+export function featureRoutes(services: Services) {
+  return new Elysia().use(authRoutes(services));
 }

@@ -4,6 +4,7 @@ import type { Config } from "./config";
 import { type Database, openDatabase } from "./db/client";
 import { migrate } from "./db/migrate";
 import { createJobQueue } from "./jobs/queue";
+import { registerInboundFanout } from "./messages/fanout";
 import { type Clock, systemClock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/logger";
 import { createMetrics } from "./lib/metrics";
@@ -27,6 +28,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   const jobs = createJobQueue({ sql: db.sql, logger, workerId: instanceId });
   const metrics = createMetrics();
   const auth = createAuthenticator({ sql: db.sql, sessionTtlDays: config.SESSION_TTL_DAYS });
+  registerInboundFanout({ sql: db.sql, jobs, publish: bus.publish });
   metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);
 
   return {

@@ -1,4 +1,4 @@
-import type { Sql } from "../db/client";
+import type { Pool } from "../db/client";
 import { AppError, notFound, permissionDenied, unauthenticated } from "../errors";
 import { sha256 } from "../lib/crypto";
 
@@ -42,7 +42,7 @@ export type UserContext = { user: UserRow; kind: "session" | "oauth"; sessionId:
 
 export type Authenticator = ReturnType<typeof createAuthenticator>;
 
-export function createAuthenticator(opts: { sql: Sql; sessionTtlDays: number }) {
+export function createAuthenticator(opts: { sql: Pool; sessionTtlDays: number }) {
   const { sql } = opts;
 
   /** A session or OAuth token → its user; sliding expiry, written at most once a minute. */

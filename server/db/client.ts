@@ -3,8 +3,11 @@ import postgres from "postgres";
 import type { Config } from "../config";
 import { startEmbeddedPostgres } from "./embedded";
 
-export type Sql = postgres.Sql;
-export type Database = { sql: Sql; kind: "postgres" | "embedded"; close(): Promise<void> };
+/** The connection pool (can begin transactions). */
+export type Pool = postgres.Sql;
+/** Anything that runs queries: the pool or a transaction. Store functions take this. */
+export type Sql = postgres.Sql | postgres.TransactionSql;
+export type Database = { sql: Pool; kind: "postgres" | "embedded"; close(): Promise<void> };
 
 const common = {
   onnotice: () => {},

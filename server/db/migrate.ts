@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Sql } from "./client";
+import type { Pool } from "./client";
 
 const MIGRATIONS_DIR = join(import.meta.dir, "../../migrations");
 const LOCK_KEY = 7_220_431; // advisory lock shared by every process that migrates
@@ -15,7 +15,7 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
 }
 
 /** Applies forward-only migrations in order, each in its own transaction, under an advisory lock. Returns the names applied. */
-export async function migrate(sql: Sql, migrations = readMigrations()): Promise<string[]> {
+export async function migrate(sql: Pool, migrations = readMigrations()): Promise<string[]> {
   return sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(${LOCK_KEY})`;
     await tx`create table if not exists schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())`;

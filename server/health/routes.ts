@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import type { Sql } from "../db/client";
+import type { Pool } from "../db/client";
 import type { JobQueue } from "../jobs/queue";
 import type { Metrics } from "../lib/metrics";
 import type { Bus } from "../realtime/bus";
@@ -37,7 +37,7 @@ async function timed(fn: () => Promise<Check>, ms = 2000): Promise<Check> {
   }
 }
 
-export function healthRoutes(deps: { sql: Sql; bus: Bus; jobs: JobQueue; metrics: Metrics }) {
+export function healthRoutes(deps: { sql: Pool; bus: Bus; jobs: JobQueue; metrics: Metrics }) {
   async function check() {
     const database = await timed(async () => {
       const started = performance.now();

@@ -1,4 +1,4 @@
-import type { Sql } from "../db/client";
+import type { Pool, Sql } from "../db/client";
 import type { Logger } from "../lib/logger";
 
 export type Job<P = Record<string, unknown>> = { id: number; queue: string; payload: P; attempts: number; max_attempts: number };
@@ -27,7 +27,7 @@ const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1),
  * invisible until `locked_until`; a worker that crashes leaves it to be claimed again then, so
  * every job runs at least once. Workers wake on a local enqueue or a short poll.
  */
-export function createJobQueue(opts: { sql: Sql; logger: Logger; workerId: string; pollMs?: number }) {
+export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: string; pollMs?: number }) {
   const { sql, logger, workerId } = opts;
   const pollMs = opts.pollMs ?? 250;
   const registrations = new Map<string, Registration>();

@@ -1,9 +1,14 @@
 import Redis from "ioredis";
 import type { Logger } from "../lib/logger";
 
-/** One event on one channel, as every instance sees it. */
-export type BusMessage = { channel: string; event: string; data: unknown; origin: string };
-export type Publish = (channels: string | string[], event: string, data: unknown) => void;
+/**
+ * One event on one channel, as every instance sees it. `organizations`, when set, limits who
+ * receives it to sockets authorized as members of those organizations (message visibility on
+ * a number shared by several organizations).
+ */
+export type BusMessage = { channel: string; event: string; data: unknown; origin: string; organizations?: number[] };
+export type PublishOptions = { organizations?: number[] };
+export type Publish = (channels: string | string[], event: string, data: unknown, opts?: PublishOptions) => void;
 
 /**
  * Fan-out between server instances. `local` delivers in this process only; `redis` publishes on
@@ -25,9 +30,9 @@ export function createLocalBus(origin: string): Bus {
   const listeners = new Set<(m: BusMessage) => void>();
   return {
     kind: "local",
-    publish(channels, event, data) {
+    publish(channels, event, data, opts) {
       for (const channel of Array.isArray(channels) ? channels : [channels]) {
-        const message = { channel, event, data, origin };
+        const message = { channel, event, data, origin, organizations: opts?.organizations };
         for (const l of listeners) l(message);
       }
     },
@@ -56,22 +61,23 @@ export function createRedisBus(opts: { url: string; prefix: string; origin: stri
   sub.on("message", (_channel: string, raw: string) => {
     try {
       const m = JSON.parse(raw) as BusMessage;
-      local.publish(m.channel, m.event, m.data);
+      local.publish(m.channel, m.event, m.data, { organizations: m.organizations });
     } catch {
       opts.logger.warn("dropped a malformed bus message");
     }
   });
   return {
     kind: "redis",
-    publish(channels, event, data) {
+    publish(channels, event, data, o) {
       const list = Array.isArray(channels) ? channels : [channels];
       if (pub.status !== "ready") {
         // Redis is down: deliver on this instance at least; other instances miss it.
-        local.publish(list, event, data);
+        local.publish(list, event, data, o);
         return;
       }
       for (const channel of list) {
-        pub.publish(topic, JSON.stringify({ channel, event, data, origin: opts.origin })).catch(() => local.publish(channel, event, data));
+        const message: BusMessage = { channel, event, data, origin: opts.origin, organizations: o?.organizations };
+        pub.publish(topic, JSON.stringify(message)).catch(() => local.publish(channel, event, data, o));
       }
     },
     subscribe: local.subscribe,

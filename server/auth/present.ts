@@ -1,0 +1,15 @@
+import type { OrganizationRow, UserRow } from "./caller";
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+
+export const presentUser = (u: UserRow) => ({
+  id: u.id,
+  name: u.name,
+  email: u.email,
+  email_verified_at: iso(u.email_verified_at),
+  two_factor_enabled: u.totp_enabled,
+  created_at: iso(u.created_at),
+  updated_at: iso(u.updated_at),
+});
+
+export const presentOrganization = (o: OrganizationRow) => ({ id: o.id, name: o.name, created_at: iso(o.created_at), updated_at: iso(o.updated_at) });

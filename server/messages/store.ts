@@ -1,0 +1,41 @@
+import type { Sql } from "../db/client";
+
+/** The message object of API.md §3 "Messages". */
+export type Message = {
+  id: number;
+  hosted_sim_id: number | null;
+  number: string;
+  direction: "inbound" | "outbound";
+  from: string;
+  to: string;
+  text: string;
+  status: string;
+  source: "provider" | "device" | "api";
+  device_id: number | null;
+  sim_slot: number | null;
+  external_id: string | null;
+  team_id: number | null;
+  locked: boolean;
+  error: string | null;
+  received_at: string | null;
+  sent_at: string | null;
+  created_at: string;
+  updated_at: string;
+};
+
+/** Columns of `messages` (aliased `m`) as the API's message object. */
+export const messageColumns = (sql: Sql) => sql`
+  m.id, m.hosted_sim_id, m.number, m.direction, m.from_number as "from", m.to_number as "to", m.text, m.status, m.source,
+  m.device_id, m.sim_slot, m.external_id, m.team_id, m.locked, m.error,
+  to_char(m.received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as received_at,
+  to_char(m.sent_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as sent_at,
+  to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at,
+  to_char(m.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at`;
+
+export async function findMessageForFanout(sql: Sql, id: number) {
+  const [message] = await sql<Message[]>`select ${messageColumns(sql)} from messages m where m.id = ${id}`;
+  if (!message) return null;
+  const visibility = await sql<{ organizationId: number; teamId: number | null }[]>`
+    select organization_id as "organizationId", team_id as "teamId" from message_visibility where message_id = ${id}`;
+  return { message, visibility };
+}
