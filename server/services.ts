@@ -1,14 +1,15 @@
 import Redis from "ioredis";
+import { createMailer } from "./alerts/notify";
 import { createAuthenticator } from "./auth/caller";
 import type { Config } from "./config";
 import { type Database, openDatabase } from "./db/client";
 import { migrate } from "./db/migrate";
 import { createJobQueue } from "./jobs/queue";
-import { registerInboundFanout } from "./messages/fanout";
 import { type Clock, systemClock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/logger";
 import { createMetrics } from "./lib/metrics";
 import { createLocalRateLimiter, createRedisRateLimiter } from "./lib/rate-limit";
+import { registerInboundFanout } from "./messages/fanout";
 import { createLocalBus, createRedisBus } from "./realtime/bus";
 
 /** Everything the server is made of, built once at start (or per test) and closed together. */
@@ -27,6 +28,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   const limiter = redis ? createRedisRateLimiter(redis, config.REDIS_PREFIX) : createLocalRateLimiter(() => clock.now());
   const jobs = createJobQueue({ sql: db.sql, logger, workerId: instanceId });
   const metrics = createMetrics();
+  const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
   const auth = createAuthenticator({ sql: db.sql, sessionTtlDays: config.SESSION_TTL_DAYS });
   registerInboundFanout({ sql: db.sql, jobs, publish: bus.publish });
   metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);
@@ -42,6 +44,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     bus,
     publish: bus.publish,
     limiter,
+    mailer,
     jobs,
     metrics,
     auth,

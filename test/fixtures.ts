@@ -16,7 +16,10 @@ let cachedHash: string | undefined;
 
 export async function createUser(sql: Sql, opts: { orgId?: number; role?: Role; email?: string; password?: string; name?: string } = {}) {
   const password = opts.password ?? TEST_PASSWORD;
-  const hash = password === TEST_PASSWORD ? (cachedHash ??= await Bun.password.hash(TEST_PASSWORD, { algorithm: "argon2id" })) : await Bun.password.hash(password, { algorithm: "argon2id" });
+  const hash =
+    password === TEST_PASSWORD
+      ? (cachedHash ??= await Bun.password.hash(TEST_PASSWORD, { algorithm: "argon2id" }))
+      : await Bun.password.hash(password, { algorithm: "argon2id" });
   const email = opts.email ?? `${crypto.randomUUID().slice(0, 12)}@example.test`;
   const [user] = await sql<{ id: number; email: string; name: string }[]>`
     insert into users (name, email, password_hash) values (${opts.name ?? faker.person.fullName()}, ${email}, ${hash}) returning id, email, name`;
