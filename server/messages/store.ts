@@ -39,3 +39,12 @@ export async function findMessageForFanout(sql: Sql, id: number) {
     select organization_id as "organizationId", team_id as "teamId" from message_visibility where message_id = ${id}`;
   return { message, visibility };
 }
+
+/** Outbound messages an organization created this calendar month (UTC): the plan quota's count. */
+export async function monthlyOutboundCount(sql: Sql, organizationId: number): Promise<number> {
+  const [row] = await sql<{ count: number }[]>`
+    select count(*) as count from messages
+    where organization_id = ${organizationId} and direction = 'outbound'
+      and created_at >= date_trunc('month', now() at time zone 'UTC') at time zone 'UTC'`;
+  return row?.count ?? 0;
+}
