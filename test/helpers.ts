@@ -1,4 +1,5 @@
 import { mkdtempSync } from "node:fs";
+import postgres from "postgres";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildApp } from "../server/app";
@@ -14,8 +15,10 @@ export type TestContext = Awaited<ReturnType<typeof createTestContext>>;
  * organizations and users, so they share one database per process.
  */
 export async function createTestContext(env: Record<string, string> = {}) {
+  const databaseUrl = env.DATABASE_URL ?? (process.env.DATABASE_URL ? await freshDatabase(process.env.DATABASE_URL) : undefined);
   const config = loadConfig({
     ...process.env,
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     DATA_DIR: mkdtempSync(join(tmpdir(), "simhost-test-")),
     PUBLIC_URL: "http://localhost:3000",
     WEBHOOK_ALLOW_PRIVATE: "true",
@@ -52,6 +55,29 @@ export async function createTestContext(env: Record<string, string> = {}) {
   }
 
   return { services, app, config, sql: services.sql, request, close: () => services.close() };
+}
+
+/**
+ * A new, empty database on the server of `url` for one test process, so runs never see each
+ * other's rows or half-written migrations. Databases of runs older than two hours are dropped.
+ */
+export async function freshDatabase(url: string): Promise<string> {
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const stale = await admin<{ datname: string }[]>`select datname from pg_database where datname like 'simhost_t_%'`;
+    const cutoff = Math.floor(Date.now() / 1000) - 7200;
+    for (const { datname } of stale) {
+      const created = Number(datname.split("_")[2]);
+      if (created < cutoff) await admin.unsafe(`drop database if exists "${datname}" with (force)`).catch(() => {});
+    }
+    const name = `simhost_t_${Math.floor(Date.now() / 1000)}_${randomString(6).toLowerCase()}`;
+    await admin.unsafe(`create database "${name}"`);
+    const u = new URL(url);
+    u.pathname = `/${name}`;
+    return u.toString();
+  } finally {
+    await admin.end();
+  }
 }
 
 let shared: Promise<TestContext> | undefined;
