@@ -28,7 +28,7 @@ const timings = new WeakMap<Request, { id: string; start: number }>();
 /** The HTTP application. It never listens: main.ts serves it, tests call `app.handle`. */
 export function buildApp(services: Services) {
   const { logger, metrics } = services;
-  return new Elysia()
+  const app = new Elysia()
     .use(
       swagger({
         path: "/docs",
@@ -64,6 +64,8 @@ export function buildApp(services: Services) {
       set.headers["x-request-id"] = id;
     })
     .onError(({ code, error, request, route, set }) => {
+      const versioned = code === "NOT_FOUND" ? unversioned(request) : null;
+      if (versioned) return app.handle(versioned);
       const appError = toAppError(code, error);
       set.status = appError.status;
       const id = timings.get(request)?.id;
@@ -83,6 +85,24 @@ export function buildApp(services: Services) {
     })
     .use(healthRoutes(services))
     .use(featureRoutes(services));
+  return app;
 }
+
+const VERSIONED = /^\/api\/v(\d+)(\/.*)$/;
+
+/**
+ * `/api/v1/...` is the current API under its version prefix (SPEC.md 9.1). A version answers
+ * with its own route where it has one, and otherwise with the unversioned route: the router
+ * found nothing for the prefixed path, so the request is handled again without the prefix.
+ */
+function unversioned(request: Request): Request | null {
+  const url = new URL(request.url);
+  const match = url.pathname.match(VERSIONED);
+  if (!match || !SUPPORTED_VERSIONS.has(Number(match[1]))) return null;
+  url.pathname = `/api${match[2]}`;
+  return new Request(url, request);
+}
+
+const SUPPORTED_VERSIONS = new Set([1]);
 
 export type App = ReturnType<typeof buildApp>;
