@@ -100,7 +100,7 @@ function unversioned(request: Request): Request | null {
   const match = url.pathname.match(VERSIONED);
   if (!match || !SUPPORTED_VERSIONS.has(Number(match[1]))) return null;
   url.pathname = `/api${match[2]}`;
-  return new Request(url, request);
+  return new Request(url.toString(), request);
 }
 
 const SUPPORTED_VERSIONS = new Set([1]);
