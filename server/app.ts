@@ -3,6 +3,7 @@ import { Elysia } from "elysia";
 import { isDatabaseUnavailable } from "./db/client";
 import { AppError, errorResponse, unavailable, validationFailed } from "./errors";
 import { healthRoutes } from "./health/routes";
+import { createDeprecations, DEPRECATIONS, type Deprecation } from "./lib/deprecations";
 import { fieldErrors } from "./lib/validation";
 import { featureRoutes } from "./routes";
 import type { Services } from "./services";
@@ -26,14 +27,46 @@ export function toAppError(code: string | number, error: unknown): AppError {
 const timings = new WeakMap<Request, { id: string; start: number }>();
 
 /** The HTTP application. It never listens: main.ts serves it, tests call `app.handle`. */
-export function buildApp(services: Services) {
+export function buildApp(services: Services, opts: { deprecations?: Deprecation[] } = {}) {
   const { logger, metrics } = services;
+  const deprecations = createDeprecations(opts.deprecations ?? DEPRECATIONS, services.config.PUBLIC_URL);
   const app = new Elysia()
+    .onRequest(({ request, set }) => {
+      const id = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
+      timings.set(request, { id, start: performance.now() });
+      set.headers["x-request-id"] = id;
+    })
+    .onError(({ code, error, request, route, set }) => {
+      const versioned = code === "NOT_FOUND" ? unversioned(request) : null;
+      if (versioned) return app.handle(versioned);
+      const appError = toAppError(code, error);
+      set.status = appError.status;
+      const id = timings.get(request)?.id;
+      if (appError.status >= 500 && appError.code === "internal_error") {
+        logger.error({ requestId: id, route, err: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) }, "unhandled error");
+      }
+      return errorResponse(appError, id);
+    })
+    .onAfterHandle(({ request, route, set, response }) => {
+      if (route === "/openapi.json") return deprecations.annotate(response as never);
+      const headers = deprecations.signal(request.method, route, request.url);
+      if (headers) Object.assign(set.headers, headers);
+    })
+    .onAfterResponse(({ request, route, set }) => {
+      const t = timings.get(request);
+      if (!t) return;
+      const seconds = (performance.now() - t.start) / 1000;
+      const status = typeof set.status === "number" ? set.status : 200;
+      const path = route || "unmatched";
+      metrics.httpRequests.observe({ method: request.method, route: path, status: String(status) }, seconds);
+      logger.info({ requestId: t.id, method: request.method, route: path, status, ms: Math.round(seconds * 10000) / 10 }, "request");
+    })
     .use(
       swagger({
         path: "/docs",
         specPath: "/openapi.json",
-        exclude: ["/docs", "/openapi.json"],
+        // The v1 document: later versions' own routes are documented separately.
+        exclude: ["/docs", "/openapi.json", /^\/api\/v\d+\//],
         documentation: {
           info: {
             title: "simhost API",
@@ -58,35 +91,15 @@ export function buildApp(services: Services) {
         },
       }),
     )
-    .onRequest(({ request, set }) => {
-      const id = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
-      timings.set(request, { id, start: performance.now() });
-      set.headers["x-request-id"] = id;
-    })
-    .onError(({ code, error, request, route, set }) => {
-      const versioned = code === "NOT_FOUND" ? unversioned(request) : null;
-      if (versioned) return app.handle(versioned);
-      const appError = toAppError(code, error);
-      set.status = appError.status;
-      const id = timings.get(request)?.id;
-      if (appError.status >= 500 && appError.code === "internal_error") {
-        logger.error({ requestId: id, route, err: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) }, "unhandled error");
-      }
-      return errorResponse(appError, id);
-    })
-    .onAfterResponse(({ request, route, set }) => {
-      const t = timings.get(request);
-      if (!t) return;
-      const seconds = (performance.now() - t.start) / 1000;
-      const status = typeof set.status === "number" ? set.status : 200;
-      const path = route || "unmatched";
-      metrics.httpRequests.observe({ method: request.method, route: path, status: String(status) }, seconds);
-      logger.info({ requestId: t.id, method: request.method, route: path, status, ms: Math.round(seconds * 10000) / 10 }, "request");
+    .get("/changelog", () => new Response(Bun.file(CHANGELOG), { headers: { "content-type": "text/markdown; charset=utf-8" } }), {
+      detail: { hide: true },
     })
     .use(healthRoutes(services))
     .use(featureRoutes(services));
   return app;
 }
+
+const CHANGELOG = new URL("../CHANGELOG.md", import.meta.url).pathname;
 
 const VERSIONED = /^\/api\/v(\d+)(\/.*)$/;
 
