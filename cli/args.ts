@@ -1,0 +1,31 @@
+import { type Command, InvalidArgumentError } from "commander";
+import type { GlobalOptions } from "./output";
+
+/** Argument parsers for commander: a bad value is a usage error (exit 2). */
+export function positiveInt(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError("Not a positive integer.");
+  return Number(value);
+}
+
+export const E164 = /^\+[1-9]\d{6,14}$/;
+
+export function e164(value: string): string {
+  if (!E164.test(value)) throw new InvalidArgumentError("Not an E.164 phone number (like +15551234567).");
+  return value;
+}
+
+export function email(value: string): string {
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value) || value.length > 254) throw new InvalidArgumentError("Not an email address.");
+  return value;
+}
+
+/** For variadic arguments: parses each value and collects them. */
+export const each =
+  <T>(parse: (v: string) => T) =>
+  (value: string, previous: T[] | undefined): T[] => [...(previous ?? []), parse(value)];
+
+/** The program-wide options (--json, --url, --token, --org) merged with the command's own. */
+export const globals = <T extends object = object>(cmd: Command) => cmd.optsWithGlobals() as GlobalOptions & T;
+
+/** `--org`: the organization a server command acts in (X-Organization-Id); per command, since `admin user create --org` means another thing. */
+export const orgOption = (cmd: Command) => cmd.option("--org <org-id>", "organization to act in (X-Organization-Id; default: your first)");

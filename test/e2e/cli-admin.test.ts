@@ -1,0 +1,201 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createOrg } from "../fixtures";
+import { createTestContext, type TestContext } from "../helpers";
+import { cliEnv, runCli, uniqueNumber } from "./cli-helpers";
+
+// Admin commands work on the database directly. The context keeps its database open (the
+// embedded one served on its socket), which is the "while the server runs" case.
+let ctx: TestContext;
+let env: Record<string, string>;
+beforeAll(async () => {
+  ctx = await createTestContext();
+  env = cliEnv(ctx);
+});
+afterAll(() => ctx?.close());
+
+const admin = (...args: string[]) => runCli(args, { env });
+
+describe("simhost admin org create", () => {
+  test("creates the organization and prints { id, name, plan }", async () => {
+    const name = `Org ${crypto.randomUUID()}`;
+    const r = await admin("admin", "org", "create", name, "--plan", "pro", "--json");
+    expect(r.code).toBe(0);
+    const out = r.json();
+    expect(out).toEqual({ id: expect.any(Number), name, plan: "pro" });
+    const [row] = await ctx.sql`select name, plan from organizations where id = ${out.id}`;
+    expect(row).toEqual({ name, plan: "pro" });
+  });
+
+  test("plan defaults to free; human output names the organization", async () => {
+    const r = await admin("admin", "org", "create", "Plain Org");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Created organization \d+ "Plain Org" \(plan free\)/);
+  });
+
+  test("an unknown plan is a usage error (exit 2), nothing created", async () => {
+    const before = await ctx.sql`select count(*)::int as n from organizations`;
+    const r = await admin("admin", "org", "create", "Bad Plan Org", "--plan", "gold", "--json");
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("gold");
+    expect(await ctx.sql`select count(*)::int as n from organizations`).toEqual(before);
+  });
+});
+
+describe("simhost admin user create", () => {
+  test("creates a user with an argon2id hash; the first member is owner, the next member", async () => {
+    const org = await createOrg(ctx.sql);
+    const email = `${crypto.randomUUID().slice(0, 8)}@example.test`;
+    const r = await admin("admin", "user", "create", "--org", String(org.id), "--email", email, "--password", "s3cret-pass", "--name", "Ada", "--json");
+    expect(r.code).toBe(0);
+    const out = r.json();
+    expect(out).toEqual({ id: expect.any(Number), email });
+    const [user] = await ctx.sql`select name, password_hash from users where id = ${out.id}`;
+    expect(user!.name).toBe("Ada");
+    expect(user!.password_hash).toStartWith("$argon2id$");
+    expect(await Bun.password.verify("s3cret-pass", user!.password_hash)).toBe(true);
+    const [m] = await ctx.sql`select role from memberships where user_id = ${out.id} and organization_id = ${org.id}`;
+    expect(m!.role).toBe("owner");
+
+    const second = await admin("admin", "user", "create", "--org", String(org.id), "--email", `x${email}`, "--password", "another-pass", "--json");
+    expect(second.code).toBe(0);
+    const [m2] = await ctx.sql`select role from memberships where user_id = ${second.json().id}`;
+    expect(m2!.role).toBe("member");
+  });
+
+  test("an existing email (any case) gets the membership added, password unchanged", async () => {
+    const a = await createOrg(ctx.sql);
+    const b = await createOrg(ctx.sql);
+    const email = `${crypto.randomUUID().slice(0, 8)}@example.test`;
+    const first = await admin("admin", "user", "create", "--org", String(a.id), "--email", email, "--password", "first-password", "--json");
+    const again = await admin(
+      "admin",
+      "user",
+      "create",
+      "--org",
+      String(b.id),
+      "--email",
+      email.toUpperCase(),
+      "--password",
+      "other-password",
+      "--role",
+      "admin",
+      "--json",
+    );
+    expect(again.code).toBe(0);
+    expect(again.json().id).toBe(first.json().id);
+    const roles = await ctx.sql`select organization_id, role from memberships where user_id = ${first.json().id} order by organization_id`;
+    expect([...roles]).toEqual([
+      { organization_id: a.id, role: "owner" },
+      { organization_id: b.id, role: "admin" },
+    ]);
+    const [user] = await ctx.sql`select password_hash from users where id = ${first.json().id}`;
+    expect(await Bun.password.verify("first-password", user!.password_hash)).toBe(true);
+  });
+
+  test("unknown organization: exit 1 with one line on stderr", async () => {
+    const r = await admin("admin", "user", "create", "--org", "987654321", "--email", "nobody@example.test", "--password", "long-enough");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe("Organization 987654321 not found.\n");
+    expect(r.stdout).toBe("");
+  });
+
+  test("usage errors exit 2: bad email, missing password, bad role", async () => {
+    const org = await createOrg(ctx.sql);
+    const base = ["admin", "user", "create", "--org", String(org.id)];
+    expect((await admin(...base, "--email", "not-an-email", "--password", "long-enough")).code).toBe(2);
+    expect((await admin(...base, "--email", "a@example.test")).code).toBe(2);
+    expect((await admin(...base, "--email", "a@example.test", "--password", "long-enough", "--role", "king")).code).toBe(2);
+    expect((await admin("admin", "user", "create", "--org", "zero", "--email", "a@example.test", "--password", "long-enough")).code).toBe(2);
+  });
+});
+
+describe("simhost admin plan set", () => {
+  test("changes the plan", async () => {
+    const org = await createOrg(ctx.sql);
+    const r = await admin("admin", "plan", "set", String(org.id), "enterprise", "--json");
+    expect(r.code).toBe(0);
+    expect(r.json()).toEqual({ id: org.id, name: org.name, plan: "enterprise" });
+    const [row] = await ctx.sql`select plan from organizations where id = ${org.id}`;
+    expect(row!.plan).toBe("enterprise");
+  });
+
+  test("unknown organization exits 1, unknown plan exits 2", async () => {
+    const missing = await admin("admin", "plan", "set", "987654321", "pro");
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim()).toBe("Organization 987654321 not found.");
+    const org = await createOrg(ctx.sql);
+    expect((await admin("admin", "plan", "set", String(org.id), "platinum")).code).toBe(2);
+  });
+});
+
+describe("simhost pool", () => {
+  test("add: hosted SIMs with the SPEC.md 2.1 fields; shared defaults to 5 seats", async () => {
+    const [n1, n2] = [uniqueNumber(), uniqueNumber()];
+    const r = await admin("pool", "add", n1, n2, "--provider", "acme", "--json");
+    expect(r.code).toBe(0);
+    const { data } = r.json();
+    expect(data.map((s: any) => s.number)).toEqual([n1, n2]);
+    for (const sim of data) {
+      expect(sim).toMatchObject({ id: expect.any(Number), provider: "acme", status: "active", type: "shared", shared_max_orgs: 5, messages_received_count: 0 });
+      expect(sim.organizations).toEqual([]);
+      expect(sim.teams).toEqual([]);
+      expect(new Date(sim.created_at).toISOString()).toBe(sim.created_at);
+      expect(new Date(sim.updated_at).toISOString()).toBe(sim.updated_at);
+    }
+  });
+
+  test("add: virtual defaults to 1 seat, --max-orgs overrides", async () => {
+    const virtual = await admin("pool", "add", uniqueNumber(), "--type", "virtual", "--json");
+    expect(virtual.json().data[0]).toMatchObject({ type: "virtual", shared_max_orgs: 1 });
+    const three = await admin("pool", "add", uniqueNumber(), "--max-orgs", "3", "--json");
+    expect(three.json().data[0]).toMatchObject({ type: "shared", shared_max_orgs: 3 });
+  });
+
+  test("add: a number that is not E.164 is a usage error; nothing is added", async () => {
+    const good = uniqueNumber();
+    const r = await admin("pool", "add", good, "5551234", "--json");
+    expect(r.code).toBe(2);
+    expect(await ctx.sql`select id from hosted_sims where number = ${good}`).toHaveLength(0);
+    expect((await admin("pool", "add", uniqueNumber(), "--type", "premium")).code).toBe(2);
+    expect((await admin("pool", "add", uniqueNumber(), "--max-orgs", "0")).code).toBe(2);
+  });
+
+  test("add: a number already in the pool exits 1 and adds none of the batch", async () => {
+    const [existing, fresh] = [uniqueNumber(), uniqueNumber()];
+    expect((await admin("pool", "add", existing)).code).toBe(0);
+    const r = await admin("pool", "add", fresh, existing);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toBe(`Already in the pool: ${existing}.`);
+    expect(await ctx.sql`select id from hosted_sims where number = ${fresh}`).toHaveLength(0);
+  });
+
+  test("list: seat use per number, with the organizations attached", async () => {
+    const number = uniqueNumber();
+    const added = (await admin("pool", "add", number, "--max-orgs", "2", "--json")).json().data[0];
+    const org = await createOrg(ctx.sql);
+    await ctx.sql`insert into hosted_sim_organizations (hosted_sim_id, organization_id, alias) values (${added.id}, ${org.id}, 'front desk')`;
+    const r = await admin("pool", "list", "--json");
+    expect(r.code).toBe(0);
+    const sim = r.json().data.find((s: any) => s.id === added.id);
+    expect(sim).toMatchObject({ number, seats_used: 1, seats_free: 1, organizations: [{ id: org.id, name: org.name, alias: "front desk", team_id: null }] });
+    const human = await admin("pool", "list");
+    expect(human.stdout).toMatch(/^ID\s+NUMBER\s+TYPE/);
+    expect(human.stdout).toMatch(new RegExp(`${added.id}\\s+\\${number}\\s+shared\\s+default\\s+active\\s+1/2`));
+  });
+});
+
+describe.skipIf(Boolean(process.env.DATABASE_URL))("admin commands without a running server (embedded)", () => {
+  test("open the embedded database themselves, migrate it and leave it consistent", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "simhost-cli-admin-"));
+    const offline = { ...env, DATA_DIR: dataDir };
+    const first = await runCli(["admin", "org", "create", "Offline One", "--json"], { env: offline });
+    expect(first.code).toBe(0);
+    const second = await runCli(["admin", "org", "create", "Offline Two", "--json"], { env: offline });
+    expect(second.code).toBe(0);
+    expect(second.json().id).toBe(first.json().id + 1);
+  });
+});

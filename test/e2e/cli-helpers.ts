@@ -1,0 +1,61 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TestContext } from "../helpers";
+
+const ROOT = join(import.meta.dir, "../..");
+
+export type CliResult = { code: number; stdout: string; stderr: string; json: () => any };
+
+/** Runs `bun cli/main.ts ...args` as a subprocess; never through a terminal, so no colours or prompts. */
+export async function runCli(args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string } = {}): Promise<CliResult> {
+  const proc = Bun.spawn([process.execPath, "cli/main.ts", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, NO_COLOR: "1", ...opts.env } as Record<string, string>,
+    stdin: opts.stdin === undefined ? "ignore" : new TextEncoder().encode(opts.stdin),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return {
+    code,
+    stdout,
+    stderr,
+    json: () => {
+      try {
+        return JSON.parse(stdout);
+      } catch {
+        throw new Error(`stdout is not JSON (exit ${code}): ${stdout}\nstderr: ${stderr}`);
+      }
+    },
+  };
+}
+
+/**
+ * The environment that points admin commands at the test context's database (its DATABASE_URL,
+ * else the embedded one under its DATA_DIR, served on a socket while the context runs) and
+ * keeps saved credentials in a folder of the test's own.
+ */
+export function cliEnv(ctx: TestContext, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: ctx.config.DATABASE_URL ?? "",
+    DATA_DIR: ctx.config.DATA_DIR,
+    XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), "simhost-cli-config-")),
+    SIMHOST_URL: "",
+    SIMHOST_TOKEN: "",
+    ...extra,
+  };
+}
+
+/** Serves the context's app on a free local port; returns its URL. */
+export function listen(ctx: TestContext): string {
+  ctx.app.listen({ port: 0, hostname: "127.0.0.1" });
+  return `http://127.0.0.1:${ctx.app.server!.port}`;
+}
+
+let counter = 0;
+/** An E.164 number no other test of this process uses. */
+export function uniqueNumber(): string {
+  counter += 1;
+  return `+1555${String(Date.now() % 1_000_000).padStart(6, "0")}${String(counter).padStart(3, "0")}`.slice(0, 16);
+}
