@@ -1,4 +1,5 @@
 import { buildApp } from "./app";
+import { bootstrapFirstOwner, firstOwnerNotice } from "./bootstrap";
 import { ConfigError, loadConfig } from "./config";
 import { createServices } from "./services";
 
@@ -14,10 +15,13 @@ async function main() {
     throw e;
   }
   const services = await createServices(config);
+  const firstOwner = await bootstrapFirstOwner(services.sql);
   const app = buildApp(services);
   services.start();
   const server = app.listen({ port: config.PORT, hostname: "0.0.0.0" });
   services.logger.info({ port: server.server?.port, url: config.PUBLIC_URL, database: services.db.kind, bus: services.bus.kind }, "simhost listening");
+  // Straight to stdout, not the logger: the password must not end up in collected logs.
+  if (firstOwner) process.stdout.write(firstOwnerNotice(firstOwner, config.PUBLIC_URL));
 
   let stopping = false;
   const shutdown = async (signal: string) => {

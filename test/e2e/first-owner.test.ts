@@ -1,0 +1,112 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import postgres from "postgres";
+import { FIRST_OWNER_EMAIL } from "../../server/bootstrap";
+import { freshDatabase } from "../helpers";
+
+const ROOT = join(import.meta.dir, "../..");
+
+type Server = { proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string; output: () => string; waitFor: (re: RegExp) => Promise<RegExpMatchArray> };
+const running: Server[] = [];
+
+function freePort(): number {
+  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+  const port = probe.port!;
+  probe.stop(true);
+  return port;
+}
+
+/** `bun server/main.ts` as an operator starts it; stdout and stderr collected as they come. */
+function startServer(env: Record<string, string>): Server {
+  const port = freePort();
+  const proc = Bun.spawn([process.execPath, "server/main.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, REDIS_URL: "", LOG_LEVEL: "info", ...env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let text = "";
+  const decoder = new TextDecoder();
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true });
+  };
+  void pump(proc.stdout);
+  void pump(proc.stderr);
+  const server: Server = {
+    proc,
+    url: `http://127.0.0.1:${port}`,
+    output: () => text,
+    async waitFor(re) {
+      const deadline = Date.now() + 30_000;
+      while (Date.now() < deadline) {
+        const m = text.match(re);
+        if (m) return m;
+        if (proc.exitCode !== null) throw new Error(`server exited (${proc.exitCode}):\n${text}`);
+        await Bun.sleep(25);
+      }
+      throw new Error(`timed out waiting for ${re} in:\n${text}`);
+    },
+  };
+  running.push(server);
+  return server;
+}
+
+async function stop(server: Server) {
+  server.proc.kill("SIGTERM");
+  await server.proc.exited;
+}
+
+afterEach(async () => {
+  for (const s of running.splice(0)) if (s.proc.exitCode === null) await stop(s);
+});
+
+/** A database nobody has used: a new PostgreSQL database, or a new embedded data folder. */
+async function emptyDatabase(): Promise<{ env: Record<string, string>; connect: () => postgres.Sql }> {
+  if (process.env.DATABASE_URL) {
+    const url = await freshDatabase(process.env.DATABASE_URL);
+    return { env: { DATABASE_URL: url }, connect: () => postgres(url, { max: 1 }) };
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), "simhost-first-owner-"));
+  // While the server runs, its embedded database answers on this socket.
+  const connect = () => postgres({ host: join(dataDir, "pg"), port: 5432, user: "postgres", database: "postgres", prepare: false, max: 1 });
+  return { env: { DATABASE_URL: "", DATA_DIR: dataDir }, connect };
+}
+
+describe("first start on an empty database", () => {
+  test("prints the owner's credentials once, outside the logs, and they are the stored account", async () => {
+    const db = await emptyDatabase();
+    const first = startServer(db.env);
+    const [, password] = await first.waitFor(/password\s+([0-9A-Za-z]{20})\n/);
+    expect(first.output()).toContain(`email         ${FIRST_OWNER_EMAIL}`);
+    // No structured log line carries the password.
+    const logLines = first
+      .output()
+      .split("\n")
+      .filter((l) => l.startsWith("{"));
+    expect(logLines.length).toBeGreaterThan(0);
+    for (const line of logLines) expect(line).not.toContain(password!);
+
+    const sql = db.connect();
+    try {
+      const [row] = await sql`
+        select u.password_hash, m.role, o.name from users u
+        join memberships m on m.user_id = u.id join organizations o on o.id = m.organization_id
+        where u.email = ${FIRST_OWNER_EMAIL}`;
+      expect(row).toMatchObject({ role: "owner", name: "My organization" });
+      expect(await Bun.password.verify(password!, row!.password_hash)).toBe(true);
+    } finally {
+      await sql.end();
+    }
+    await stop(first);
+
+    const second = startServer(db.env);
+    await second.waitFor(/simhost listening/);
+    const health = await fetch(`${second.url}/api/health`);
+    expect(health.status).toBe(200);
+    expect(second.output()).not.toContain(password!);
+    expect(second.output()).not.toContain("owner account was created");
+  });
+});
