@@ -28,6 +28,10 @@ const Env = Type.Object({
   OAUTH_ACCESS_TOKEN_SECONDS: Type.Integer({ minimum: 60, default: 3600 }),
   WEBHOOK_DISABLE_AFTER_DAYS: Type.Number({ exclusiveMinimum: 0, default: 5 }),
   WORKERS: Type.Integer({ minimum: 0, maximum: 64, default: 4 }),
+  // An outbound SMS on a BYOS number that no device picked up by then is failed.
+  OUTBOUND_DEVICE_TIMEOUT_SECONDS: Type.Number({ exclusiveMinimum: 0, default: 300 }),
+  // First retry delay of a provider send (doubling, capped at 10 min); shortened in tests.
+  OUTBOUND_PROVIDER_RETRY_SECONDS: Type.Number({ exclusiveMinimum: 0, default: 5 }),
 });
 type Env = Static<typeof Env>;
 

@@ -10,6 +10,8 @@ import { createLogger, type Logger } from "./lib/logger";
 import { createMetrics } from "./lib/metrics";
 import { createLocalRateLimiter, createRedisRateLimiter } from "./lib/rate-limit";
 import { registerInboundFanout } from "./messages/fanout";
+import { registerOutboundJobs } from "./messages/outbound-jobs";
+import { registerLockExpiry } from "./numbers/locks";
 import { createLocalBus, createRedisBus } from "./realtime/bus";
 
 /** Everything the server is made of, built once at start (or per test) and closed together. */
@@ -31,6 +33,8 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
   const auth = createAuthenticator({ sql: db.sql, sessionTtlDays: config.SESSION_TTL_DAYS });
   registerInboundFanout({ sql: db.sql, jobs, publish: bus.publish });
+  registerLockExpiry({ sql: db.sql, jobs, publish: bus.publish });
+  registerOutboundJobs({ sql: db.sql, jobs, publish: bus.publish, config, logger });
   metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);
 
   return {

@@ -1,6 +1,10 @@
 import type { OrganizationRow, UserRow } from "./caller";
 
-const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+function iso(d: Date | string): string;
+function iso(d: Date | string | null): string | null;
+function iso(d: Date | string | null) {
+  return d === null ? null : new Date(d).toISOString();
+}
 
 export const presentUser = (u: UserRow) => ({
   id: u.id,

@@ -1,20 +1,92 @@
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import type { Services } from "../services";
+import { createLoginFlow } from "./login";
 import { callerPlugin } from "./plugin";
 import { presentOrganization, presentUser } from "./present";
+import { ChallengeResponse, CodeBody, LoginBody, MeResponse, SetupResponse, TokenResponse, UserData, VerifyBody } from "./schema";
+import { deleteSession } from "./store";
+import { createTwoFactor } from "./two-factor";
 
-export function authRoutes(services: Pick<Services, "auth">) {
-  return new Elysia().use(callerPlugin(services.auth)).get(
-    "/api/me",
-    async ({ caller }) => {
-      const c = await caller({ apiKey: "any" });
-      return {
-        user: c.user ? presentUser(c.user) : null,
-        auth_type: c.kind,
-        organization: presentOrganization(c.organization),
-        ...(c.apiKey ? { api_key: c.apiKey } : {}),
-      };
-    },
-    { detail: { tags: ["Auth"], summary: "Current identity" } },
-  );
+type Deps = Pick<Services, "auth" | "sql" | "limiter" | "clock" | "config">;
+
+// In-process requests (tests, app.handle) have no socket: they share one address.
+const clientAddress = (server: { requestIP(r: Request): { address: string } | null } | null, request: Request) =>
+  server?.requestIP(request)?.address ?? "local";
+
+const tags = ["Auth"];
+
+export function authRoutes(services: Deps) {
+  const flow = createLoginFlow({ sql: services.sql, limiter: services.limiter, clock: services.clock, sessionTtlDays: services.config.SESSION_TTL_DAYS });
+  const twoFactor = createTwoFactor({ sql: services.sql, limiter: services.limiter, clock: services.clock });
+
+  return new Elysia()
+    .use(callerPlugin(services.auth))
+    .get(
+      "/api/me",
+      async ({ caller }) => {
+        const c = await caller({ apiKey: "any" });
+        return {
+          user: c.user ? presentUser(c.user) : null,
+          auth_type: c.kind,
+          organization: presentOrganization(c.organization),
+          ...(c.apiKey ? { api_key: c.apiKey } : {}),
+        };
+      },
+      { response: { 200: MeResponse }, detail: { tags, summary: "Current identity" } },
+    )
+    .post("/api/auth/login", ({ body, server, request }) => flow.login(body.email, body.password, clientAddress(server, request)), {
+      body: LoginBody,
+      response: { 200: t.Union([TokenResponse, ChallengeResponse]) },
+      detail: {
+        tags,
+        summary: "Sign in with email and password",
+        description:
+          "Answers a session token, or `2fa_required` with a tmp_token when two-factor authentication is on. 10 failures in 15 minutes per email or per client address answer 429.",
+        security: [],
+      },
+    })
+    .post("/api/auth/2fa/verify", ({ body, server, request }) => flow.verifyTwoFactor(body.tmp_token, body.code, clientAddress(server, request)), {
+      body: VerifyBody,
+      response: { 200: TokenResponse },
+      detail: {
+        tags,
+        summary: "Finish a 2FA sign-in with the tmp_token and a TOTP code",
+        description: "A tmp_token lives 5 minutes, works once, and is burnt by 5 wrong codes.",
+        security: [],
+      },
+    })
+    .post(
+      "/api/auth/logout",
+      async ({ caller, set }) => {
+        const c = await caller({ apiKey: "session_only" });
+        if (c.sessionId !== null) await deleteSession(services.sql, c.sessionId);
+        set.status = 204;
+        return new Response(null, { status: 204 });
+      },
+      { detail: { tags, summary: "Revoke the token of this request" } },
+    )
+    .post(
+      "/api/auth/2fa/setup",
+      async ({ caller }) => {
+        const c = await caller({ apiKey: "session_only" });
+        return twoFactor.setup(c.user!.id);
+      },
+      { response: { 200: SetupResponse }, detail: { tags, summary: "Create a TOTP secret (SHA-1, 6 digits, 30 s); 2FA is on only after enable" } },
+    )
+    .post(
+      "/api/auth/2fa/enable",
+      async ({ caller, body }) => {
+        const c = await caller({ apiKey: "session_only" });
+        return { data: presentUser(await twoFactor.enable(c.user!.id, body.code)) };
+      },
+      { body: CodeBody, response: { 200: UserData }, detail: { tags, summary: "Turn 2FA on with a code from the authenticator app" } },
+    )
+    .post(
+      "/api/auth/2fa/disable",
+      async ({ caller, body }) => {
+        const c = await caller({ apiKey: "session_only" });
+        return { data: presentUser(await twoFactor.disable(c.user!.id, body.code)) };
+      },
+      { body: CodeBody, response: { 200: UserData }, detail: { tags, summary: "Turn 2FA off with a current code" } },
+    );
 }

@@ -1,0 +1,34 @@
+import { Type } from "@sinclair/typebox";
+import { t } from "elysia";
+import { PERMISSIONS } from "../auth/caller";
+
+const DateTime = t.String({ format: "date-time" });
+
+const Permission = Type.Union(
+  PERMISSIONS.map((p) => Type.Literal(p)),
+  { description: `one of ${PERMISSIONS.join(", ")}` },
+);
+const Permissions = Type.Array(Permission, { uniqueItems: true, maxItems: PERMISSIONS.length });
+const Name = Type.String({ minLength: 1, maxLength: 255 });
+
+export const CreateApiKeyBody = Type.Object({ name: Name, permissions: Permissions });
+export const UpdateApiKeyBody = Type.Object({ name: Type.Optional(Name), permissions: Type.Optional(Permissions) });
+
+export const ApiKeyParams = t.Object({ api_key: t.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
+
+export const ApiKey = t.Object({
+  id: t.Integer(),
+  name: t.String(),
+  key_prefix: t.String({ description: "the first 12 characters of the key" }),
+  permissions: t.Array(t.String()),
+  last_used_at: t.Union([DateTime, t.Null()]),
+  created_at: DateTime,
+  updated_at: DateTime,
+});
+
+export const ApiKeyList = t.Object({ data: t.Array(ApiKey) });
+export const ApiKeyData = t.Object({ data: ApiKey });
+export const ApiKeyWithSecret = t.Object({
+  api_key: ApiKey,
+  plain_text_key: t.String({ description: "the full key; shown only now" }),
+});

@@ -1,0 +1,42 @@
+import { Type } from "@sinclair/typebox";
+import { t } from "elysia";
+
+const DateTime = t.String({ format: "date-time" });
+
+export const User = t.Object({
+  id: t.Integer(),
+  name: t.String(),
+  email: t.String(),
+  email_verified_at: t.Union([DateTime, t.Null()]),
+  two_factor_enabled: t.Boolean(),
+  created_at: DateTime,
+  updated_at: DateTime,
+});
+
+export const Organization = t.Object({ id: t.Integer(), name: t.String(), created_at: DateTime, updated_at: DateTime });
+
+const TotpCode = Type.String({ pattern: "^[0-9]{6}$", description: "a 6-digit code", examples: ["123456"] });
+
+export const LoginBody = Type.Object({
+  email: Type.String({ format: "email", maxLength: 255, description: "an email address" }),
+  password: Type.String({ minLength: 1, maxLength: 1024 }),
+});
+
+export const VerifyBody = Type.Object({
+  tmp_token: Type.String({ minLength: 1, maxLength: 200 }),
+  code: TotpCode,
+});
+
+export const CodeBody = Type.Object({ code: TotpCode });
+
+export const TokenResponse = t.Object({ token: t.String(), token_type: t.Literal("Bearer"), expires_at: DateTime, user: User });
+export const ChallengeResponse = t.Object({ "2fa_required": t.Literal(true), tmp_token: t.String() });
+export const SetupResponse = t.Object({ secret: t.String(), otpauth_url: t.String() });
+export const UserData = t.Object({ data: User });
+
+export const MeResponse = t.Object({
+  user: t.Union([User, t.Null()]),
+  auth_type: t.Union([t.Literal("session"), t.Literal("oauth"), t.Literal("api_key")]),
+  organization: Organization,
+  api_key: t.Optional(t.Object({ id: t.Integer(), name: t.String(), permissions: t.Array(t.String()) })),
+});

@@ -1,0 +1,73 @@
+import type { Sql } from "../db/client";
+import type { UserRow } from "./caller";
+
+export type LoginUserRow = UserRow & { password_hash: string };
+export type TotpUserRow = UserRow & { totp_secret: string | null; totp_last_step: number | null };
+
+export async function findUserByEmail(sql: Sql, email: string): Promise<LoginUserRow | undefined> {
+  const [row] = await sql<LoginUserRow[]>`
+    select id, name, email, email_verified_at, totp_enabled, created_at, updated_at, password_hash
+    from users where lower(email) = lower(${email})`;
+  return row;
+}
+
+export async function findTotpUser(sql: Sql, userId: number): Promise<TotpUserRow | undefined> {
+  const [row] = await sql<TotpUserRow[]>`
+    select id, name, email, email_verified_at, totp_enabled, created_at, updated_at, totp_secret, totp_last_step
+    from users where id = ${userId}`;
+  return row;
+}
+
+export async function deleteSession(sql: Sql, sessionId: number) {
+  await sql`delete from sessions where id = ${sessionId}`;
+}
+
+export async function insertChallenge(sql: Sql, userId: number, tokenHash: Buffer, ttlSeconds: number) {
+  await sql`delete from login_challenges where user_id = ${userId} and (expires_at < now() or used_at is not null)`;
+  await sql`
+    insert into login_challenges (user_id, token_hash, expires_at)
+    values (${userId}, ${tokenHash}, now() + make_interval(secs => ${ttlSeconds}))`;
+}
+
+/**
+ * Spends one of a challenge's attempts before its code is checked, so parallel guesses can never
+ * exceed `maxAttempts`. Returns nothing for an unknown, used, expired or burnt tmp_token.
+ */
+export async function claimChallengeAttempt(sql: Sql, tokenHash: Buffer, maxAttempts: number) {
+  const [row] = await sql<{ id: number; user_id: number }[]>`
+    update login_challenges set failed_attempts = failed_attempts + 1
+    where token_hash = ${tokenHash} and used_at is null and expires_at > now() and failed_attempts < ${maxAttempts}
+    returning id, user_id`;
+  return row;
+}
+
+/** Marks a challenge used (the claimed attempt was not a failure); false when another request used it first. */
+export async function completeChallenge(sql: Sql, challengeId: number): Promise<boolean> {
+  const rows = await sql`
+    update login_challenges set used_at = now(), failed_attempts = failed_attempts - 1
+    where id = ${challengeId} and used_at is null returning id`;
+  return rows.length === 1;
+}
+
+export async function saveTotpSecret(sql: Sql, userId: number, secret: string) {
+  await sql`update users set totp_secret = ${secret}, totp_last_step = null, updated_at = now() where id = ${userId} and not totp_enabled`;
+}
+
+/**
+ * Records `step` as the last accepted TOTP time step, only if it is newer than the last one:
+ * false means the code was already used (a replay), even by a concurrent request.
+ */
+export async function acceptTotpStep(sql: Sql, userId: number, step: number): Promise<boolean> {
+  const rows = await sql`
+    update users set totp_last_step = ${step}
+    where id = ${userId} and (totp_last_step is null or totp_last_step < ${step}) returning id`;
+  return rows.length === 1;
+}
+
+export async function setTotpEnabled(sql: Sql, userId: number, enabled: boolean): Promise<UserRow> {
+  const clear = enabled ? sql`` : sql`, totp_secret = null, totp_last_step = null`;
+  const [row] = await sql<UserRow[]>`
+    update users set totp_enabled = ${enabled}, updated_at = now() ${clear} where id = ${userId}
+    returning id, name, email, email_verified_at, totp_enabled, created_at, updated_at`;
+  return row!;
+}

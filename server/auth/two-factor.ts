@@ -1,0 +1,58 @@
+import type { Pool } from "../db/client";
+import { invalidState, notFound } from "../errors";
+import type { Clock } from "../lib/clock";
+import type { RateLimiter } from "../lib/rate-limit";
+import type { UserRow } from "./caller";
+import { createFailureLimits, totpUserKey } from "./limits";
+import { invalidTwoFactor } from "./login";
+import { acceptTotpStep, findTotpUser, saveTotpSecret, setTotpEnabled, type TotpUserRow } from "./store";
+import { checkTotp, newTotpSecret } from "./totp";
+
+/** Setting up, enabling and disabling TOTP for a signed-in user (API.md §2). */
+export function createTwoFactor(deps: { sql: Pool; limiter: RateLimiter; clock: Clock }) {
+  const { sql } = deps;
+  const limits = createFailureLimits(deps.limiter);
+
+  async function load(userId: number): Promise<TotpUserRow> {
+    const user = await findTotpUser(sql, userId);
+    if (!user) throw notFound("User");
+    return user;
+  }
+
+  /** Wrong codes from a session are limited per user like sign-ins, so a stolen session cannot guess its way to disabling 2FA. */
+  async function requireCode(user: TotpUserRow, code: string) {
+    const key = totpUserKey(user.id);
+    await limits.assertAllowed([key]);
+    const step = user.totp_secret ? await checkTotp({ secret: user.totp_secret, code, nowMs: deps.clock.now(), afterStep: user.totp_last_step }) : null;
+    if (step === null || !(await acceptTotpStep(sql, user.id, step))) {
+      await limits.recordFailure([key]);
+      throw invalidTwoFactor();
+    }
+  }
+
+  // A new secret replaces an unconfirmed one; once 2FA is on, it must be disabled (with a code) first.
+  async function setup(userId: number) {
+    const user = await load(userId);
+    if (user.totp_enabled) throw invalidState("Two-factor authentication is already enabled; disable it before setting it up again.");
+    const { secret, otpauthUrl } = newTotpSecret();
+    await saveTotpSecret(sql, user.id, secret);
+    return { secret, otpauth_url: otpauthUrl(user.email) };
+  }
+
+  async function enable(userId: number, code: string): Promise<UserRow> {
+    const user = await load(userId);
+    if (user.totp_enabled) throw invalidState("Two-factor authentication is already enabled.");
+    if (!user.totp_secret) throw invalidState("Call POST /api/auth/2fa/setup first to get a secret.");
+    await requireCode(user, code);
+    return setTotpEnabled(sql, user.id, true);
+  }
+
+  async function disable(userId: number, code: string): Promise<UserRow> {
+    const user = await load(userId);
+    if (!user.totp_enabled) throw invalidState("Two-factor authentication is not enabled.");
+    await requireCode(user, code);
+    return setTotpEnabled(sql, user.id, false);
+  }
+
+  return { setup, enable, disable };
+}

@@ -1,0 +1,79 @@
+import { Type } from "@sinclair/typebox";
+import { Elysia } from "elysia";
+import { callerPlugin } from "../auth/plugin";
+import { notFound } from "../errors";
+import { iso } from "../lib/clock";
+import type { Services } from "../services";
+import { buildDeviceConfig } from "./device-config";
+import { reportMessageStatus } from "./message-status";
+import { DeviceConfig, DeviceParams, Heartbeat, HeartbeatAnswer, MessageStatusParams, MessageStatusReport, SmsAccepted, SubmitSms } from "./schema";
+import { findDevice } from "./store";
+import { assertAcceptsSms } from "./transitions";
+
+type Deps = Pick<Services, "auth" | "sql" | "clock" | "devices" | "publish">;
+const tags = ["BYOS devices"];
+
+/** What the companion app calls all day: config, heartbeats, SMS relay and outbound status reports. */
+export function relayRoutes(services: Deps) {
+  const { sql, clock, devices } = services;
+  const { actors } = devices;
+
+  return new Elysia()
+    .use(callerPlugin(services.auth))
+    .get(
+      "/api/byos/devices/:device/config",
+      async ({ caller, params }) => {
+        const c = await caller({ apiKey: "session_only" });
+        const device = await findDevice(sql, c.organization.id, params.device);
+        if (!device) throw notFound("Device");
+        return buildDeviceConfig(sql, device, { heartbeatSeconds: devices.nextHeartbeatIn(device.is_in_doze_mode), now: clock.now() });
+      },
+      { params: DeviceParams, response: { 200: DeviceConfig }, detail: { tags, summary: "Device configuration" } },
+    )
+    .post(
+      "/api/byos/devices/:device/heartbeat",
+      async ({ caller, params, body }) => {
+        const c = await caller({ apiKey: "session_only" });
+        const state = await actors.require(params.device, c.organization.id);
+        const doze = body.is_in_doze_mode ?? false;
+        await actors.heartbeat(state, { doze, batteryLevel: body.battery_level, signalStrength: body.signal_strength, simCards: body.sim_cards });
+        return { success: true, next_heartbeat_in: devices.nextHeartbeatIn(doze), server_time: iso(clock.now()) };
+      },
+      { params: DeviceParams, body: Heartbeat, response: { 200: HeartbeatAnswer }, detail: { tags, summary: "Heartbeat" } },
+    )
+    .post(
+      "/api/byos/devices/:device/sms",
+      async ({ caller, params, body, set }) => {
+        const c = await caller({ apiKey: "session_only" });
+        const state = await actors.require(params.device, c.organization.id);
+        // SMS wait for state changes already queued on the device (a disable in flight wins).
+        await actors.settled(state);
+        assertAcceptsSms(state.status);
+        await devices.sms.submit({
+          deviceId: state.id,
+          messageId: body.message_id.toLowerCase(),
+          simSlot: body.sim_slot ?? null,
+          from: body.from,
+          body: body.body,
+          receivedAt: body.received_at ?? iso(clock.now()),
+        });
+        set.status = 202;
+        return { message: "SMS accepted for processing.", message_id: body.message_id };
+      },
+      { params: DeviceParams, body: SubmitSms, response: { 202: SmsAccepted }, detail: { tags, summary: "Submit a received SMS" } },
+    )
+    .post(
+      "/api/byos/devices/:device/messages/:message/status",
+      async ({ caller, params, body }) => {
+        const c = await caller({ apiKey: "session_only" });
+        await actors.require(params.device, c.organization.id);
+        return { data: await reportMessageStatus(services, params.device, params.message, body) };
+      },
+      {
+        params: MessageStatusParams,
+        body: MessageStatusReport,
+        response: { 200: Type.Object({ data: Type.Any() }) },
+        detail: { tags, summary: "Report the status of an outbound message" },
+      },
+    );
+}

@@ -1,0 +1,116 @@
+import type { Mailer } from "../alerts/notify";
+import { notifyOrganizationAdmins } from "../alerts/notify";
+import type { Config } from "../config";
+import type { Pool } from "../db/client";
+import type { JobQueue } from "../jobs/queue";
+import { type Clock, createScheduler, iso } from "../lib/clock";
+import { createGroupCommit } from "../lib/group-commit";
+import type { Logger } from "../lib/logger";
+import type { Metrics } from "../lib/metrics";
+import type { Publish } from "../realtime/bus";
+import { createDeviceActors, type DeviceState, type Timing } from "./actor";
+import { claimOfflineAlert, deviceForAlert, type HeartbeatWrite, loadPendingPresence, loadPresence, markOffline, writeHeartbeats } from "./presence-store";
+import { createSmsIngest } from "./sms-ingest";
+import { registerDeviceSmsProcessing } from "./sms-process";
+
+type Deps = { sql: Pool; clock: Clock; config: Config; publish: Publish; mailer: Mailer; logger: Logger; jobs: JobQueue; metrics: Metrics };
+
+/** Heartbeat interval a dozing device is told to use: API.md's 300 s next to the default 60 s. */
+export const DOZE_HEARTBEAT_FACTOR = 5;
+
+export const deviceChannels = (d: { id: number; organizationId: number }) => [`private-device.${d.id}`, `private-organization.${d.organizationId}`];
+
+/**
+ * The long-lived part of the devices feature, built once per instance: the actors with their one
+ * presence scheduler, the coalesced heartbeat writer and the durable SMS intake.
+ */
+export function createDeviceRuntime(deps: Deps) {
+  const { sql, clock, config, logger } = deps;
+  const fake = clock as Clock & { attach?: (s: { runDue(): void }) => void };
+  const scheduler = createScheduler(clock, { realTimers: !fake.attach });
+  fake.attach?.(scheduler);
+  const timing: Timing = {
+    heartbeatSeconds: config.HEARTBEAT_SECONDS,
+    dozeHeartbeatSeconds: config.HEARTBEAT_SECONDS * DOZE_HEARTBEAT_FACTOR,
+    offlineAfterSeconds: config.OFFLINE_AFTER_SECONDS,
+    dozeOfflineAfterSeconds: config.DOZE_OFFLINE_AFTER_SECONDS,
+  };
+  const heartbeats = createGroupCommit((items: HeartbeatWrite[]) => writeHeartbeats(sql, items), { maxBatch: 1000, maxInFlight: 2 });
+
+  const actors = createDeviceActors({
+    clock,
+    scheduler,
+    timing,
+    persist: {
+      load: (id) => loadPresence(sql, id),
+      recordHeartbeat: (id, at, m) => heartbeats.submit({ id, at, m }),
+      markOffline: (id, at) => markOffline(sql, id, at, timing),
+      claimAlert: (id, since, at) => claimOfflineAlert(sql, id, since, at),
+    },
+    effects: {
+      statusChanged: (d, at) => publishStatus(d, at),
+      offlineAlert: (d) => sendOfflineAlert(d),
+      error: (err, deviceId) => logger.warn({ device: deviceId, err: (err as Error).message }, "device presence work failed"),
+    },
+  });
+
+  function publishStatus(d: DeviceState, at: number) {
+    deps.publish(deviceChannels(d), "device.status_changed", {
+      device_id: d.id,
+      organization_id: d.organizationId,
+      status: d.status,
+      is_online: d.online,
+      last_seen_at: d.lastSeenAt === null ? null : iso(d.lastSeenAt),
+      changed_at: iso(at),
+    });
+  }
+
+  async function sendOfflineAlert(d: DeviceState) {
+    const row = await deviceForAlert(sql, d.id);
+    if (!row) return;
+    const name = row.device_name || `device ${row.android_id}`;
+    const since = row.last_seen_at ? row.last_seen_at.toISOString() : "never";
+    await notifyOrganizationAdmins(
+      { sql, mailer: deps.mailer, logger },
+      {
+        organizationId: d.organizationId,
+        kind: "device_offline",
+        subjectId: d.id,
+        subject: `Device offline: ${name}`,
+        text: `Your BYOS device ${name} (id ${d.id}) has sent no heartbeat since ${since} and has missed two further heartbeat intervals.\nSMS to its numbers are not relayed until it is back online.`,
+      },
+    );
+  }
+
+  const sms = createSmsIngest({ sql, wake: () => deps.jobs.wake() });
+  registerDeviceSmsProcessing({ sql, jobs: deps.jobs });
+  deps.metrics.gauge("simhost_device_actors", "Device actors held by this instance", () => actors.size());
+  deps.metrics.gauge("simhost_devices_online", "Devices marked online", async () => {
+    const [row] = await sql<{ n: number }[]>`select count(*) as n from devices where is_online`;
+    return row?.n ?? 0;
+  });
+
+  return {
+    actors,
+    sms,
+    timing,
+    scheduler,
+    /** `next_heartbeat_in` for a device in or out of doze mode. */
+    nextHeartbeatIn: (doze: boolean) => (doze ? timing.dozeHeartbeatSeconds : timing.heartbeatSeconds),
+    /** Rebuilds the actors whose deadlines were pending when the last instance stopped. */
+    async start() {
+      actors.restore(await loadPendingPresence(sql));
+    },
+    async stop() {
+      await Promise.all([heartbeats.flush(), sms.flush()]);
+      scheduler.stop();
+    },
+    /** Everything written and every timer task finished (tests). */
+    async settle() {
+      await Promise.all([heartbeats.flush(), sms.flush()]);
+      await actors.drain();
+    },
+  };
+}
+
+export type DeviceRuntime = ReturnType<typeof createDeviceRuntime>;

@@ -1,0 +1,40 @@
+import type { Pool } from "../db/client";
+import { notFound } from "../errors";
+import { createGroupCommit } from "../lib/group-commit";
+import { insertSmsBatch, type SmsSubmission } from "./sms-store";
+import { assertAcceptsSms, type DeviceStatus } from "./transitions";
+
+/**
+ * Durable SMS intake: concurrent submissions are written together (group commit), each caller
+ * resolving once the batch holding its SMS has committed. Processing jobs are created in the
+ * same statement, so an acknowledged SMS is always processed, even after a crash.
+ */
+export function createSmsIngest(deps: { sql: Pool; wake: () => void; maxBatch?: number }) {
+  async function write(items: SmsSubmission[]): Promise<(DeviceStatus | null)[]> {
+    let rows: { id: number; status: DeviceStatus }[];
+    try {
+      rows = await insertSmsBatch(deps.sql, items);
+    } catch (e) {
+      // One bad row must not fail its neighbours: retry them one by one.
+      if (items.length === 1) throw e;
+      return Promise.all(items.map((i) => write([i]).then((r) => r[0] ?? null)));
+    }
+    deps.wake();
+    const status = new Map(rows.map((r) => [r.id, r.status]));
+    return items.map((i) => status.get(i.deviceId) ?? null);
+  }
+
+  const batcher = createGroupCommit(write, { maxBatch: deps.maxBatch ?? 1000, maxInFlight: 3 });
+
+  return {
+    /** Resolves once the SMS is durably stored (or was already); throws 409 for a device that may not submit. */
+    async submit(item: SmsSubmission) {
+      const status = await batcher.submit(item);
+      if (status === null) throw notFound("Device");
+      assertAcceptsSms(status);
+    },
+    flush: () => batcher.flush(),
+  };
+}
+
+export type SmsIngest = ReturnType<typeof createSmsIngest>;

@@ -1,0 +1,46 @@
+import type { Pool } from "../db/client";
+import type { JobQueue } from "../jobs/queue";
+import { storeInboundMessage } from "../messages/inbound";
+import { addReceivedCount, lockUnprocessedSms, markSmsProcessed, SMS_PROCESS_QUEUE } from "./sms-store";
+
+type Payload = { ids?: number[]; device_id?: number };
+
+/**
+ * Turns stored device SMS into messages, on the job queue. Runs in one transaction per job: the
+ * messages, the device_sms links and the counters commit together, so a crash means the job is
+ * claimed again and finds only what is still unprocessed. SMS whose SIM is not verified stay
+ * unprocessed; verification enqueues a job for the device's waiting SMS.
+ */
+export async function processDeviceSms(sql: Pool, payload: Payload) {
+  return sql.begin(async (tx) => {
+    const rows = await lockUnprocessedSms(tx, payload.ids ? { ids: payload.ids } : { deviceId: payload.device_id! });
+    const perDevice = new Map<number, number>();
+    let processed = 0;
+    for (const row of rows) {
+      if (row.hosted_sim_id === null) continue;
+      const stored = await storeInboundMessage(tx, {
+        hostedSimId: row.hosted_sim_id,
+        from: row.from_number,
+        text: row.body,
+        source: "device",
+        deviceId: row.device_id,
+        simSlot: row.sim_slot,
+        externalId: row.message_id,
+        receivedAt: row.received_at,
+      });
+      if (!stored) continue;
+      await markSmsProcessed(tx, row.id, stored.messageId);
+      perDevice.set(row.device_id, (perDevice.get(row.device_id) ?? 0) + 1);
+      processed++;
+    }
+    for (const [deviceId, n] of perDevice) await addReceivedCount(tx, deviceId, n);
+    return processed;
+  });
+}
+
+export function registerDeviceSmsProcessing(deps: { sql: Pool; jobs: JobQueue }) {
+  deps.jobs.register<Payload>(SMS_PROCESS_QUEUE, (job) => processDeviceSms(deps.sql, job.payload).then(() => {}), {
+    concurrency: 2,
+    visibilitySeconds: 120,
+  });
+}

@@ -1,0 +1,75 @@
+import type { Sql } from "../db/client";
+import type { DeviceStatus } from "./transitions";
+
+export const SMS_PROCESS_QUEUE = "device_sms.process";
+
+export type SmsSubmission = { deviceId: number; messageId: string; simSlot: number | null; from: string; body: string; receivedAt: string };
+
+/**
+ * Stores a batch of submissions and the job that will process them, in one statement (one
+ * round trip, one commit). Rows of devices that may not submit are filtered out; duplicates of
+ * either unique rule (message_id, or the same SMS under another id) are skipped by the
+ * constraints. Returns each device's current status, so the caller can refuse the ones that
+ * were filtered out.
+ */
+export async function insertSmsBatch(sql: Sql, items: SmsSubmission[]) {
+  return sql<{ id: number; status: DeviceStatus }[]>`
+    with v as (
+      select * from unnest(${items.map((i) => i.deviceId)}::bigint[], ${items.map((i) => i.messageId)}::uuid[],
+                           ${items.map((i) => i.simSlot)}::int[], ${items.map((i) => i.from)}::text[],
+                           ${items.map((i) => i.body)}::text[], ${items.map((i) => i.receivedAt)}::timestamptz[])
+        as v(device_id, message_id, sim_slot, from_number, body, received_at)),
+    accepted as (
+      select v.* from v join devices d on d.id = v.device_id where d.status in ('active', 'pending_verification')),
+    inserted as (
+      insert into device_sms (device_id, message_id, sim_slot, from_number, body, received_at)
+      select device_id, message_id, sim_slot, from_number, body, received_at from accepted
+      on conflict do nothing
+      returning id),
+    job as (
+      insert into jobs (queue, payload)
+      select ${SMS_PROCESS_QUEUE}, jsonb_build_object('ids', jsonb_agg(id)) from inserted having count(*) > 0)
+    select d.id, d.status from devices d where d.id in (select distinct device_id from v)`;
+}
+
+export type UnprocessedSms = {
+  id: number;
+  device_id: number;
+  message_id: string;
+  sim_slot: number | null;
+  from_number: string;
+  body: string;
+  received_at: Date;
+  hosted_sim_id: number | null;
+};
+
+/**
+ * Unprocessed SMS (by id, or all of a device), locked for this transaction, each with the hosted
+ * SIM it belongs to: the active card of its slot, or for an SMS without a slot the device's
+ * first active card. hosted_sim_id null: the SIM is not verified yet, the SMS waits.
+ */
+export async function lockUnprocessedSms(tx: Sql, by: { ids?: number[]; deviceId?: number }) {
+  const filter = by.ids ? tx`s.id = any(${by.ids}::bigint[])` : tx`s.device_id = ${by.deviceId!}`;
+  return tx<UnprocessedSms[]>`
+    select s.id, s.device_id, s.message_id, s.sim_slot, s.from_number, s.body, s.received_at,
+      (select c.hosted_sim_id from sim_cards c
+       where c.device_id = s.device_id and c.status = 'active' and c.hosted_sim_id is not null
+         and (s.sim_slot is null or c.sim_slot = s.sim_slot)
+       order by c.sim_slot nulls last, c.id limit 1) as hosted_sim_id
+    from device_sms s join devices d on d.id = s.device_id
+    where ${filter} and s.message_row_id is null and d.status <> 'revoked'
+    order by s.id
+    for update of s`;
+}
+
+export async function markSmsProcessed(tx: Sql, id: number, messageRowId: number) {
+  await tx`update device_sms set message_row_id = ${messageRowId} where id = ${id}`;
+}
+
+export async function addReceivedCount(tx: Sql, deviceId: number, n: number) {
+  await tx`update devices set messages_received_count = messages_received_count + ${n} where id = ${deviceId}`;
+}
+
+export async function enqueueDeviceSmsProcessing(tx: Sql, deviceId: number) {
+  await tx`insert into jobs (queue, payload) values (${SMS_PROCESS_QUEUE}, ${tx.json({ device_id: deviceId })})`;
+}

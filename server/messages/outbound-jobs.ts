@@ -1,0 +1,65 @@
+import type { Config } from "../config";
+import type { Pool } from "../db/client";
+import type { Job, JobQueue } from "../jobs/queue";
+import { RetryAfter } from "../jobs/queue";
+import type { Logger } from "../lib/logger";
+import type { Publish } from "../realtime/bus";
+import { announceStatus, DEVICE_TIMEOUT_QUEUE, PROVIDER_SEND_QUEUE } from "./outbound";
+import { findOutbound, moveStatus } from "./outbound-store";
+import { createProviderClient, type ProviderClient } from "./provider-client";
+
+type Deps = { sql: Pool; jobs: JobQueue; publish: Publish; logger: Logger };
+type Payload = { message_id: number };
+
+/** Doubling from the configured first delay, capped at 10 minutes, with ±20 % jitter. */
+export const providerBackoff = (firstSeconds: number) => (attempt: number) =>
+  Math.min(firstSeconds * 1000 * 2 ** (attempt - 1), 600_000) * (0.8 + Math.random() * 0.4);
+
+/**
+ * One attempt at handing a pool-number message to the provider. A refusal (4xx) fails the
+ * message for good; a retryable answer is retried by the queue until the last attempt, which
+ * fails the message with the last error so it never stays `sending` forever.
+ */
+export async function sendThroughProvider(deps: Deps, provider: ProviderClient, job: Job<Payload>, backoff: (attempt: number) => number) {
+  const m = await findOutbound(deps.sql, job.payload.message_id);
+  if (!m || (m.status !== "queued" && m.status !== "sending")) return;
+  if (await moveStatus(deps.sql, m.id, "sending", ["queued"])) await announceStatus(deps, m.organization_id, m.id);
+  const outcome = await provider.send({ from: m.from, to: m.to, body: m.text });
+  if (outcome.kind === "accepted") {
+    if (await moveStatus(deps.sql, m.id, "sent", ["queued", "sending"], { externalId: outcome.sid || null }))
+      await announceStatus(deps, m.organization_id, m.id);
+    return;
+  }
+  const last = job.attempts >= job.max_attempts;
+  if (outcome.kind === "rejected" || last) {
+    if (await moveStatus(deps.sql, m.id, "failed", ["queued", "sending"], { error: outcome.error })) await announceStatus(deps, m.organization_id, m.id);
+    return;
+  }
+  deps.logger.info({ message: m.id, attempt: job.attempts, err: outcome.error }, "provider send will be retried");
+  throw new RetryAfter(outcome.retryAfterMs ?? backoff(job.attempts), outcome.error);
+}
+
+/** Fails a device send that no device picked up (still `queued`) when its time is up. */
+export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "publish">, messageId: number, timeoutSeconds: number) {
+  const m = await findOutbound(deps.sql, messageId);
+  if (!m || m.status !== "queued") return false;
+  const error = `No device picked up the message within ${timeoutSeconds} seconds.`;
+  if (!(await moveStatus(deps.sql, messageId, "failed", ["queued"], { error }))) return false;
+  await announceStatus(deps, m.organization_id, messageId);
+  return true;
+}
+
+export function registerOutboundJobs(deps: Deps & { config: Config; provider?: ProviderClient }) {
+  const { config } = deps;
+  const provider = deps.provider ?? createProviderClient({ baseUrl: config.PROVIDER_API_URL, authToken: config.PROVIDER_AUTH_TOKEN });
+  const backoff = providerBackoff(config.OUTBOUND_PROVIDER_RETRY_SECONDS);
+  deps.jobs.register<Payload>(PROVIDER_SEND_QUEUE, (job) => sendThroughProvider(deps, provider, job, backoff), {
+    concurrency: 4,
+    visibilitySeconds: 30,
+    backoff,
+  });
+  deps.jobs.register<Payload>(DEVICE_TIMEOUT_QUEUE, async (job) => void (await failUnpickedDeviceSend(deps, job.payload.message_id, config.OUTBOUND_DEVICE_TIMEOUT_SECONDS)), {
+    concurrency: 2,
+    visibilitySeconds: 30,
+  });
+}

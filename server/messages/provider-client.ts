@@ -1,0 +1,58 @@
+/** Outcome of one send attempt through the provider API (docs/api-notes.md "Outbound provider API"). */
+export type ProviderOutcome =
+  | { kind: "accepted"; sid: string; status: string }
+  | { kind: "rejected"; error: string }
+  | { kind: "retry"; error: string; retryAfterMs?: number };
+
+export type ProviderClient = { send(message: { from: string; to: string; body: string }): Promise<ProviderOutcome> };
+
+function retryAfterMs(header: string | null): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, 600_000);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.min(Math.max(0, at - Date.now()), 600_000);
+}
+
+async function describe(res: Response): Promise<string> {
+  const text = (await res.text().catch(() => "")).slice(0, 300);
+  try {
+    const body = JSON.parse(text) as { message?: unknown; error?: unknown };
+    const reason = body.message ?? body.error;
+    if (typeof reason === "string") return `provider answered ${res.status}: ${reason}`;
+  } catch {
+    // not JSON: the status alone says enough
+  }
+  return `provider answered ${res.status}`;
+}
+
+/**
+ * `POST {baseUrl}/messages` with the provider's Bearer token. 2xx is accepted; 429, 5xx and
+ * network errors or timeouts are worth retrying; any other 4xx is a permanent refusal.
+ */
+export function createProviderClient(opts: { baseUrl: string; authToken: string; timeoutMs?: number }): ProviderClient {
+  const url = `${opts.baseUrl.replace(/\/+$/, "")}/messages`;
+  return {
+    async send(message) {
+      let res: Response;
+      try {
+        res = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${opts.authToken}` },
+          body: JSON.stringify(message),
+          signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
+          redirect: "manual",
+        });
+      } catch (e) {
+        return { kind: "retry", error: `provider unreachable: ${(e as Error).name === "TimeoutError" ? "timed out" : "connection failed"}` };
+      }
+      if (res.status >= 200 && res.status < 300) {
+        const body = (await res.json().catch(() => ({}))) as { sid?: unknown; status?: unknown };
+        return { kind: "accepted", sid: typeof body.sid === "string" ? body.sid : "", status: typeof body.status === "string" ? body.status : "queued" };
+      }
+      const error = await describe(res);
+      if (res.status === 429 || res.status >= 500) return { kind: "retry", error, retryAfterMs: retryAfterMs(res.headers.get("retry-after")) };
+      return { kind: "rejected", error };
+    },
+  };
+}

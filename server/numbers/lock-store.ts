@@ -1,0 +1,105 @@
+import type { Sql } from "../db/client";
+import { isoColumn } from "./store";
+
+export type LockRequest = {
+  hostedSimId: number;
+  organizationId: number;
+  teamId: number | null;
+  userId: number | null;
+  apiKeyId: number | null;
+  durationSeconds: number;
+};
+
+export type TakenLock = { locked_until: string; team_id: number | null; user_id: number | null; extended: boolean };
+
+/**
+ * Takes the lock, or extends it for the organization already holding it, in one conditional
+ * UPDATE: the row is locked first (the FOR UPDATE sub-select), so two concurrent requests are
+ * decided one after the other and exactly one organization ends up holding it. Returns null when
+ * another organization holds a live lock or the caller's organization is not attached.
+ * `locked_until` is kept to the millisecond so its ISO form identifies the lock exactly.
+ */
+export async function takeLock(sql: Sql, r: LockRequest): Promise<TakenLock | null> {
+  const [row] = await sql<TakenLock[]>`
+    update hosted_sims h set
+      lock_organization_id = ${r.organizationId},
+      lock_team_id = case when old.own and ${r.teamId}::bigint is null then old.lock_team_id else ${r.teamId}::bigint end,
+      lock_user_id = case when old.own then old.lock_user_id else ${r.userId}::bigint end,
+      lock_api_key_id = case when old.own then old.lock_api_key_id else ${r.apiKeyId}::bigint end,
+      locked_until = case when old.own then greatest(old.locked_until, date_trunc('milliseconds', now() + make_interval(secs => ${r.durationSeconds})))
+                          else date_trunc('milliseconds', now() + make_interval(secs => ${r.durationSeconds})) end,
+      updated_at = now()
+    from (
+      select id, lock_team_id, lock_user_id, lock_api_key_id, locked_until,
+             (lock_organization_id = ${r.organizationId} and locked_until > now()) is true as own,
+             (lock_organization_id is not null and locked_until > now()) is true as live
+      from hosted_sims where id = ${r.hostedSimId} for update
+    ) old
+    where h.id = old.id and (old.own or not old.live)
+      and exists (select 1 from hosted_sim_organizations a where a.hosted_sim_id = h.id and a.organization_id = ${r.organizationId})
+    returning ${isoColumn(sql, "h.locked_until")} as locked_until, h.lock_team_id as team_id, h.lock_user_id as user_id, old.own as extended`;
+  if (!row) return null;
+  await recordLock(sql, r, row);
+  return row;
+}
+
+/** Lock history: an extension moves the open row's end; anything else closes what was open and opens a new row. */
+async function recordLock(sql: Sql, r: LockRequest, lock: TakenLock) {
+  if (lock.extended) {
+    const moved = await sql`
+      update number_locks set locked_until = ${lock.locked_until}, team_id = ${lock.team_id}
+      where hosted_sim_id = ${r.hostedSimId} and organization_id = ${r.organizationId} and released_at is null returning 1`;
+    if (moved.length > 0) return;
+  }
+  await sql`
+    update number_locks set released_at = least(locked_until, now()),
+      release_reason = case when locked_until <= now() then 'expired' else 'replaced' end
+    where hosted_sim_id = ${r.hostedSimId} and released_at is null`;
+  await sql`
+    insert into number_locks (hosted_sim_id, organization_id, team_id, user_id, api_key_id, locked_until)
+    values (${r.hostedSimId}, ${r.organizationId}, ${lock.team_id}, ${lock.user_id}, ${r.apiKeyId}, ${lock.locked_until})`;
+}
+
+/** Releases a live lock held by the organization; false when it holds none. */
+export async function releaseLock(sql: Sql, hostedSimId: number, organizationId: number): Promise<boolean> {
+  const rows = await sql`
+    update hosted_sims set lock_organization_id = null, lock_team_id = null, lock_user_id = null, lock_api_key_id = null,
+      locked_until = null, updated_at = now()
+    where id = ${hostedSimId} and lock_organization_id = ${organizationId} and locked_until > now()
+    returning 1`;
+  if (rows.length === 0) return false;
+  await sql`
+    update number_locks set released_at = now(), release_reason = 'unlock'
+    where hosted_sim_id = ${hostedSimId} and organization_id = ${organizationId} and released_at is null`;
+  return true;
+}
+
+/**
+ * Clears a lock that has run out, if it is still the very lock named (organization and end):
+ * an extension or a new lock since then leaves it alone. Returns whether it cleared it, or the
+ * milliseconds still to wait when the lock has not run out yet.
+ */
+export async function clearExpiredLock(sql: Sql, hostedSimId: number, organizationId: number, lockedUntil: string): Promise<"cleared" | "gone" | number> {
+  const [row] = await sql<{ remaining_ms: number; expired: boolean }[]>`
+    select extract(epoch from locked_until - now())::float8 * 1000 as remaining_ms, locked_until <= now() as expired
+    from hosted_sims where id = ${hostedSimId} and lock_organization_id = ${organizationId} and locked_until = ${lockedUntil}::timestamptz
+    for update`;
+  if (!row) return "gone";
+  if (!row.expired) return Math.ceil(row.remaining_ms);
+  await sql`
+    update hosted_sims set lock_organization_id = null, lock_team_id = null, lock_user_id = null, lock_api_key_id = null,
+      locked_until = null, updated_at = now()
+    where id = ${hostedSimId}`;
+  await sql`
+    update number_locks set released_at = locked_until, release_reason = 'expired'
+    where hosted_sim_id = ${hostedSimId} and organization_id = ${organizationId} and released_at is null`;
+  return "cleared";
+}
+
+export type LockHistoryRow = { organization_id: number; team_id: number | null; locked_until: string; released_at: string | null; release_reason: string | null };
+
+export async function lockHistory(sql: Sql, hostedSimId: number): Promise<LockHistoryRow[]> {
+  return sql<LockHistoryRow[]>`
+    select organization_id, team_id, ${isoColumn(sql, "locked_until")} as locked_until, ${isoColumn(sql, "released_at")} as released_at, release_reason
+    from number_locks where hosted_sim_id = ${hostedSimId} order by id`;
+}

@@ -1,0 +1,151 @@
+import type { Sql } from "../db/client";
+
+/** A timestamp column as API.md's ISO UTC string with milliseconds. */
+export const isoColumn = (sql: Sql, column: string) => sql`to_char(${sql.unsafe(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** One hosted SIM as one organization sees it: its own attachment, never another's. */
+export type HostedSimRow = {
+  id: number;
+  number: string;
+  provider: string;
+  status: string;
+  type: string;
+  shared_max_orgs: number;
+  messages_received_count: number;
+  organization_id: number;
+  organization_name: string;
+  alias: string | null;
+  team_id: number | null;
+  team_name: string | null;
+  lock_live: boolean;
+  lock_organization_id: number | null;
+  lock_team_id: number | null;
+  lock_user_id: number | null;
+  locked_until: string | null;
+  created_at: string;
+  updated_at: string;
+};
+
+export type HostedSimFilter = { id?: number; type?: string; status?: string; teamId?: number };
+
+export async function listHostedSims(sql: Sql, organizationId: number, f: HostedSimFilter = {}): Promise<HostedSimRow[]> {
+  return sql<HostedSimRow[]>`
+    select h.id, h.number, h.provider, h.status, h.type, h.shared_max_orgs,
+           coalesce(c.inbound, 0) as messages_received_count,
+           a.organization_id, o.name as organization_name, a.alias, a.team_id, t.name as team_name,
+           (h.lock_organization_id is not null and h.locked_until > now()) as lock_live,
+           h.lock_organization_id, h.lock_team_id, h.lock_user_id, ${isoColumn(sql, "h.locked_until")} as locked_until,
+           ${isoColumn(sql, "h.created_at")} as created_at, ${isoColumn(sql, "h.updated_at")} as updated_at
+    from hosted_sim_organizations a
+    join hosted_sims h on h.id = a.hosted_sim_id
+    join organizations o on o.id = a.organization_id
+    left join teams t on t.id = a.team_id
+    left join message_visibility_counts c on c.organization_id = a.organization_id and c.hosted_sim_id = h.id
+    where a.organization_id = ${organizationId}
+      ${f.id !== undefined ? sql`and h.id = ${f.id}` : sql``}
+      ${f.type !== undefined ? sql`and h.type = ${f.type}` : sql``}
+      ${f.status !== undefined ? sql`and h.status = ${f.status}` : sql``}
+      ${f.teamId !== undefined ? sql`and a.team_id = ${f.teamId}` : sql``}
+    order by h.id`;
+}
+
+export async function findHostedSim(sql: Sql, organizationId: number, id: number): Promise<HostedSimRow | null> {
+  const [row] = await listHostedSims(sql, organizationId, { id });
+  return row ?? null;
+}
+
+export async function teamBelongsTo(sql: Sql, teamId: number, organizationId: number): Promise<boolean> {
+  const [row] = await sql`select 1 from teams where id = ${teamId} and organization_id = ${organizationId}`;
+  return row !== undefined;
+}
+
+export async function setAlias(sql: Sql, organizationId: number, hostedSimId: number, alias: string | null): Promise<boolean> {
+  const rows = await sql`
+    update hosted_sim_organizations set alias = ${alias}
+    where hosted_sim_id = ${hostedSimId} and organization_id = ${organizationId} returning 1`;
+  return rows.length > 0;
+}
+
+export type Attachment = { organizationId: number; teamId?: number | null; alias?: string | null };
+
+export async function attachOrganization(sql: Sql, hostedSimId: number, a: Attachment) {
+  await sql`
+    insert into hosted_sim_organizations (hosted_sim_id, organization_id, alias, team_id)
+    values (${hostedSimId}, ${a.organizationId}, ${a.alias ?? null}, ${a.teamId ?? null})`;
+  await sql`update hosted_sims set updated_at = now() where id = ${hostedSimId}`;
+}
+
+/** The seat count of a number, read after its row is locked FOR UPDATE (see claims.ts). */
+export async function seatsOf(sql: Sql, hostedSimId: number, organizationId: number) {
+  const [row] = await sql<{ taken: number; mine: boolean }[]>`
+    select count(*)::int as taken, coalesce(bool_or(organization_id = ${organizationId}), false) as mine
+    from hosted_sim_organizations where hosted_sim_id = ${hostedSimId}`;
+  return row!;
+}
+
+export type LockedSim = { id: number; type: string; status: string; shared_max_orgs: number };
+
+/** Locks one hosted SIM row for the rest of the transaction: every attachment goes through here. */
+export async function lockHostedSimRow(sql: Sql, id: number): Promise<LockedSim | null> {
+  const [row] = await sql<LockedSim[]>`select id, type, status, shared_max_orgs from hosted_sims where id = ${id} for update`;
+  return row ?? null;
+}
+
+/** Free pool numbers (no organization yet), oldest first; the caller locks and re-checks one. */
+export async function freePoolCandidates(sql: Sql, limit: number): Promise<number[]> {
+  const rows = await sql<{ id: number }[]>`
+    select h.id from hosted_sims h
+    where h.type = 'shared' and h.status = 'active'
+      and not exists (select 1 from hosted_sim_organizations a where a.hosted_sim_id = h.id)
+    order by h.id limit ${limit}`;
+  return rows.map((r) => r.id);
+}
+
+/** Shared numbers already owned by someone, with room, not held by this organization: fewest organizations first. */
+export async function sharedCandidates(sql: Sql, organizationId: number, limit: number): Promise<number[]> {
+  const rows = await sql<{ id: number }[]>`
+    select h.id from hosted_sims h
+    join hosted_sim_organizations a on a.hosted_sim_id = h.id
+    where h.type = 'shared' and h.status = 'active'
+    group by h.id
+    having count(*) < h.shared_max_orgs and not bool_or(a.organization_id = ${organizationId})
+    order by count(*), h.id limit ${limit}`;
+  return rows.map((r) => r.id);
+}
+
+/**
+ * True when the hosted SIM is the number of an active SIM card of one of the organization's own
+ * devices (a verified BYOS number). Reads the device feature's tables for this check only.
+ */
+export async function isOwnVerifiedByosNumber(sql: Sql, organizationId: number, hostedSimId: number): Promise<boolean> {
+  const [row] = await sql`
+    select 1 from sim_cards s join devices d on d.id = s.device_id
+    where s.hosted_sim_id = ${hostedSimId} and s.status = 'active' and d.organization_id = ${organizationId} and d.status <> 'revoked'
+    limit 1`;
+  return row !== undefined;
+}
+
+/** Upserts an organization's attachment to its own BYOS number; team and alias change only when given. */
+export async function upsertVirtualAttachment(sql: Sql, hostedSimId: number, a: Attachment) {
+  await sql`
+    insert into hosted_sim_organizations (hosted_sim_id, organization_id, alias, team_id)
+    values (${hostedSimId}, ${a.organizationId}, ${a.alias ?? null}, ${a.teamId ?? null})
+    on conflict (hosted_sim_id, organization_id) do update set
+      alias = case when ${a.alias !== undefined} then excluded.alias else hosted_sim_organizations.alias end,
+      team_id = case when ${a.teamId !== undefined} then excluded.team_id else hosted_sim_organizations.team_id end`;
+  await sql`update hosted_sims set updated_at = now() where id = ${hostedSimId}`;
+}
+
+/** Organizations attached to a number (event fan-out). */
+export async function attachedOrganizations(sql: Sql, hostedSimId: number): Promise<number[]> {
+  const rows = await sql<{ organization_id: number }[]>`select organization_id from hosted_sim_organizations where hosted_sim_id = ${hostedSimId}`;
+  return rows.map((r) => r.organization_id);
+}
+
+/** The device and slot that hold a BYOS number (its active SIM card): outbound SMS on it go through that device. */
+export async function byosDeviceOf(sql: Sql, hostedSimId: number): Promise<{ device_id: number; sim_slot: number | null; device_status: string } | null> {
+  const [row] = await sql<{ device_id: number; sim_slot: number | null; device_status: string }[]>`
+    select s.device_id, s.sim_slot, d.status as device_status from sim_cards s join devices d on d.id = s.device_id
+    where s.hosted_sim_id = ${hostedSimId} and s.status = 'active' order by s.id desc limit 1`;
+  return row ?? null;
+}

@@ -1,0 +1,37 @@
+import { Type } from "@sinclair/typebox";
+import { t } from "elysia";
+
+const DateTime = t.String({ format: "date-time" });
+const Id = { minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
+
+export const TeamBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 255 }) });
+
+export const AddMemberBody = Type.Object({
+  user_id: Type.Optional(Type.Integer(Id)),
+  email: Type.Optional(Type.String({ format: "email", maxLength: 255, description: "an email address" })),
+});
+
+export const TeamParams = t.Object({ team: t.Integer(Id) });
+export const MemberParams = t.Object({ team: t.Integer(Id), user: t.Integer(Id) });
+
+export const TeamMember = t.Object({
+  id: t.Integer({ description: "the user's id" }),
+  name: t.String(),
+  email: t.String(),
+  role: t.String({ description: "the user's role in the organization: owner, admin or member" }),
+  added_at: DateTime,
+});
+
+const teamFields = {
+  id: t.Integer(),
+  name: t.String(),
+  members_count: t.Integer(),
+  created_at: DateTime,
+  updated_at: DateTime,
+};
+export const Team = t.Object(teamFields);
+export const TeamWithMembers = t.Object({ ...teamFields, members: t.Array(TeamMember) });
+
+export const TeamList = t.Object({ data: t.Array(Team) });
+export const TeamData = t.Object({ data: TeamWithMembers });
+export const MemberData = t.Object({ data: TeamMember });

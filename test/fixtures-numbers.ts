@@ -1,0 +1,84 @@
+import type { Pool, Sql } from "../server/db/client";
+import { storeInboundMessage } from "../server/messages/inbound";
+
+/** A random E.164 number no other test uses (10 random digits after +1 9). */
+export function randomNumber(): string {
+  const digits = Array.from(crypto.getRandomValues(new Uint8Array(10)), (b) => String(b % 10)).join("");
+  return `+19${digits}`;
+}
+
+/** A pool number as an operator would add it: no organization yet. */
+export async function createPoolNumber(
+  sql: Sql,
+  opts: { type?: "shared" | "virtual"; maxOrgs?: number; provider?: string; status?: "active" | "inactive"; number?: string } = {},
+) {
+  const type = opts.type ?? "shared";
+  const [row] = await sql<{ id: number; number: string }[]>`
+    insert into hosted_sims (number, provider, type, shared_max_orgs, status)
+    values (${opts.number ?? randomNumber()}, ${opts.provider ?? "simprov"}, ${type}, ${opts.maxOrgs ?? (type === "shared" ? 5 : 1)}, ${opts.status ?? "active"})
+    returning id, number`;
+  return row!;
+}
+
+export async function attachNumber(sql: Sql, hostedSimId: number, organizationId: number, opts: { alias?: string; teamId?: number } = {}) {
+  await sql`
+    insert into hosted_sim_organizations (hosted_sim_id, organization_id, alias, team_id)
+    values (${hostedSimId}, ${organizationId}, ${opts.alias ?? null}, ${opts.teamId ?? null})`;
+}
+
+/** A shared number already attached to the given organizations. */
+export async function createSharedNumber(sql: Sql, orgIds: number[], opts: { maxOrgs?: number } = {}) {
+  const sim = await createPoolNumber(sql, { maxOrgs: opts.maxOrgs });
+  for (const org of orgIds) await attachNumber(sql, sim.id, org);
+  return sim;
+}
+
+export async function createTeam(sql: Sql, organizationId: number, name = `team ${crypto.randomUUID().slice(0, 6)}`) {
+  const [row] = await sql<{ id: number; name: string }[]>`insert into teams (organization_id, name) values (${organizationId}, ${name}) returning id, name`;
+  return row!;
+}
+
+/**
+ * A verified BYOS number: a device of the organization with an active SIM card in slot 1 and
+ * its hosted SIM (type virtual, provider byos), attached to the organization unless `attach` is false.
+ */
+export async function createByosNumber(sql: Sql, organizationId: number, opts: { attach?: boolean; deviceStatus?: string; simStatus?: string } = {}) {
+  const number = randomNumber();
+  const [device] = await sql<{ id: number }[]>`
+    insert into devices (organization_id, android_id, device_model, app_version, phone_number, status)
+    values (${organizationId}, ${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}, 'Pixel 8', '1.0.0', ${number}, ${opts.deviceStatus ?? "active"})
+    returning id`;
+  const [sim] = await sql<{ id: number }[]>`
+    insert into hosted_sims (number, provider, type, shared_max_orgs) values (${number}, 'byos', 'virtual', 1) returning id`;
+  await sql`
+    insert into sim_cards (device_id, sim_slot, phone_number, status, hosted_sim_id)
+    values (${device!.id}, 1, ${number}, ${opts.simStatus ?? "active"}, ${sim!.id})`;
+  if (opts.attach !== false) await attachNumber(sql, sim!.id, organizationId);
+  return { deviceId: device!.id, hostedSimId: sim!.id, number };
+}
+
+/** An inbound SMS arriving on a number now, through the one entry point the server uses. */
+export async function receiveSms(sql: Pool, hostedSimId: number, opts: { from?: string; text?: string; receivedAt?: Date } = {}) {
+  const stored = await sql.begin((tx) =>
+    storeInboundMessage(tx, {
+      hostedSimId,
+      from: opts.from ?? "+15550001111",
+      text: opts.text ?? `hello ${crypto.randomUUID().slice(0, 8)}`,
+      source: "provider",
+      externalId: `SM${crypto.randomUUID().replaceAll("-", "")}`,
+      receivedAt: opts.receivedAt ?? new Date(),
+    }),
+  );
+  return stored!;
+}
+
+/** Polls until `check` returns a truthy value (events over Redis, background jobs), failing after `ms`. */
+export async function eventually<T>(check: () => T | Promise<T>, ms = 5000, what = "condition"): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}

@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { BusMessage } from "../../server/realtime/bus";
+import { createTenant } from "../fixtures";
+import { attachNumber, createSharedNumber, createTeam, eventually, receiveSms } from "../fixtures-numbers";
+import { createTestContext, type TestContext } from "../helpers";
+
+/**
+ * Who sees which inbound SMS (API.md "Lock meaning"): history, single reads and events of each
+ * organization contain exactly the messages stamped for it at arrival. This file runs its own
+ * context with the job queue started, so the fan-out job really publishes the events.
+ */
+let ctx: TestContext;
+const events: BusMessage[] = [];
+beforeAll(async () => {
+  ctx = await createTestContext();
+  ctx.services.bus.subscribe((m) => events.push(m));
+  ctx.services.start();
+}, 60_000);
+afterAll(() => ctx.close());
+
+type Tenant = Awaited<ReturnType<typeof createTenant>>;
+
+async function historyTexts(t: Tenant, simId: number): Promise<string[]> {
+  const res = await ctx.request("GET", `/api/messages?hosted_sim=${simId}&per_page=100`, { token: t.token });
+  expect(res.status).toBe(200);
+  return res.body.data.map((m: { text: string }) => m.text).reverse();
+}
+
+async function canRead(t: Tenant, messageId: number) {
+  const res = await ctx.request("GET", `/api/messages/${messageId}`, { token: t.token });
+  if (res.status === 200) return true;
+  expect(res.status).toBe(404);
+  return false;
+}
+
+/** Organizations a message.received event for the message reached, by organization channel and number-channel limit. */
+async function receivedBy(messageId: number, simId: number) {
+  return eventually(() => {
+    const mine = events.filter((e) => e.event === "message.received" && (e.data as any).message.id === messageId);
+    const number = mine.find((e) => e.channel === `private-number.${simId}`);
+    if (!number) return null;
+    const orgChannels = mine
+      .filter((e) => e.channel.startsWith("private-organization."))
+      .map((e) => Number(e.channel.split(".")[1]))
+      .sort();
+    return { orgChannels, numberLimit: [...(number.organizations ?? [])].sort() };
+  }, 10_000, `message.received for ${messageId}`);
+}
+
+async function lock(t: Tenant, simId: number, teamId?: number) {
+  const res = await ctx.request("POST", `/api/numbers/${simId}/lock`, { token: t.token, body: teamId ? { team_id: teamId } : {} });
+  expect(res.status).toBe(200);
+}
+
+async function runOutLock(simId: number) {
+  await ctx.sql`update hosted_sims set locked_until = date_trunc('milliseconds', now() - interval '1 second') where id = ${simId}`;
+}
+
+const sorted = (ids: number[]) => [...ids].sort();
+
+describe("visibility matrix", () => {
+  test("two organizations: unlocked both see it; A's lock hides it from B for good; after expiry both again", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+
+    const m1 = await receiveSms(ctx.sql, sim.id, { text: "m1 open" });
+    await lock(a, sim.id);
+    const m2 = await receiveSms(ctx.sql, sim.id, { text: "m2 during A's lock" });
+    await runOutLock(sim.id);
+    const m3 = await receiveSms(ctx.sql, sim.id, { text: "m3 after expiry" });
+
+    expect(await historyTexts(a, sim.id)).toEqual(["m1 open", "m2 during A's lock", "m3 after expiry"]);
+    expect(await historyTexts(b, sim.id)).toEqual(["m1 open", "m3 after expiry"]);
+    expect([await canRead(a, m2.messageId), await canRead(b, m2.messageId)]).toEqual([true, false]);
+    expect([await canRead(a, m1.messageId), await canRead(b, m1.messageId)]).toEqual([true, true]);
+
+    expect(await receivedBy(m1.messageId, sim.id)).toEqual({ orgChannels: sorted([a.org.id, b.org.id]), numberLimit: sorted([a.org.id, b.org.id]) });
+    expect(await receivedBy(m2.messageId, sim.id)).toEqual({ orgChannels: [a.org.id], numberLimit: [a.org.id] });
+    expect(await receivedBy(m3.messageId, sim.id)).toEqual({ orgChannels: sorted([a.org.id, b.org.id]), numberLimit: sorted([a.org.id, b.org.id]) });
+
+    // Unlocking later does not reveal what arrived under the lock.
+    expect(await historyTexts(b, sim.id)).not.toContain("m2 during A's lock");
+    const counts = await Promise.all([a, b].map(async (t) => (await ctx.request("GET", `/api/numbers/${sim.id}`, { token: t.token })).body.data.messages_received_count));
+    expect(counts).toEqual([3, 2]);
+  });
+
+  test("three organizations, locks passing from A to C, a late joiner and the lock holder's team", async () => {
+    const [a, b, c, late] = [await createTenant(ctx.sql), await createTenant(ctx.sql), await createTenant(ctx.sql), await createTenant(ctx.sql)];
+    const teamC = await createTeam(ctx.sql, c.org.id);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id, c.org.id]);
+
+    const m1 = await receiveSms(ctx.sql, sim.id, { text: "m1 all three" });
+    await lock(a, sim.id);
+    const m2 = await receiveSms(ctx.sql, sim.id, { text: "m2 A only" });
+    expect((await ctx.request("POST", `/api/numbers/${sim.id}/unlock`, { token: a.token })).status).toBe(200);
+    await lock(c, sim.id, teamC.id);
+    const m3 = await receiveSms(ctx.sql, sim.id, { text: "m3 C only" });
+    await runOutLock(sim.id);
+    await attachNumber(ctx.sql, sim.id, late.org.id);
+    const m4 = await receiveSms(ctx.sql, sim.id, { text: "m4 all four" });
+
+    expect(await historyTexts(a, sim.id)).toEqual(["m1 all three", "m2 A only", "m4 all four"]);
+    expect(await historyTexts(b, sim.id)).toEqual(["m1 all three", "m4 all four"]);
+    expect(await historyTexts(c, sim.id)).toEqual(["m1 all three", "m3 C only", "m4 all four"]);
+    // An organization that joins later does not see older messages.
+    expect(await historyTexts(late, sim.id)).toEqual(["m4 all four"]);
+    expect(await canRead(late, m1.messageId)).toBe(false);
+
+    const seenByC = (await ctx.request("GET", `/api/messages/${m3.messageId}`, { token: c.token })).body.data;
+    expect(seenByC).toMatchObject({ direction: "inbound", status: "received", locked: true, team_id: teamC.id, source: "provider" });
+    expect(await receivedBy(m2.messageId, sim.id)).toEqual({ orgChannels: [a.org.id], numberLimit: [a.org.id] });
+    expect(await receivedBy(m3.messageId, sim.id)).toEqual({ orgChannels: [c.org.id], numberLimit: [c.org.id] });
+    expect((await receivedBy(m4.messageId, sim.id)).numberLimit).toEqual(sorted([a.org.id, b.org.id, c.org.id, late.org.id]));
+    expect(events.some((e) => e.event === "message.received" && e.channel === `private-team.${teamC.id}` && (e.data as any).message.id === m3.messageId)).toBe(
+      true,
+    );
+  });
+
+  test("an organization that leaves stops seeing new messages", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    const before = await receiveSms(ctx.sql, sim.id, { text: "before" });
+    await ctx.sql`delete from hosted_sim_organizations where hosted_sim_id = ${sim.id} and organization_id = ${b.org.id}`;
+    const after = await receiveSms(ctx.sql, sim.id, { text: "after" });
+    expect(await canRead(b, before.messageId)).toBe(true);
+    expect(await canRead(b, after.messageId)).toBe(false);
+    // The history of a number it no longer has is 404, like any number that is not its own.
+    expect((await ctx.request("GET", `/api/messages?hosted_sim=${sim.id}`, { token: b.token })).status).toBe(404);
+  });
+});

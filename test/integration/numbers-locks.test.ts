@@ -1,0 +1,174 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { lockHistory } from "../../server/numbers/lock-store";
+import { expireLock } from "../../server/numbers/locks";
+import type { BusMessage } from "../../server/realtime/bus";
+import { createApiKey, createTenant } from "../fixtures";
+import { createSharedNumber, createTeam, eventually } from "../fixtures-numbers";
+import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
+
+let ctx: TestContext;
+const events: BusMessage[] = [];
+let unsubscribe = () => {};
+beforeAll(async () => {
+  ctx = await sharedTestContext();
+  unsubscribe = ctx.services.bus.subscribe((m) => events.push(m)) as () => void;
+}, 60_000);
+afterAll(() => unsubscribe());
+
+const eventsFor = (hostedSimId: number, event: string) =>
+  events.filter((e) => e.event === event && (e.data as { hosted_sim_id?: number }).hosted_sim_id === hostedSimId);
+
+/** Moves a live lock's end into the past, as if its time had run out. */
+async function runOut(hostedSimId: number) {
+  await ctx.sql`update hosted_sims set locked_until = date_trunc('milliseconds', now() - interval '1 second') where id = ${hostedSimId}`;
+  await ctx.sql`update number_locks set locked_until = date_trunc('milliseconds', now() - interval '1 second') where hosted_sim_id = ${hostedSimId} and released_at is null`;
+}
+
+describe("POST /api/numbers/{id}/lock and /unlock", () => {
+  test("lock: the holder sees the full lock, others see locked: true only; 409 number_locked with locked_until", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const team = await createTeam(ctx.sql, a.org.id);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    const before = Date.now();
+    const res = await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token, body: { duration_seconds: 120, team_id: team.id } });
+    expect(res.status).toBe(200);
+    expect(res.body.data.locked).toBe(true);
+    expect(res.body.data.lock).toMatchObject({ organization_id: a.org.id, team_id: team.id, user_id: a.user.id });
+    const until = Date.parse(res.body.data.lock.locked_until);
+    expect(until).toBeGreaterThanOrEqual(before + 119_000);
+    expect(until).toBeLessThanOrEqual(Date.now() + 121_000);
+
+    const seenByB = await ctx.request("GET", `/api/numbers/${sim.id}`, { token: b.token });
+    expect(seenByB.body.data.locked).toBe(true);
+    expect(seenByB.body.data.lock).toBeNull();
+
+    for (const path of ["lock", "unlock"]) {
+      const refused = await ctx.request("POST", `/api/numbers/${sim.id}/${path}`, { token: b.token });
+      expect(refused.status).toBe(409);
+      expectErrorShape(refused.body, "number_locked");
+      expect(refused.body.locked_until).toBe(res.body.data.lock.locked_until);
+    }
+  });
+
+  test("events: number.locked in full to the holder only, redacted to the others; number.unlocked to all", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token });
+    const locked = await eventually(() => {
+      const found = eventsFor(sim.id, "number.locked");
+      return found.length >= 4 && found;
+    });
+    const full = locked.filter((e) => (e.data as any).lock !== null);
+    const redacted = locked.filter((e) => (e.data as any).lock === null);
+    expect(full.map((e) => e.channel).sort()).toEqual([`private-number.${sim.id}`, `private-organization.${a.org.id}`].sort());
+    expect(full.find((e) => e.channel.startsWith("private-number"))!.organizations).toEqual([a.org.id]);
+    expect(redacted.map((e) => e.channel).sort()).toEqual([`private-number.${sim.id}`, `private-organization.${b.org.id}`].sort());
+    expect(redacted.find((e) => e.channel.startsWith("private-number"))!.organizations).toEqual([b.org.id]);
+    expect(JSON.stringify(redacted.map((e) => e.data))).not.toContain("locked_until");
+
+    const unlocked = await ctx.request("POST", `/api/numbers/${sim.id}/unlock`, { token: a.token });
+    expect(unlocked.status).toBe(200);
+    expect(unlocked.body.data).toMatchObject({ locked: false, lock: null });
+    const channels = await eventually(() => {
+      const found = eventsFor(sim.id, "number.unlocked").map((e) => e.channel);
+      return found.length >= 2 && found;
+    });
+    expect(channels).toContain(`private-organization.${a.org.id}`);
+    expect(channels).toContain(`private-organization.${b.org.id}`);
+  });
+
+  test("the same organization re-locking extends, never shortens; history keeps one row per lock", async () => {
+    const a = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id]);
+    const first = await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token, body: { duration_seconds: 600 } });
+    const shorter = await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token, body: { duration_seconds: 60 } });
+    expect(shorter.body.data.lock.locked_until).toBe(first.body.data.lock.locked_until);
+    const longer = await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token, body: { duration_seconds: 3600 } });
+    expect(Date.parse(longer.body.data.lock.locked_until)).toBeGreaterThan(Date.parse(first.body.data.lock.locked_until));
+    let history = await lockHistory(ctx.sql, sim.id);
+    expect(history).toHaveLength(1);
+    expect(history[0]).toMatchObject({ organization_id: a.org.id, locked_until: longer.body.data.lock.locked_until, released_at: null });
+
+    await ctx.request("POST", `/api/numbers/${sim.id}/unlock`, { token: a.token });
+    await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token });
+    history = await lockHistory(ctx.sql, sim.id);
+    expect(history.map((h) => h.release_reason)).toEqual(["unlock", null]);
+  });
+
+  test("unlocking a number nobody holds answers 200 with the number", async () => {
+    const a = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id]);
+    const res = await ctx.request("POST", `/api/numbers/${sim.id}/unlock`, { token: a.token });
+    expect(res.status).toBe(200);
+    expect(res.body.data.locked).toBe(false);
+  });
+
+  test("expiry: a run-out lock is no lock; another organization may lock; the expiry job releases and announces", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token });
+    await runOut(sim.id);
+    const [row] = await ctx.sql<{ locked_until: Date }[]>`select locked_until from hosted_sims where id = ${sim.id}`;
+    expect((await ctx.request("GET", `/api/numbers/${sim.id}`, { token: a.token })).body.data).toMatchObject({ locked: false, lock: null });
+
+    const outcome = await expireLock(ctx.services, { hosted_sim_id: sim.id, organization_id: a.org.id, locked_until: row!.locked_until.toISOString() });
+    expect(outcome).toBe("cleared");
+    await eventually(() => eventsFor(sim.id, "number.unlocked").some((e) => (e.data as any).reason === "expired"));
+    expect((await lockHistory(ctx.sql, sim.id)).map((h) => h.release_reason)).toEqual(["expired"]);
+
+    const byB = await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: b.token });
+    expect(byB.status).toBe(200);
+    expect(byB.body.data.lock.organization_id).toBe(b.org.id);
+    // A stale expiry job (for A's old lock) leaves B's lock alone.
+    expect(await expireLock(ctx.services, { hosted_sim_id: sim.id, organization_id: a.org.id, locked_until: row!.locked_until.toISOString() })).toBe("gone");
+    expect((await ctx.request("GET", `/api/numbers/${sim.id}`, { token: b.token })).body.data.locked).toBe(true);
+  });
+
+  test("a lock that ran out without its job is replaced by the next holder, history marks it expired", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token });
+    await runOut(sim.id);
+    expect((await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: b.token })).status).toBe(200);
+    const history = await lockHistory(ctx.sql, sim.id);
+    expect(history.map((h) => [h.organization_id, h.release_reason])).toEqual([
+      [a.org.id, "expired"],
+      [b.org.id, null],
+    ]);
+  });
+
+  test("race: concurrent lock requests from several organizations leave exactly one holder", async () => {
+    const tenants = await Promise.all(Array.from({ length: 5 }, () => createTenant(ctx.sql)));
+    const sim = await createSharedNumber(
+      ctx.sql,
+      tenants.map((t) => t.org.id),
+    );
+    const results = await Promise.all(tenants.map((t) => ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: t.token })));
+    const winners = results.filter((r) => r.status === 200);
+    expect(winners).toHaveLength(1);
+    expect(results.filter((r) => r.status === 409)).toHaveLength(4);
+    const [row] = await ctx.sql<{ lock_organization_id: number }[]>`select lock_organization_id from hosted_sims where id = ${sim.id}`;
+    expect(row!.lock_organization_id).toBe(winners[0]!.body.data.lock.organization_id);
+    expect((await lockHistory(ctx.sql, sim.id)).filter((h) => h.released_at === null)).toHaveLength(1);
+  });
+
+  test("bounds and API keys: duration 60..3600; numbers.lock needed", async () => {
+    const a = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id]);
+    for (const duration_seconds of [59, 3601, "600"]) {
+      const res = await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token, body: { duration_seconds } });
+      expect(res.status).toBe(422);
+    }
+    const reader = await createApiKey(ctx.sql, a.org.id, ["numbers.read"]);
+    expectErrorShape((await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: reader.key })).body, "permission_denied");
+    const locker = await createApiKey(ctx.sql, a.org.id, ["numbers.lock"]);
+    const res = await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: locker.key, body: { duration_seconds: 60 } });
+    expect(res.status).toBe(200);
+    expect(res.body.data.lock).toMatchObject({ organization_id: a.org.id, user_id: null });
+    expect((await ctx.request("POST", `/api/numbers/${sim.id}/unlock`, { token: locker.key })).status).toBe(200);
+  });
+});
