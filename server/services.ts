@@ -8,6 +8,7 @@ import { createJobQueue } from "./jobs/queue";
 import { type Clock, systemClock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/logger";
 import { createMetrics } from "./lib/metrics";
+import { createDeviceRuntime } from "./devices/runtime";
 import { createLocalRateLimiter, createRedisRateLimiter } from "./lib/rate-limit";
 import { registerInboundFanout } from "./messages/fanout";
 import { registerOutboundJobs } from "./messages/outbound-jobs";
@@ -35,6 +36,8 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   registerInboundFanout({ sql: db.sql, jobs, publish: bus.publish });
   registerLockExpiry({ sql: db.sql, jobs, publish: bus.publish });
   registerOutboundJobs({ sql: db.sql, jobs, publish: bus.publish, config, logger });
+  // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
+  const devices = createDeviceRuntime({ sql: db.sql, clock, config, publish: bus.publish, mailer, logger, jobs, metrics });
   metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);
 
   return {
@@ -52,11 +55,14 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     jobs,
     metrics,
     auth,
+    devices,
     /** Starts background work (job workers, timers). Tests that drive work by hand skip it. */
     start() {
       jobs.start();
+      void devices.start().catch((e) => logger.error({ err: (e as Error).message }, "device actors not restored"));
     },
     async close() {
+      await devices.stop();
       await jobs.stop();
       await bus.close();
       redis?.disconnect();
