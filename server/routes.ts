@@ -1,10 +1,21 @@
 import { Elysia } from "elysia";
+import { apiKeyRoutes } from "./api-keys/routes";
 import { authRoutes } from "./auth/routes";
 import { deviceRoutes } from "./devices/routes";
+import { messageRoutes } from "./messages/routes";
+import { numberRoutes } from "./numbers/routes";
 import { providerRoutes } from "./provider/routes";
 import type { Services } from "./services";
+import { teamRoutes } from "./teams/routes";
 
 /** Every feature's routes, mounted under the app. One line per feature. */
 export function featureRoutes(services: Services) {
-  return new Elysia().use(authRoutes(services)).use(deviceRoutes(services)).use(providerRoutes(services));
+  return new Elysia()
+    .use(authRoutes(services))
+    .use(apiKeyRoutes(services))
+    .use(teamRoutes(services))
+    .use(numberRoutes(services))
+    .use(messageRoutes(services))
+    .use(deviceRoutes(services))
+    .use(providerRoutes(services));
 }
