@@ -7,7 +7,7 @@ export type ApiResponse<T = any> = { status: number; body: T };
 type RequestOptions = { body?: unknown; query?: Record<string, string | number | boolean | undefined>; auth?: boolean; okStatuses?: number[] };
 
 export function serverUrl(opts: GlobalOptions): string {
-  return (opts.url ?? process.env.SIMHOST_URL ?? DEFAULT_URL).replace(/\/+$/, "");
+  return (opts.url || process.env.SIMHOST_URL || DEFAULT_URL).replace(/\/+$/, "");
 }
 
 /**
@@ -18,7 +18,7 @@ export function createApiClient(opts: GlobalOptions) {
   const base = serverUrl(opts);
 
   function token(): string {
-    const t = opts.token ?? process.env.SIMHOST_TOKEN ?? loadCredential(base)?.token;
+    const t = opts.token || process.env.SIMHOST_TOKEN || loadCredential(base)?.token;
     if (!t) throw new CliError(`Not logged in to ${base}: run \`simhost login\` (or pass --token / SIMHOST_TOKEN).`);
     return t;
   }
