@@ -5,6 +5,7 @@ import { AppError, errorResponse, unavailable, validationFailed } from "./errors
 import { healthRoutes } from "./health/routes";
 import { createDeprecations, DEPRECATIONS, type Deprecation } from "./lib/deprecations";
 import { fieldErrors } from "./lib/validation";
+import { websocketServerOptions } from "./realtime/limits";
 import { featureRoutes } from "./routes";
 import type { Services } from "./services";
 
@@ -30,7 +31,7 @@ const timings = new WeakMap<Request, { id: string; start: number }>();
 export function buildApp(services: Services, opts: { deprecations?: Deprecation[] } = {}) {
   const { logger, metrics } = services;
   const deprecations = createDeprecations(opts.deprecations ?? DEPRECATIONS, services.config.PUBLIC_URL);
-  const app = new Elysia()
+  const app = new Elysia({ websocket: websocketServerOptions })
     .onRequest(({ request, set }) => {
       const id = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
       timings.set(request, { id, start: performance.now() });

@@ -28,6 +28,7 @@ async function main() {
     if (stopping) return;
     stopping = true;
     services.logger.info({ signal }, "shutting down");
+    services.realtime.shutdown(); // clients reconnect at once, to another instance
     await app.stop();
     await services.close();
     process.exit(0);

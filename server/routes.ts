@@ -5,6 +5,7 @@ import { deviceRoutes } from "./devices/routes";
 import { messageRoutes } from "./messages/routes";
 import { numberRoutes } from "./numbers/routes";
 import { providerRoutes } from "./provider/routes";
+import { realtimeRoutes } from "./realtime/routes";
 import type { Services } from "./services";
 import { teamRoutes } from "./teams/routes";
 
@@ -12,6 +13,7 @@ import { teamRoutes } from "./teams/routes";
 export function featureRoutes(services: Services) {
   return new Elysia()
     .use(authRoutes(services))
+    .use(realtimeRoutes(services))
     .use(apiKeyRoutes(services))
     .use(teamRoutes(services))
     .use(numberRoutes(services))

@@ -14,6 +14,7 @@ import { registerInboundFanout } from "./messages/fanout";
 import { registerOutboundJobs } from "./messages/outbound-jobs";
 import { registerLockExpiry } from "./numbers/locks";
 import { createLocalBus, createRedisBus } from "./realtime/bus";
+import { setupRealtime } from "./realtime/setup";
 
 /** Everything the server is made of, built once at start (or per test) and closed together. */
 export async function createServices(config: Config, opts: { clock?: Clock; logger?: Logger; database?: Database } = {}) {
@@ -39,6 +40,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
   const devices = createDeviceRuntime({ sql: db.sql, clock, config, publish: bus.publish, mailer, logger, jobs, metrics });
   metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);
+  const realtime = await setupRealtime({ config, sql: db.sql, redis, bus, metrics, logger });
 
   return {
     config,
@@ -55,6 +57,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     jobs,
     metrics,
     auth,
+    realtime,
     devices,
     /** Starts background work (job workers, timers). Tests that drive work by hand skip it. */
     start() {
@@ -62,6 +65,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
       void devices.start().catch((e) => logger.error({ err: (e as Error).message }, "device actors not restored"));
     },
     async close() {
+      realtime.close();
       await devices.stop();
       await jobs.stop();
       await bus.close();

@@ -1,0 +1,161 @@
+import type { Server } from "bun";
+import { Counter } from "prom-client";
+import type { Logger } from "../lib/logger";
+import type { Metrics } from "../lib/metrics";
+import type { Bus, BusMessage } from "./bus";
+import { createFrameHandler, orgTopic, type Socket, type SocketData } from "./connection";
+import type { GrantStore } from "./grants";
+import { DEFAULT_LIMITS, type RealtimeLimits } from "./limits";
+import { CloseCode, errorFrame, eventFrame, newSocketId, PROTOCOL_VERSION, SUPPORTED_PROTOCOLS } from "./protocol";
+
+export type Realtime = ReturnType<typeof createRealtime>;
+
+/**
+ * The WebSocket side of one instance: its connections, and delivery of every bus event to the
+ * connections subscribed to its channel through Bun topics (one publish per channel, or per
+ * allowed organization when the event is limited to some).
+ */
+export function createRealtime(deps: {
+  bus: Bus;
+  credentials: { key: string; secret: string };
+  grants: GrantStore;
+  metrics: Metrics;
+  logger: Logger;
+  now?: () => number;
+  limits?: Partial<RealtimeLimits>;
+}) {
+  const now = deps.now ?? Date.now;
+  const limits: RealtimeLimits = { ...DEFAULT_LIMITS, ...deps.limits };
+  const sockets = new Set<Socket>();
+  let server: Server<SocketData> | null = null;
+  let closing = false;
+  let sweepTimer: ReturnType<typeof setTimeout> | undefined;
+
+  const { wsMessages } = deps.metrics;
+  const slowClosed = new Counter({
+    name: "simhost_ws_slow_clients_closed_total",
+    help: "WebSocket connections closed because they did not read their events",
+    registers: [deps.metrics.registry],
+  });
+  deps.metrics.gauge("simhost_ws_connections", "Open WebSocket connections on this instance", () => sockets.size);
+  deps.metrics.gauge("simhost_ws_subscriptions", "Channel subscriptions on this instance", () => {
+    let n = 0;
+    for (const ws of sockets) n += ws.data.subscriptions.size;
+    return n;
+  });
+
+  const handleFrame = createFrameHandler({
+    credentials: deps.credentials,
+    grants: deps.grants,
+    limits,
+    now,
+    countIn: () => wsMessages.inc({ direction: "in" }),
+  });
+
+  function open(ws: Socket) {
+    const refusal = refuse(ws.data);
+    if (refusal) {
+      ws.send(errorFrame(refusal.message, refusal.code));
+      ws.close(refusal.code, refusal.message);
+      return;
+    }
+    sockets.add(ws);
+    ws.send(eventFrame("pusher:connection_established", { socket_id: ws.data.id, activity_timeout: limits.activityTimeoutSeconds }));
+  }
+
+  /** Why a new connection is turned away, with the close code that tells the client what to do. */
+  function refuse(d: SocketData): { code: number; message: string } | null {
+    if (closing) return { code: CloseCode.reconnectNow, message: "Server is restarting; reconnect." };
+    if (d.appKey !== deps.credentials.key) return { code: CloseCode.unknownAppKey, message: `App key ${d.appKey.slice(0, 64)} does not exist.` };
+    // No ?protocol= is taken as 7: a hand-built URL from the connection details still works.
+    if (d.protocol !== null && !/^\d{1,3}$/.test(d.protocol)) return { code: CloseCode.badProtocolVersion, message: "Invalid protocol version." };
+    if (d.protocol !== null && !SUPPORTED_PROTOCOLS.has(Number(d.protocol))) {
+      return { code: CloseCode.unsupportedProtocol, message: `Unsupported protocol version ${d.protocol}; this server speaks ${PROTOCOL_VERSION}.` };
+    }
+    if (sockets.size >= limits.maxConnections) return { code: CloseCode.overQuota, message: "Over connection quota." };
+    return null;
+  }
+
+  const handlers = {
+    open,
+    message: handleFrame,
+    close: (ws: Socket) => void sockets.delete(ws),
+    drain: (ws: Socket) => void (ws.data.slowSweeps = 0),
+  };
+
+  /** The `data` of a socket about to be upgraded. */
+  function socketData(appKey: string, protocol: string | null): SocketData {
+    return { ...handlers, id: newSocketId(), appKey, protocol, subscriptions: new Map(), lastSeen: now(), pingSentAt: 0, slowSweeps: 0 };
+  }
+
+  function deliver(m: BusMessage) {
+    if (!server) return;
+    const frame = eventFrame(m.event, m.data, m.channel);
+    const topics = m.organizations ? m.organizations.map((org) => orgTopic(m.channel, org)) : [m.channel];
+    let receivers = 0;
+    for (const topic of topics) {
+      const n = server.subscriberCount(topic);
+      if (n === 0) continue;
+      receivers += n;
+      server.publish(topic, frame);
+    }
+    if (receivers > 0) wsMessages.inc({ direction: "out" }, receivers);
+  }
+
+  /** Pings silent clients, closes those that do not answer, and closes clients that stopped reading. */
+  function sweep() {
+    const t = now();
+    for (const ws of sockets) {
+      const d = ws.data;
+      if (ws.getBufferedAmount() > limits.slowClientBytes) {
+        if (++d.slowSweeps >= 2) {
+          slowClosed.inc();
+          ws.close(CloseCode.overCapacity, "Client too slow: events were not read.");
+          continue;
+        }
+      } else d.slowSweeps = 0;
+      if (d.pingSentAt && t - d.pingSentAt >= limits.pongTimeoutSeconds * 1000) ws.close(CloseCode.pongNotReceived, "Pong reply not received.");
+      else if (!d.pingSentAt && t - d.lastSeen >= limits.idleSeconds * 1000) {
+        d.pingSentAt = t;
+        ws.send(eventFrame("pusher:ping", {}));
+      }
+    }
+  }
+
+  function scheduleSweep() {
+    sweepTimer = setTimeout(() => {
+      sweep();
+      scheduleSweep();
+    }, limits.sweepSeconds * 1000);
+    sweepTimer.unref?.();
+  }
+
+  const unsubscribeBus = deps.bus.subscribe(deliver);
+  scheduleSweep();
+
+  return {
+    credentials: deps.credentials,
+    grants: deps.grants,
+    limits,
+    socketData,
+    /** The Bun server the sockets live on, known from the first upgrade; topics publish through it. */
+    attach(s: Server<SocketData>) {
+      server = s;
+    },
+    connections: () => sockets.size,
+    sweep,
+    /** Graceful shutdown: every client is told to reconnect at once (to another instance). */
+    shutdown(code: number = CloseCode.reconnectNow) {
+      closing = true;
+      for (const ws of sockets) ws.close(code, "Server is restarting; reconnect.");
+      sockets.clear();
+    },
+    close() {
+      clearTimeout(sweepTimer);
+      unsubscribeBus();
+      for (const ws of sockets) ws.close(CloseCode.reconnectNow, "Server is restarting; reconnect.");
+      sockets.clear();
+      deps.logger.debug("realtime closed");
+    },
+  };
+}

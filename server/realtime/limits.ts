@@ -1,0 +1,45 @@
+/**
+ * Limits of the WebSocket server (docs/events.md "Limits"). The transport ones are read by Bun
+ * when the server starts (`websocketServerOptions`); the rest by the hub on every use, so tests
+ * may shorten them on a running hub.
+ */
+export type RealtimeLimits = {
+  /** Sent to clients in connection_established: they ping after this much silence from us. */
+  activityTimeoutSeconds: number;
+  /** A client silent this long gets a pusher:ping ... */
+  idleSeconds: number;
+  /** ... and is closed with 4201 when it does not answer within this. */
+  pongTimeoutSeconds: number;
+  /** How often idle and slow clients are looked for. */
+  sweepSeconds: number;
+  maxSubscriptionsPerConnection: number;
+  maxConnections: number;
+  /** Largest client frame handled; bigger ones get a pusher:error (the connection stays). */
+  maxMessageBytes: number;
+  /** Unsent bytes above which a client counts as slow; slow at two sweeps in a row → closed 4100. */
+  slowClientBytes: number;
+};
+
+export const DEFAULT_LIMITS: RealtimeLimits = {
+  activityTimeoutSeconds: 120,
+  idleSeconds: 120,
+  pongTimeoutSeconds: 30,
+  sweepSeconds: 5,
+  maxSubscriptionsPerConnection: 100,
+  maxConnections: 50_000,
+  maxMessageBytes: 10 * 1024,
+  slowClientBytes: 256 * 1024,
+};
+
+/** Frames above this close the connection with 1009 (Bun, before our handler sees them). */
+export const MAX_PAYLOAD_BYTES = 64 * 1024;
+/** Unsent bytes per connection; past it Bun drops further events for that client. */
+export const BACKPRESSURE_LIMIT_BYTES = 1024 * 1024;
+
+/** Bun's `websocket` server settings; app.ts passes them to Elysia so `app.listen` uses them. */
+export const websocketServerOptions = {
+  maxPayloadLength: MAX_PAYLOAD_BYTES,
+  backpressureLimit: BACKPRESSURE_LIMIT_BYTES,
+  closeOnBackpressureLimit: false,
+  perMessageDeflate: false,
+};

@@ -1,0 +1,102 @@
+import { Elysia } from "elysia";
+import { callerPlugin } from "../auth/plugin";
+import { AppError } from "../errors";
+import type { Services } from "../services";
+import { authorizeChannel } from "./channels";
+import { signChannel } from "./protocol";
+import { ChannelAuthRequest, ChannelAuthResponse, ConnectionDetails } from "./schema";
+
+const tags = ["Realtime"];
+
+/** The auth endpoint is called from browser extensions and web pages of other origins. */
+const CORS = {
+  "access-control-allow-origin": "*",
+  "access-control-allow-methods": "GET, POST, OPTIONS",
+  "access-control-allow-headers": "Authorization, Content-Type, X-Organization-Id, X-Requested-With",
+  "access-control-max-age": "600",
+};
+
+/** SPEC.md 2.13 from PUBLIC_URL: what pusher-js (or Laravel Echo) needs to connect. */
+export function connectionDetails(publicUrl: string, key: string): ConnectionDetails {
+  const url = new URL(publicUrl);
+  const tls = url.protocol === "https:";
+  const scheme = tls ? "wss" : "ws";
+  const base = url.pathname.replace(/\/+$/, "");
+  return {
+    broadcaster: "pusher",
+    key,
+    ws_url: `${scheme}://${url.host}${base}/app/${key}`,
+    ws_host: url.hostname,
+    ws_port: url.port ? Number(url.port) : tls ? 443 : 80,
+    ws_scheme: scheme,
+    force_tls: tls,
+    auth_method: "bearer_token",
+    auth_header: "Authorization: Bearer <token>",
+    auth_endpoint: "/api/broadcasting/auth",
+  };
+}
+
+/** Errors keep the CORS headers, so a browser client can read why it was refused. */
+function withCors(e: unknown): unknown {
+  if (!(e instanceof AppError)) return e;
+  return new AppError(e.status, e.code, e.message, { ...e.extra, headers: { ...e.extra.headers, ...CORS } });
+}
+
+export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql" | "realtime">) {
+  const { realtime } = services;
+  const details = connectionDetails(services.config.PUBLIC_URL, realtime.credentials.key);
+  return new Elysia()
+    .use(callerPlugin(services.auth))
+    .onTransform(({ set }) => void Object.assign(set.headers, CORS))
+    .get(
+      "/api/broadcasting/connection",
+      async ({ caller }) => {
+        await caller({ apiKey: "any" }).catch((e) => Promise.reject(withCors(e)));
+        return details;
+      },
+      { response: { 200: ConnectionDetails }, detail: { tags, summary: "Broadcaster connection details (SPEC.md 2.13)" } },
+    )
+    .options("/api/broadcasting/auth", ({ set }) => {
+      set.status = 204;
+      return "";
+    })
+    .options("/api/broadcasting/connection", ({ set }) => {
+      set.status = 204;
+      return "";
+    })
+    .post(
+      "/api/broadcasting/auth",
+      async ({ caller, body }) => {
+        try {
+          const c = await caller({ apiKey: "any" });
+          const organizationId = await authorizeChannel(services.sql, c, body.channel_name);
+          await realtime.grants.put(body.socket_id, body.channel_name, organizationId);
+          return { auth: signChannel(realtime.credentials.key, realtime.credentials.secret, body.socket_id, body.channel_name) };
+        } catch (e) {
+          throw withCors(e);
+        }
+      },
+      {
+        body: ChannelAuthRequest,
+        response: { 200: ChannelAuthResponse },
+        detail: {
+          tags,
+          summary: "Authorize a private channel subscription",
+          description: "Form-encoded (as pusher-js sends it) or JSON. 403 permission_denied when the caller may not join the channel.",
+        },
+      },
+    )
+    .get(
+      "/app/:key",
+      ({ request, server, params, query }) => {
+        if (!server || request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+          throw new AppError(426, "upgrade_required", "This is the WebSocket endpoint of the broadcaster; connect with a Pusher client.");
+        }
+        realtime.attach(server as never);
+        const protocol = typeof query.protocol === "string" ? query.protocol : null;
+        if (server.upgrade(request, { data: realtime.socketData(params.key, protocol) })) return;
+        throw new AppError(400, "malformed_body", "WebSocket upgrade failed.");
+      },
+      { detail: { tags, summary: "Pusher Channels protocol 7 WebSocket (upgrade only)" } },
+    );
+}

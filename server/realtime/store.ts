@@ -1,0 +1,59 @@
+import type { Sql } from "../db/client";
+import { randomString } from "../lib/crypto";
+
+/**
+ * The realtime app credentials: generated once and kept in `settings`, so every instance on the
+ * database signs and checks with the same pair. Two instances starting together agree because
+ * the first insert wins and both read it back.
+ */
+export async function loadAppCredentials(sql: Sql): Promise<{ key: string; secret: string }> {
+  const candidates = {
+    pusher_app_key: randomString(20, "abcdefghijklmnopqrstuvwxyz0123456789"),
+    pusher_app_secret: randomString(40),
+  };
+  for (const [key, value] of Object.entries(candidates)) {
+    await sql`insert into settings (key, value) values (${key}, ${value}) on conflict (key) do nothing`;
+  }
+  const rows = await sql<{ key: string; value: string }[]>`
+    select key, value from settings where key in ('pusher_app_key', 'pusher_app_secret')`;
+  const get = (k: string) => rows.find((r) => r.key === k)!.value;
+  return { key: get("pusher_app_key"), secret: get("pusher_app_secret") };
+}
+
+/** The organizations below are ones the user is a member of; null when there is none. */
+
+export async function userOrganizationMember(sql: Sql, userId: number, organizationId: number): Promise<number | null> {
+  const [row] = await sql<{ id: number }[]>`
+    select organization_id as id from memberships where user_id = ${userId} and organization_id = ${organizationId}`;
+  return row?.id ?? null;
+}
+
+export async function userTeamOrganization(sql: Sql, userId: number, teamId: number): Promise<number | null> {
+  const [row] = await sql<{ id: number }[]>`
+    select t.organization_id as id from teams t
+    join memberships m on m.organization_id = t.organization_id and m.user_id = ${userId}
+    where t.id = ${teamId}`;
+  return row?.id ?? null;
+}
+
+export async function userDeviceOrganization(sql: Sql, userId: number, deviceId: number): Promise<number | null> {
+  const [row] = await sql<{ id: number }[]>`
+    select d.organization_id as id from devices d
+    join memberships m on m.organization_id = d.organization_id and m.user_id = ${userId}
+    where d.id = ${deviceId}`;
+  return row?.id ?? null;
+}
+
+/**
+ * The organization through which a user sees a number: the one they act in when it is attached,
+ * else another of theirs that is. One organization per subscription keeps delivery exactly once.
+ */
+export async function userNumberOrganization(sql: Sql, userId: number, hostedSimId: number, actingOrganizationId: number): Promise<number | null> {
+  const [row] = await sql<{ id: number }[]>`
+    select hso.organization_id as id from hosted_sim_organizations hso
+    join memberships m on m.organization_id = hso.organization_id and m.user_id = ${userId}
+    where hso.hosted_sim_id = ${hostedSimId}
+    order by (hso.organization_id = ${actingOrganizationId}) desc, hso.organization_id
+    limit 1`;
+  return row?.id ?? null;
+}

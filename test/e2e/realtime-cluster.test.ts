@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import type Pusher from "pusher-js";
+import { randomString } from "../../server/lib/crypto";
+import { storeInboundMessage } from "../../server/messages/inbound";
+import { createTenant } from "../fixtures";
+import { createTestContext, type TestContext } from "../helpers";
+import { awaitCallback, type ConnectionDetails, connected, connectPusher, freePort, openRaw, subscribed } from "./realtime-client";
+
+const ROOT = join(import.meta.dir, "../..");
+const enabled = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
+if (!enabled) console.warn("realtime-cluster: skipped (set DATABASE_URL and REDIS_URL: two server processes need a shared PostgreSQL and Redis)");
+
+type Instance = { proc: Subprocess<"ignore", "pipe", "pipe">; baseUrl: string; port: number };
+
+/** `bun server/main.ts` on its own port; resolves once it logs that it listens. */
+async function spawnInstance(env: Record<string, string>): Promise<Instance> {
+  const port = freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const proc = Bun.spawn([process.execPath, "server/main.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: "info", PORT: String(port), PUBLIC_URL: baseUrl, ...env } as Record<string, string>,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const reader = proc.stdout.getReader();
+  let seen = "";
+  await awaitCallback(
+    `instance on ${port} to listen`,
+    (done) =>
+      void (async () => {
+        while (!seen.includes("simhost listening")) {
+          const { value, done: ended } = await reader.read();
+          if (ended) throw new Error(`instance exited early: ${seen}`);
+          seen += new TextDecoder().decode(value);
+        }
+        reader.releaseLock();
+        void proc.stdout.pipeTo(new WritableStream()); // keep draining so the child never blocks
+        done(undefined);
+      })(),
+    60_000,
+  );
+  return { proc, baseUrl, port };
+}
+
+let ctx: TestContext;
+let a: Instance;
+let b: Instance;
+const clients: Pusher[] = [];
+
+describe.skipIf(!enabled)("two server instances on one PostgreSQL and Redis", () => {
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    const shared = {
+      DATABASE_URL: ctx.config.DATABASE_URL!,
+      REDIS_URL: process.env.REDIS_URL!,
+      REDIS_PREFIX: `simhost-test-${randomString(8)}:`,
+      PUSHER_APP_KEY: ctx.services.realtime.credentials.key,
+      PUSHER_APP_SECRET: ctx.services.realtime.credentials.secret,
+    };
+    // Only A runs jobs: whatever the fan-out job publishes is raised on A.
+    [a, b] = await Promise.all([spawnInstance({ ...shared, WORKERS: "2" }), spawnInstance({ ...shared, WORKERS: "0" })]);
+  }, 90_000);
+
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    for (const i of [a, b]) i?.proc.kill("SIGTERM");
+    await Promise.all([a?.proc.exited, b?.proc.exited]);
+    await ctx?.close();
+  }, 30_000);
+
+  test("a pusher-js client on B receives message.received raised on A", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const [sim] = await ctx.sql<{ id: number }[]>`
+      insert into hosted_sims (number, provider, type, shared_max_orgs)
+      values (${`+1666${String(Date.now()).slice(-7)}`}, 'test', 'shared', 5) returning id`;
+    await ctx.sql`insert into hosted_sim_organizations (hosted_sim_id, organization_id) values (${sim!.id}, ${org.id})`;
+    const details = (await (
+      await fetch(`${b.baseUrl}/api/broadcasting/connection`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as ConnectionDetails;
+    expect(details.ws_port).toBe(b.port);
+    // Authorized by A, subscribed on B: the grant travels through Redis.
+    const pusher = connectPusher(a.baseUrl, details, token);
+    clients.push(pusher);
+    await connected(pusher);
+    const orgChannel = await subscribed(pusher, `private-organization.${org.id}`);
+    const numberChannel = await subscribed(pusher, `private-number.${sim!.id}`);
+    const onOrg = awaitCallback<any>("message.received on the organization channel", (done) => orgChannel.bind("message.received", done), 10_000);
+    const onNumber = awaitCallback<any>("message.received on the number channel", (done) => numberChannel.bind("message.received", done), 10_000);
+    await ctx.sql.begin((tx) =>
+      storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550002222", text: "across instances", source: "provider", receivedAt: new Date() }),
+    );
+    const [x, y] = await Promise.all([onOrg, onNumber]);
+    expect(x.message.text).toBe("across instances");
+    expect(y.message.id).toBe(x.message.id);
+  }, 30_000);
+
+  test("SIGTERM closes an instance's sockets with 4200 so clients reconnect at once elsewhere", async () => {
+    const raw = await openRaw(`ws://127.0.0.1:${b.port}/app/${ctx.services.realtime.credentials.key}?protocol=7`);
+    await raw.event("pusher:connection_established");
+    b.proc.kill("SIGTERM");
+    expect((await raw.closed(10_000)).code).toBe(4200);
+    expect(await b.proc.exited).toBe(0);
+  }, 30_000);
+});

@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { signChannel } from "../../server/realtime/protocol";
+import { createTenant } from "../fixtures";
+import type { TestContext } from "../helpers";
+import { openRaw, startServer, stopServer } from "./realtime-client";
+
+let ctx: TestContext & { baseUrl: string; port: number };
+let url: string;
+
+beforeAll(async () => {
+  ctx = await startServer();
+  url = `ws://127.0.0.1:${ctx.port}/app/${ctx.services.realtime.credentials.key}?protocol=7&client=test&version=1`;
+}, 60_000);
+
+afterAll(async () => {
+  await stopServer(ctx);
+});
+
+/** A connected bare client and its socket id. */
+async function connect() {
+  const raw = await openRaw(url);
+  const established = await raw.event("pusher:connection_established");
+  return { raw, socketId: established.data.socket_id as string, activityTimeout: established.data.activity_timeout as number };
+}
+
+/** Signs as the auth endpoint would, and records the grant it would record. */
+async function authorize(socketId: string, channel: string, organizationId: number) {
+  const { key, secret } = ctx.services.realtime.credentials;
+  await ctx.services.realtime.grants.put(socketId, channel, organizationId);
+  return signChannel(key, secret, socketId, channel);
+}
+
+/** The connection still works: a ping is answered. */
+async function expectAlive(raw: Awaited<ReturnType<typeof openRaw>>) {
+  raw.send({ event: "pusher:ping", data: {} });
+  await raw.event("pusher:pong");
+}
+
+describe("Pusher protocol 7 over a bare WebSocket", () => {
+  test("connection_established carries a Pusher-style socket_id and the activity timeout", async () => {
+    const { raw, socketId, activityTimeout } = await connect();
+    expect(socketId).toMatch(/^\d+\.\d+$/);
+    expect(activityTimeout).toBe(120);
+    await expectAlive(raw);
+    raw.ws.close();
+  });
+
+  test("malformed frames and unknown events: pusher:error, the connection stays", async () => {
+    const { raw } = await connect();
+    for (const bad of ["not json", "[1,2]", '{"data":{}}', '{"event":""}']) {
+      raw.send(bad);
+      const err = await raw.event("pusher:error");
+      expect(err.data.message).toMatch(/^Malformed message/);
+    }
+    raw.send({ event: "pusher:teleport", data: {} });
+    expect((await raw.event("pusher:error")).data.message).toContain("Unknown event");
+    raw.send({ event: "client-typing", channel: "private-organization.1", data: {} });
+    expect((await raw.event("pusher:error")).data.code).toBe(4301);
+    raw.ws.send(new Uint8Array([0xff, 0x00, 0x12]));
+    expect((await raw.event("pusher:error")).data.message).toMatch(/^Malformed/);
+    await expectAlive(raw);
+    raw.ws.close();
+  });
+
+  test("oversized messages: pusher:error up to the transport limit, close 1009 beyond it; others keep being served", async () => {
+    const bystander = await connect();
+    const { raw } = await connect();
+    raw.send({ event: "pusher:ping", data: { pad: "x".repeat(20 * 1024) } });
+    expect((await raw.event("pusher:error")).data.code).toBe(4302);
+    await expectAlive(raw);
+    raw.send({ event: "pusher:ping", data: { pad: "x".repeat(100 * 1024) } });
+    expect((await raw.closed()).code).toBe(1009);
+    await expectAlive(bystander.raw);
+    bystander.raw.ws.close();
+  });
+
+  test("subscribing without auth, with a wrong signature, or to a public channel: subscription_error, connection kept", async () => {
+    const { org } = await createTenant(ctx.sql);
+    const { raw, socketId } = await connect();
+    const channel = `private-organization.${org.id}`;
+    raw.send({ event: "pusher:subscribe", data: { channel } });
+    let err = await raw.event("pusher:subscription_error");
+    expect(err.channel).toBe(channel);
+    expect(err.data).toMatchObject({ type: "AuthError", status: 401 });
+    expect(typeof err.data.error).toBe("string");
+    // A signature made for another socket does not transfer.
+    raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize("1.1", channel, org.id) } });
+    expect((await raw.event("pusher:subscription_error")).data.status).toBe(401);
+    raw.send({ event: "pusher:subscribe", data: { channel: "news" } });
+    err = await raw.event("pusher:subscription_error");
+    expect(err).toMatchObject({ channel: "news", data: { type: "AuthError", status: 403 } });
+    raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(socketId, channel, org.id) } });
+    expect((await raw.event("pusher_internal:subscription_succeeded")).channel).toBe(channel);
+    ctx.services.publish(channel, "config.changed", { device_id: 1, config_version: 2 });
+    const event = await raw.event("config.changed");
+    expect(event).toMatchObject({ channel, data: { device_id: 1, config_version: 2 } });
+    raw.ws.close();
+  });
+
+  test("unsubscribe stops delivery", async () => {
+    const { org } = await createTenant(ctx.sql);
+    const { raw, socketId } = await connect();
+    const a = `private-organization.${org.id}`;
+    const [team] = await ctx.sql<{ id: number }[]>`insert into teams (organization_id, name) values (${org.id}, 't') returning id`;
+    const b = `private-team.${team!.id}`;
+    for (const channel of [a, b]) {
+      raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(socketId, channel, org.id) } });
+      await raw.next((f) => f.event === "pusher_internal:subscription_succeeded" && f.channel === channel);
+    }
+    raw.send({ event: "pusher:unsubscribe", data: { channel: a } });
+    await expectAlive(raw); // the unsubscribe was handled before the pong
+    ctx.services.publish(a, "device.updated", { n: 1 });
+    ctx.services.publish(b, "device.updated", { n: 2 });
+    const got = await raw.event("device.updated");
+    expect(got).toMatchObject({ channel: b, data: { n: 2 } });
+    raw.ws.close();
+  });
+
+  test("per-connection subscription limit: LimitReached, earlier subscriptions unaffected", async () => {
+    const limits = ctx.services.realtime.limits;
+    const before = limits.maxSubscriptionsPerConnection;
+    limits.maxSubscriptionsPerConnection = 2;
+    try {
+      const tenants = await Promise.all([1, 2, 3].map(() => createTenant(ctx.sql)));
+      const { raw, socketId } = await connect();
+      for (const [i, t] of tenants.entries()) {
+        const channel = `private-organization.${t.org.id}`;
+        raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(socketId, channel, t.org.id) } });
+        const answer = await raw.next((f) => f.channel === channel);
+        if (i < 2) expect(answer.event).toBe("pusher_internal:subscription_succeeded");
+        else expect(answer).toMatchObject({ event: "pusher:subscription_error", data: { type: "LimitReached", status: 429 } });
+      }
+      raw.ws.close();
+    } finally {
+      limits.maxSubscriptionsPerConnection = before;
+    }
+  });
+
+  test("a silent client gets pusher:ping and is closed with 4201 when it does not answer", async () => {
+    const limits = ctx.services.realtime.limits;
+    const saved = { ...limits };
+    const { raw } = await connect();
+    Object.assign(limits, { idleSeconds: 0, pongTimeoutSeconds: 0 });
+    try {
+      ctx.services.realtime.sweep();
+      await raw.event("pusher:ping");
+      ctx.services.realtime.sweep();
+      expect((await raw.closed()).code).toBe(4201);
+    } finally {
+      Object.assign(limits, saved);
+    }
+  });
+
+  test("/metrics counts connections and messages", async () => {
+    const { raw } = await connect();
+    await expectAlive(raw);
+    const text = await (await fetch(`${ctx.baseUrl}/metrics`)).text();
+    const connections = Number(/^simhost_ws_connections (\d+)/m.exec(text)?.[1]);
+    expect(connections).toBeGreaterThanOrEqual(1);
+    expect(text).toMatch(/^simhost_ws_messages_total\{direction="in"\} [1-9]/m);
+    raw.ws.close();
+  });
+
+  test("unsupported protocol version: 4007", async () => {
+    const raw = await openRaw(url.replace("protocol=7", "protocol=99"));
+    expect((await raw.event("pusher:error")).data.code).toBe(4007);
+    expect((await raw.closed()).code).toBe(4007);
+  });
+
+  // Last: it stops this server's realtime for good.
+  test("graceful shutdown closes sockets with 4200 (reconnect now) and turns new ones away the same way", async () => {
+    const raw = await openRaw(url);
+    await raw.event("pusher:connection_established");
+    ctx.services.realtime.shutdown();
+    expect((await raw.closed()).code).toBe(4200);
+    const late = await openRaw(url);
+    expect((await late.closed()).code).toBe(4200);
+  });
+});

@@ -1,0 +1,203 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type Pusher from "pusher-js";
+import { storeInboundMessage } from "../../server/messages/inbound";
+import { signChannel } from "../../server/realtime/protocol";
+import { createApiKey, createTenant } from "../fixtures";
+import type { TestContext } from "../helpers";
+import { awaitCallback, type ConnectionDetails, connected, connectPusher, openRaw, startServer, stopServer, subscribed } from "./realtime-client";
+
+let ctx: TestContext & { baseUrl: string };
+let details: ConnectionDetails;
+const clients: Pusher[] = [];
+
+beforeAll(async () => {
+  ctx = await startServer();
+  ctx.services.start(); // job workers: message.received comes from the fan-out job
+  const { token } = await createTenant(ctx.sql);
+  const res = await fetch(`${ctx.baseUrl}/api/broadcasting/connection`, { headers: { authorization: `Bearer ${token}` } });
+  details = (await res.json()) as ConnectionDetails;
+}, 60_000);
+
+afterAll(async () => {
+  for (const c of clients) c.disconnect();
+  await stopServer(ctx);
+});
+
+function pusherFor(token: string) {
+  const p = connectPusher(ctx.baseUrl, details, token);
+  clients.push(p);
+  return p;
+}
+
+async function attachNumber(orgIds: number[]) {
+  const number = `+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
+  const [sim] = await ctx.sql<{ id: number }[]>`
+    insert into hosted_sims (number, provider, type, shared_max_orgs) values (${number}, 'test', 'shared', 5) returning id`;
+  for (const org of orgIds) await ctx.sql`insert into hosted_sim_organizations (hosted_sim_id, organization_id) values (${sim!.id}, ${org})`;
+  return sim!.id;
+}
+
+describe("GET /api/broadcasting/connection", () => {
+  test("SPEC.md 2.13 details from PUBLIC_URL; an API key needs no permission", async () => {
+    const { org } = await createTenant(ctx.sql);
+    const key = await createApiKey(ctx.sql, org.id, []);
+    const res = await ctx.request("GET", "/api/broadcasting/connection", { token: key.key });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      broadcaster: "pusher",
+      key: ctx.services.realtime.credentials.key,
+      ws_url: `ws://127.0.0.1:${ctx.config.PORT}/app/${ctx.services.realtime.credentials.key}`,
+      ws_host: "127.0.0.1",
+      ws_port: ctx.config.PORT,
+      ws_scheme: "ws",
+      force_tls: false,
+      auth_method: "bearer_token",
+      auth_header: "Authorization: Bearer <token>",
+      auth_endpoint: "/api/broadcasting/auth",
+    });
+  });
+
+  test("no token: 401", async () => {
+    const res = await ctx.request("GET", "/api/broadcasting/connection");
+    expect(res.status).toBe(401);
+    expect(res.body.code).toBe("unauthenticated");
+  });
+});
+
+describe("pusher-js against the server", () => {
+  test("connects, authorizes with a bearer token, receives device.status_changed", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const pusher = pusherFor(token);
+    await connected(pusher);
+    const channel = await subscribed(pusher, `private-organization.${org.id}`);
+    const received = awaitCallback<any>("device.status_changed", (done) => channel.bind("device.status_changed", done));
+    ctx.services.publish(`private-organization.${org.id}`, "device.status_changed", { device_id: 7, organization_id: org.id, is_online: true });
+    expect(await received).toEqual({ device_id: 7, organization_id: org.id, is_online: true });
+  });
+
+  test("message.received from a stored inbound SMS and the fan-out job, on the organization and number channels", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const simId = await attachNumber([org.id]);
+    const pusher = pusherFor(token);
+    const orgChannel = await subscribed(pusher, `private-organization.${org.id}`);
+    const numberChannel = await subscribed(pusher, `private-number.${simId}`);
+    const onOrg = awaitCallback<any>("message.received on org", (done) => orgChannel.bind("message.received", done));
+    const onNumber = awaitCallback<any>("message.received on number", (done) => numberChannel.bind("message.received", done));
+    await ctx.sql.begin((tx) =>
+      storeInboundMessage(tx, { hostedSimId: simId, from: "+15550001111", text: "hello realtime", source: "provider", receivedAt: new Date() }),
+    );
+    ctx.services.jobs.wake();
+    const [a, b] = await Promise.all([onOrg, onNumber]);
+    expect(a.message.text).toBe("hello realtime");
+    expect(a.message.hosted_sim_id).toBe(simId);
+    expect(b.message.id).toBe(a.message.id);
+  });
+
+  test("a shared number: a message visible to one organization never reaches the other's subscription", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const simId = await attachNumber([a.org.id, b.org.id]);
+    const pa = pusherFor(a.token);
+    const pb = pusherFor(b.token);
+    const chA = await subscribed(pa, `private-number.${simId}`);
+    const chB = await subscribed(pb, `private-number.${simId}`);
+    const seenByB: any[] = [];
+    chB.bind("message.received", (d: any) => seenByB.push(d));
+    const toA = awaitCallback<any>("A's event", (done) => chA.bind("message.received", done));
+    ctx.services.publish(`private-number.${simId}`, "message.received", { message: { id: 1, text: "for A only" } }, { organizations: [a.org.id] });
+    // Then one for both: B receiving it proves B's socket was live when A's passed by.
+    const toB = awaitCallback<any>("B's event", (done) => chB.bind("message.received", done));
+    ctx.services.publish(`private-number.${simId}`, "message.received", { message: { id: 2, text: "for both" } }, { organizations: [a.org.id, b.org.id] });
+    expect((await toA).message.id).toBe(1);
+    expect((await toB).message.id).toBe(2);
+    expect(seenByB.map((d) => d.message.id)).toEqual([2]);
+  });
+
+  test("a client of another organization is refused the channel", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const pusher = pusherFor(b.token);
+    await connected(pusher);
+    const err = await subscribed(pusher, `private-organization.${a.org.id}`).catch((e) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(err.data.status).toBe(403);
+  });
+});
+
+describe("POST /api/broadcasting/auth", () => {
+  const socketId = "123.456";
+
+  test("signs socket_id:channel_name with the app secret (form or JSON), with CORS headers", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const channel = `private-organization.${org.id}`;
+    const { key, secret } = ctx.services.realtime.credentials;
+    const form = await ctx.request("POST", "/api/broadcasting/auth", { token, form: { socket_id: socketId, channel_name: channel } });
+    expect(form.status).toBe(200);
+    expect(form.body).toEqual({ auth: signChannel(key, secret, socketId, channel) });
+    expect(form.headers.get("access-control-allow-origin")).toBe("*");
+    const json = await ctx.request("POST", "/api/broadcasting/auth", { token, body: { socket_id: socketId, channel_name: channel } });
+    expect(json.body).toEqual(form.body);
+  });
+
+  test("CORS preflight answers 204 with the allowed headers; refusals carry CORS too", async () => {
+    const pre = await ctx.request("OPTIONS", "/api/broadcasting/auth", {
+      headers: { origin: "chrome-extension://abc", "access-control-request-method": "POST" },
+    });
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get("access-control-allow-headers")).toContain("Authorization");
+    const res = await ctx.request("POST", "/api/broadcasting/auth", { form: { socket_id: socketId, channel_name: "private-organization.1" } });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+  });
+
+  test("users: their teams, devices and numbers; not others'; public channels never", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const [team] = await ctx.sql<{ id: number }[]>`insert into teams (organization_id, name) values (${a.org.id}, 'ops') returning id`;
+    const [device] = await ctx.sql<{ id: number }[]>`
+      insert into devices (organization_id, android_id, device_model, app_version) values (${a.org.id}, '0123456789abcdef', 'Pixel', '1.0') returning id`;
+    const simId = await attachNumber([a.org.id]);
+    const auth = (token: string, channel_name: string) => ctx.request("POST", "/api/broadcasting/auth", { token, form: { socket_id: socketId, channel_name } });
+    for (const ch of [`private-team.${team!.id}`, `private-device.${device!.id}`, `private-number.${simId}`, `private-organization.${a.org.id}`]) {
+      expect((await auth(a.token, ch)).status).toBe(200);
+      const refused = await auth(b.token, ch);
+      expect(refused.status).toBe(403);
+      expect(refused.body.code).toBe("permission_denied");
+    }
+    expect((await auth(a.token, "public-news")).status).toBe(403);
+    expect((await auth(a.token, "presence-organization.1")).status).toBe(403);
+  });
+
+  test("API keys: their own organization channel only", async () => {
+    const { org } = await createTenant(ctx.sql);
+    const { key } = await createApiKey(ctx.sql, org.id, []);
+    const [team] = await ctx.sql<{ id: number }[]>`insert into teams (organization_id, name) values (${org.id}, 'ops') returning id`;
+    const auth = (channel_name: string) => ctx.request("POST", "/api/broadcasting/auth", { token: key, form: { socket_id: socketId, channel_name } });
+    expect((await auth(`private-organization.${org.id}`)).status).toBe(200);
+    expect((await auth(`private-team.${team!.id}`)).status).toBe(403);
+    expect((await auth(`private-organization.${org.id + 1}`)).status).toBe(403);
+  });
+
+  test("missing or malformed socket_id / channel_name: 422", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const res = await ctx.request("POST", "/api/broadcasting/auth", { token, form: { socket_id: "abc", channel_name: "" } });
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe("validation_failed");
+    expect(Object.keys(res.body.errors).sort()).toEqual(["channel_name", "socket_id"]);
+  });
+});
+
+describe("the WebSocket endpoint", () => {
+  test("unknown app key: pusher:error 4001 and close 4001", async () => {
+    const raw = await openRaw(`ws://127.0.0.1:${ctx.config.PORT}/app/nope?protocol=7`);
+    const err = await raw.event("pusher:error");
+    expect(err.data.code).toBe(4001);
+    expect((await raw.closed()).code).toBe(4001);
+  });
+
+  test("plain HTTP on /app/{key}: 426 with the error shape", async () => {
+    const res = await fetch(`${ctx.baseUrl}/app/${details.key}`);
+    expect(res.status).toBe(426);
+    expect(((await res.json()) as { code: string }).code).toBe("upgrade_required");
+  });
+});
