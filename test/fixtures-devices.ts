@@ -1,5 +1,10 @@
 import { randomBytes } from "node:crypto";
+import { buildApp } from "../server/app";
+import type { Config } from "../server/config";
+import type { Clock } from "../server/lib/clock";
+import type { Logger } from "../server/lib/logger";
 import { providerSignature } from "../server/provider/signature";
+import { createServices } from "../server/services";
 import type { TestContext } from "./helpers";
 
 export const randomAndroidId = () => randomBytes(8).toString("hex");
@@ -53,3 +58,47 @@ export const smsBody = (over: Record<string, unknown> = {}) => ({
   sim_slot: 1,
   ...over,
 });
+
+/**
+ * A second set of services on the shared test database with its own clock (a fake one for
+ * timing tests) and settings; `close` leaves the shared database open.
+ */
+export async function clockedContext(base: TestContext, clock: Clock, env: Partial<Config> = {}, opts: { logger?: Logger } = {}) {
+  const config = { ...base.config, ...env } as Config;
+  const services = await createServices(config, { clock, database: { ...base.services.db, close: async () => {} }, logger: opts.logger });
+  const app = buildApp(services);
+  async function request(
+    method: string,
+    path: string,
+    o: { token?: string; body?: unknown; headers?: Record<string, string>; form?: Record<string, string> } = {},
+  ) {
+    const headers: Record<string, string> = { ...o.headers };
+    if (o.token) headers.authorization = `Bearer ${o.token}`;
+    let body: string | undefined;
+    if (o.form) {
+      headers["content-type"] = "application/x-www-form-urlencoded";
+      body = new URLSearchParams(o.form).toString();
+    } else if (o.body !== undefined) {
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(o.body);
+    }
+    const res = await app.handle(new Request(`http://localhost:3000${path}`, { method, headers, body }));
+    const text = await res.text();
+    let json: any = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {}
+    return { status: res.status, headers: res.headers, body: json, text };
+  }
+  return { services, app, config, sql: services.sql, request, close: () => services.close() };
+}
+
+/** Polls until `ok()` holds or the deadline passes (events over Redis arrive asynchronously). */
+export async function waitFor(ok: () => boolean | Promise<boolean>, ms = 5000) {
+  const deadline = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return true;
+}

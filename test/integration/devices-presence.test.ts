@@ -1,0 +1,178 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { SMTPServer } from "smtp-server";
+import { createFakeClock } from "../../server/lib/clock";
+import type { BusMessage } from "../../server/realtime/bus";
+import { createTenant } from "../fixtures";
+import { activeDevice, clockedContext, waitFor } from "../fixtures-devices";
+import { sharedTestContext, type TestContext } from "../helpers";
+
+type Clocked = Awaited<ReturnType<typeof clockedContext>>;
+const S = 1000;
+
+let ctx: TestContext;
+const mails: { to: string[]; raw: string }[] = [];
+let smtp: SMTPServer;
+let smtpPort = 0;
+
+beforeAll(async () => {
+  ctx = await sharedTestContext();
+  smtp = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS", "AUTH"],
+    onData(stream, session, callback) {
+      let raw = "";
+      stream.on("data", (c: Buffer) => (raw += c.toString()));
+      stream.on("end", () => {
+        mails.push({ to: session.envelope.rcptTo.map((r) => r.address), raw });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", () => resolve()));
+  smtpPort = (smtp.server.address() as { port: number }).port;
+});
+afterAll(() => new Promise<void>((resolve) => smtp.close(() => resolve())));
+
+/** device.status_changed events of one device, as `online`/`offline`. */
+function watch(c: Clocked, deviceId: number) {
+  const seen: string[] = [];
+  c.services.bus.subscribe((m: BusMessage) => {
+    const d = m.data as { device_id?: number; is_online?: boolean };
+    if (m.event === "device.status_changed" && m.channel === `private-device.${deviceId}` && d.device_id === deviceId)
+      seen.push(d.is_online ? "online" : "offline");
+  });
+  return seen;
+}
+
+async function alertsOf(deviceId: number) {
+  return ctx.sql<
+    { recipients: string[]; sent_at: Date | null }[]
+  >`select recipients, sent_at from alerts where kind = 'device_offline' and subject_id = ${deviceId}`;
+}
+
+describe("online and offline with a fake clock", () => {
+  const clock = createFakeClock(Date.now());
+  let c: Clocked;
+  beforeAll(async () => {
+    c = await clockedContext(ctx, clock, { SMTP_URL: `smtp://127.0.0.1:${smtpPort}` });
+  });
+  afterAll(() => c.close());
+
+  const advance = async (ms: number) => {
+    clock.advance(ms);
+    await c.services.devices.settle();
+  };
+  const heartbeat = (token: string, id: number, body: Record<string, unknown> = {}) => c.request("POST", `/api/byos/devices/${id}/heartbeat`, { token, body });
+  const isOnline = async (token: string, id: number) => (await c.request("GET", `/api/byos/devices/${id}`, { token })).body.data.is_online;
+
+  test("360 s normal: a heartbeat at 359 s keeps it online; one offline event, one alert by mail after two more intervals, one online event", async () => {
+    const { token, user } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(c, token);
+    const events = watch(c, device.id);
+    await heartbeat(token, device.id);
+    await advance(359 * S);
+    expect((await heartbeat(token, device.id)).body.next_heartbeat_in).toBe(60);
+    await advance(359 * S);
+    expect(await isOnline(token, device.id)).toBe(true);
+    await advance(1 * S - 1);
+    expect(await isOnline(token, device.id)).toBe(true);
+    await advance(1);
+    expect(await isOnline(token, device.id)).toBe(false);
+    await waitFor(() => events.length >= 2);
+    expect(events).toEqual(["online", "offline"]);
+
+    await advance(120 * S - 1);
+    expect(await alertsOf(device.id)).toHaveLength(0);
+    await advance(1);
+    const alerts = await alertsOf(device.id);
+    expect(alerts).toHaveLength(1);
+    expect(alerts[0]!.recipients).toEqual([user.email]);
+    expect(alerts[0]!.sent_at).not.toBeNull();
+    expect(mails.filter((m) => m.to.includes(user.email))).toHaveLength(1);
+    expect(mails.find((m) => m.to.includes(user.email))!.raw).toContain("Device offline");
+    await advance(3600 * S);
+    expect(await alertsOf(device.id)).toHaveLength(1);
+
+    await heartbeat(token, device.id);
+    await waitFor(() => events.length >= 3);
+    expect(events).toEqual(["online", "offline", "online"]);
+  });
+
+  test("960 s in doze mode, alert 600 s later (two doze intervals)", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(c, token);
+    const events = watch(c, device.id);
+    expect((await heartbeat(token, device.id, { is_in_doze_mode: true })).body.next_heartbeat_in).toBe(300);
+    await advance(959 * S);
+    expect(await isOnline(token, device.id)).toBe(true);
+    await advance(1 * S);
+    expect(await isOnline(token, device.id)).toBe(false);
+    await advance(599 * S);
+    expect(await alertsOf(device.id)).toHaveLength(0);
+    await advance(1 * S);
+    expect(await alertsOf(device.id)).toHaveLength(1);
+    await waitFor(() => events.length >= 2);
+    expect(events).toEqual(["online", "offline"]);
+  });
+
+  test("a device back before the alert is due gets no alert", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(c, token);
+    const events = watch(c, device.id);
+    await heartbeat(token, device.id);
+    await advance(360 * S);
+    await advance(60 * S);
+    await heartbeat(token, device.id);
+    await advance(119 * S);
+    expect(await alertsOf(device.id)).toHaveLength(0);
+    await waitFor(() => events.length >= 3);
+    expect(events).toEqual(["online", "offline", "online"]);
+  });
+});
+
+describe("two instances on one database", () => {
+  const clock = createFakeClock(Date.now());
+  let a: Clocked;
+  let b: Clocked;
+  beforeAll(async () => {
+    a = await clockedContext(ctx, clock);
+    b = await clockedContext(ctx, clock);
+  });
+  afterAll(async () => {
+    await a.close();
+    await b.close();
+  });
+  const advance = async (ms: number) => {
+    clock.advance(ms);
+    await Promise.all([a.services.devices.settle(), b.services.devices.settle()]);
+  };
+
+  test("heartbeats alternating between instances: one offline event per spell, one online event on return, one alert", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(a, token);
+    const seenA = watch(a, device.id);
+    const seenB = watch(b, device.id);
+    // With Redis every instance receives every event; without it each sees only its own.
+    const events = () => (a.services.bus.kind === "redis" ? seenA : [...seenA, ...seenB]);
+    const hb = (c: Clocked) => c.request("POST", `/api/byos/devices/${device.id}/heartbeat`, { token, body: {} }).then((r) => expect(r.status).toBe(200));
+    await hb(a);
+    for (const c of [b, a, b]) {
+      await advance(100 * S);
+      await hb(c);
+    }
+    await advance(359 * S);
+    await waitFor(() => events().length >= 1);
+    expect(events()).toEqual(["online"]);
+    await advance(1 * S);
+    await waitFor(() => events().length >= 2);
+    expect(events()).toEqual(["online", "offline"]);
+    await advance(3600 * S);
+    expect(await alertsOf(device.id)).toHaveLength(1);
+    await hb(a);
+    await hb(b);
+    await advance(10 * S);
+    await hb(b);
+    await waitFor(() => events().length >= 3);
+    expect(events()).toEqual(["online", "offline", "online"]);
+  });
+});

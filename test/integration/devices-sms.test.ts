@@ -1,0 +1,67 @@
+import { beforeAll, describe, expect, test } from "bun:test";
+import { processDeviceSms } from "../../server/devices/sms-process";
+import { createTenant } from "../fixtures";
+import { activeDevice, smsBody } from "../fixtures-devices";
+import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await sharedTestContext();
+});
+
+async function messagesOf(deviceId: number) {
+  await ctx.services.devices.settle();
+  await processDeviceSms(ctx.sql, { device_id: deviceId });
+  return ctx.sql<{ text: string; external_id: string }[]>`select text, external_id from messages where device_id = ${deviceId} order by id`;
+}
+
+describe("SMS submission idempotency", () => {
+  test("the same message_id twice, in turn and concurrently, gives one message and the same answer", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(ctx, token);
+    const sms = smsBody();
+    const post = () => ctx.request("POST", `/api/byos/devices/${device.id}/sms`, { token, body: sms });
+    const first = await post();
+    const again = await post();
+    const burst = await Promise.all(Array.from({ length: 20 }, post));
+    for (const r of [first, again, ...burst]) {
+      expect(r.status).toBe(202);
+      expect(r.body.message_id).toBe(sms.message_id);
+    }
+    const rows = await messagesOf(device.id);
+    expect([...rows]).toEqual([{ text: sms.body, external_id: sms.message_id }]);
+  });
+
+  test("the same SMS under another message_id (same slot, sender, body, received_at to the second) is stored once", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(ctx, token);
+    const sms = smsBody({ received_at: "2026-11-21T10:00:00.120Z" });
+    const twin = { ...sms, message_id: crypto.randomUUID(), received_at: "2026-11-21T10:00:00.980Z" };
+    const other = { ...sms, message_id: crypto.randomUUID(), received_at: "2026-11-21T10:00:01.000Z" };
+    const answers = await Promise.all([sms, twin, other].map((body) => ctx.request("POST", `/api/byos/devices/${device.id}/sms`, { token, body })));
+    expect(answers.map((a) => a.status)).toEqual([202, 202, 202]);
+    expect(answers.map((a) => a.body.message_id)).toEqual([sms.message_id, twin.message_id, other.message_id]);
+    expect((await messagesOf(device.id)).length).toBe(2);
+  });
+
+  test("many concurrent submissions of many devices are all stored (group commit), each once", async () => {
+    const { token } = await createTenant(ctx.sql, { plan: "pro" });
+    const devices = await Promise.all([1, 2, 3].map(() => activeDevice(ctx, token)));
+    const all = devices.flatMap(({ device }) => Array.from({ length: 50 }, () => ({ id: device.id, body: smsBody() })));
+    const answers = await Promise.all(all.map((s) => ctx.request("POST", `/api/byos/devices/${s.id}/sms`, { token, body: s.body })));
+    expect(answers.every((a) => a.status === 202)).toBe(true);
+    for (const { device } of devices) expect((await messagesOf(device.id)).length).toBe(50);
+  });
+
+  test("validation: sim_slot 1..2, body up to 1600, from up to 20, message_id a UUID", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(ctx, token);
+    const res = await ctx.request("POST", `/api/byos/devices/${device.id}/sms`, {
+      token,
+      body: { from: "x".repeat(21), body: "b".repeat(1601), message_id: "nope", sim_slot: 3, received_at: "yesterday" },
+    });
+    expect(res.status).toBe(422);
+    expectErrorShape(res.body, "validation_failed");
+    expect(Object.keys(res.body.errors).sort()).toEqual(["body", "from", "message_id", "received_at", "sim_slot"]);
+  });
+});
