@@ -8,6 +8,7 @@ import { providerRoutes } from "./provider/routes";
 import { realtimeRoutes } from "./realtime/routes";
 import type { Services } from "./services";
 import { teamRoutes } from "./teams/routes";
+import { webhookRoutes } from "./webhooks/routes";
 
 /** Every feature's routes, mounted under the app. One line per feature. */
 export function featureRoutes(services: Services) {
@@ -19,5 +20,6 @@ export function featureRoutes(services: Services) {
     .use(numberRoutes(services))
     .use(messageRoutes(services))
     .use(deviceRoutes(services))
-    .use(providerRoutes(services));
+    .use(providerRoutes(services))
+    .use(webhookRoutes(services));
 }

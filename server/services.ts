@@ -15,6 +15,7 @@ import { registerOutboundJobs } from "./messages/outbound-jobs";
 import { registerLockExpiry } from "./numbers/locks";
 import { createLocalBus, createRedisBus } from "./realtime/bus";
 import { setupRealtime } from "./realtime/setup";
+import { createWebhookEngine } from "./webhooks/engine";
 
 /** Everything the server is made of, built once at start (or per test) and closed together. */
 export async function createServices(config: Config, opts: { clock?: Clock; logger?: Logger; database?: Database } = {}) {
@@ -35,6 +36,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
   const auth = createAuthenticator({ sql: db.sql, sessionTtlDays: config.SESSION_TTL_DAYS });
   registerInboundFanout({ sql: db.sql, jobs, publish: bus.publish });
+  const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, logger, metrics, mailer });
   registerLockExpiry({ sql: db.sql, jobs, publish: bus.publish });
   registerOutboundJobs({ sql: db.sql, jobs, publish: bus.publish, config, logger });
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
@@ -57,6 +59,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     jobs,
     metrics,
     auth,
+    webhooks,
     realtime,
     devices,
     /** Starts background work (job workers, timers). Tests that drive work by hand skip it. */

@@ -41,6 +41,7 @@ export async function processDeviceSms(sql: Pool, payload: Payload) {
 export function registerDeviceSmsProcessing(deps: { sql: Pool; jobs: JobQueue }) {
   deps.jobs.register<Payload>(SMS_PROCESS_QUEUE, (job) => processDeviceSms(deps.sql, job.payload).then(() => {}), {
     concurrency: 2,
-    visibilitySeconds: 120,
+    // Short: after a crash the jobs the dead instance held come back within this time.
+    visibilitySeconds: 20,
   });
 }
