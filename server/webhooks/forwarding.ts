@@ -1,10 +1,39 @@
 import type { Sql } from "../db/client";
+import { type Message, messageColumns } from "../messages/store";
+import { findForwardingTargets, insertDeliveries } from "./delivery-store";
+import { messageReceivedEvent, newEventId } from "./events";
+
+/** Queue of webhook deliveries: one job per delivery, retried by the delivery worker itself. */
+export const DELIVERY_QUEUE = "webhook.delivery";
+/**
+ * Job attempts are wake-ups, not delivery attempts: a delivery sent back because its endpoint
+ * is busy uses one too. The delivery's own `attempts` column counts real attempts against
+ * retry_count, so this only needs to be out of reach.
+ */
+export const DELIVERY_JOB_MAX_ATTEMPTS = 1_000_000;
 
 /**
  * Creates one webhook delivery per eligible integration for a stored inbound message
- * (API.md "Forwarded" rules). Returns how many deliveries were enqueued.
- * (Filled in by the webhook feature.)
+ * (API.md "Forwarded" rules), with its job, in the caller's transaction. Idempotent per message
+ * and integration: running it again for the same message creates nothing. Returns how many
+ * deliveries were created.
  */
-export async function enqueueWebhookDeliveries(_tx: Sql, _messageId: number): Promise<number> {
-  return 0;
+export async function enqueueWebhookDeliveries(tx: Sql, messageId: number): Promise<number> {
+  const targets = await findForwardingTargets(tx, messageId);
+  if (targets.length === 0) return 0;
+  const [message] = await tx<Message[]>`select ${messageColumns(tx)} from messages m where m.id = ${messageId}`;
+  if (!message) return 0;
+  const createdAt = new Date().toISOString();
+  const rows = targets.map((t) => {
+    const id = newEventId();
+    return {
+      webhook_integration_id: t.integration_id,
+      event_id: id,
+      event_type: "message.received",
+      message_id: messageId,
+      body: JSON.stringify(messageReceivedEvent(id, createdAt, message, t)),
+    };
+  });
+  const created = await insertDeliveries(tx, rows, DELIVERY_QUEUE, DELIVERY_JOB_MAX_ATTEMPTS);
+  return created.length;
 }

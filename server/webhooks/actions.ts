@@ -1,0 +1,71 @@
+import type { Pool, Sql } from "../db/client";
+import { notFound } from "../errors";
+import { paginate } from "../lib/pagination";
+import { listLogs } from "./delivery-store";
+import type { WebhookEngine } from "./engine";
+import { integrationFields, validateTarget } from "./input";
+import { presentIntegration, presentLog } from "./present";
+import type { IntegrationCreateBody, IntegrationUpdateBody } from "./schema";
+import { generateSigningSecret } from "./secrets";
+import { findIntegration, findIntegrationForSend, insertIntegration, insertMapping, replaceSecret, updateIntegration } from "./store";
+
+/** Reads: any member, or an API key with webhooks.receive (API.md §2). */
+export const read = { apiKey: "webhooks.receive" } as const;
+/** Changes: admin or owner, or an API key with webhooks.receive, which covers every webhook operation of its organization. */
+export const manage = { apiKey: "webhooks.receive", role: "admin" } as const;
+
+/** What the webhook operations need, shared by the organization routes and the team view. */
+export type WebhookDeps = { sql: Pool; webhooks: WebhookEngine };
+
+export async function requireIntegration(sql: Sql, organizationId: number, id: number) {
+  const row = await findIntegration(sql, organizationId, id);
+  if (!row) throw notFound("Webhook integration");
+  return row;
+}
+
+/** Creates an integration with a fresh secret (and, from the team view, its mapping, atomically). Returns it with the secret, the only time it is shown. */
+export async function createIntegration(
+  deps: WebhookDeps,
+  organizationId: number,
+  body: IntegrationCreateBody,
+  mapping?: { teamId: number; mode: "always" | "lock_required" },
+) {
+  await validateTarget(body, deps.webhooks.checkTarget);
+  const secret = generateSigningSecret();
+  const sealed = await deps.webhooks.secrets.seal(secret);
+  const id = await deps.sql.begin(async (tx) => {
+    const created = await insertIntegration(tx, organizationId, integrationFields(body), sealed);
+    if (mapping) await insertMapping(tx, created, mapping.teamId, mapping.mode);
+    return created;
+  });
+  const row = await requireIntegration(deps.sql, organizationId, id);
+  return { ...presentIntegration(row), secret };
+}
+
+export async function changeIntegration(deps: WebhookDeps, organizationId: number, id: number, body: IntegrationUpdateBody) {
+  const existing = await requireIntegration(deps.sql, organizationId, id);
+  await validateTarget(body, deps.webhooks.checkTarget);
+  await updateIntegration(deps.sql, organizationId, id, { ...integrationFields(body, existing), is_active: body.is_active });
+  return presentIntegration(await requireIntegration(deps.sql, organizationId, id));
+}
+
+/** A new secret replaces the old in one update: the next attempt of any delivery signs with it. */
+export async function regenerateSecret(deps: WebhookDeps, organizationId: number, id: number) {
+  const secret = generateSigningSecret();
+  const row = await replaceSecret(deps.sql, organizationId, id, await deps.webhooks.secrets.seal(secret));
+  if (!row) throw notFound("Webhook integration");
+  return { id: row.id, name: row.name, secret, updated_at: row.updated_at.toISOString() };
+}
+
+export async function testIntegration(deps: WebhookDeps, organizationId: number, id: number) {
+  const row = await findIntegrationForSend(deps.sql, organizationId, id);
+  if (!row) throw notFound("Webhook integration");
+  return deps.webhooks.sendTest(row);
+}
+
+export async function logsPage(sql: Sql, integrationId: number, query: { status?: string; page?: number; per_page?: number }, url: string) {
+  const page = query.page ?? 1;
+  const perPage = query.per_page ?? 50;
+  const { rows, total } = await listLogs(sql, integrationId, { status: query.status, page, perPage });
+  return paginate({ data: rows.map(presentLog), total, page, perPage, url });
+}

@@ -1,0 +1,116 @@
+import type { Mailer } from "../alerts/notify";
+import type { Pool } from "../db/client";
+import { type JobQueue, RetryAfter } from "../jobs/queue";
+import type { Logger } from "../lib/logger";
+import type { Metrics } from "../lib/metrics";
+import { type DeliveryForAttempt, loadDeliveryForAttempt, recordAttempt } from "./delivery-store";
+import type { EndpointLimiter } from "./endpoint-limiter";
+import { disableIntegration } from "./failing";
+import { DELIVERY_QUEUE } from "./forwarding";
+import { type AttemptResult, postWebhook } from "./http";
+import { judgeAttempt } from "./retry-policy";
+import type { SecretBox } from "./secrets";
+import { SIGNATURE_HEADERS, signatureHeaders } from "./signing";
+import { checkTarget, type Lookup } from "./ssrf";
+
+export type DeliveryDeps = {
+  sql: Pool;
+  jobs: JobQueue;
+  logger: Logger;
+  metrics: Metrics;
+  mailer: Mailer;
+  secrets: SecretBox;
+  limiter: EndpointLimiter;
+  allowPrivate: boolean;
+  disableAfterSeconds: number;
+  lookup?: Lookup;
+  /** Jobs in flight in this process; a job waiting on a busy endpoint does not hold one. */
+  concurrency: number;
+};
+
+const RESERVED = new Set<string>([...SIGNATURE_HEADERS, "content-type", "content-length", "host", "transfer-encoding", "connection"]);
+
+/** Integration headers, minus any that would replace the signature or framing headers. */
+export function customHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !RESERVED.has(name.toLowerCase())));
+}
+
+/**
+ * One signed POST to a target, after the SSRF guard has looked at the address it resolves to
+ * now (a URL accepted at create time may resolve elsewhere later). Used by deliveries and by
+ * the synchronous test event.
+ */
+export async function sendSigned(
+  deps: Pick<DeliveryDeps, "allowPrivate" | "lookup">,
+  t: { url: string; headers: Record<string, string>; timeoutSeconds: number; secret: string; eventId: string; body: string },
+): Promise<AttemptResult> {
+  const refused = await checkTarget(new URL(t.url), { allowPrivate: deps.allowPrivate, lookup: deps.lookup });
+  if (refused) return { ok: false, httpStatus: null, responseBody: null, responseTimeMs: 0, error: `target refused: ${refused}`, retryAfterMs: null };
+  const headers = { ...customHeaders(t.headers), ...signatureHeaders(t.secret, t.eventId, t.body, Date.now()) };
+  return postWebhook({ url: t.url, headers, body: t.body, timeoutMs: t.timeoutSeconds * 1000 });
+}
+
+async function attemptDelivery(deps: DeliveryDeps, d: DeliveryForAttempt): Promise<AttemptResult> {
+  const slot = deps.limiter.tryAcquire(String(d.integration_id));
+  // A busy endpoint sends the job back to the queue instead of holding a worker slot.
+  if ("retryInMs" in slot) throw new RetryAfter(slot.retryInMs, "endpoint at its concurrency limit");
+  let result: AttemptResult | undefined;
+  try {
+    const secret = await deps.secrets.open(d.secret_sealed);
+    result = await sendSigned(deps, {
+      url: d.url,
+      headers: d.headers,
+      timeoutSeconds: d.timeout_seconds,
+      secret,
+      eventId: d.event_id,
+      body: d.body,
+    });
+    return result;
+  } finally {
+    slot.release(result?.responseTimeMs ?? 0);
+  }
+}
+
+/** Runs the next attempt of a delivery; throws RetryAfter when another attempt is due later. */
+export async function runDelivery(deps: DeliveryDeps, deliveryId: number): Promise<void> {
+  const d = await loadDeliveryForAttempt(deps.sql, deliveryId, deps.disableAfterSeconds);
+  if (!d || d.status === "succeeded" || d.status === "failed") return;
+  const attempt = d.attempts + 1;
+  const base = { integrationId: d.integration_id, deliveryId: d.id, eventId: d.event_id, eventType: d.event_type, messageId: d.message_id, attempt };
+  if (!d.is_active) {
+    const error = "integration is inactive; delivery abandoned";
+    const record = { ...base, status: "failed" as const, httpStatus: null, responseBody: null, responseTimeMs: null, error, nextRetryInMs: null };
+    await recordAttempt(deps.sql, record, null);
+    deps.metrics.webhookDeliveries.inc({ outcome: "abandoned" });
+    return;
+  }
+  const result = await attemptDelivery(deps, d);
+  const verdict = judgeAttempt(result, attempt, d.retry_count, d.failing_too_long);
+  const disable = verdict.status === "failed" ? verdict.disable : null;
+  const error = disable ? `${result.error ?? "failed"}; integration disabled: ${disable}` : result.error;
+  await recordAttempt(
+    deps.sql,
+    {
+      ...base,
+      status: verdict.status,
+      httpStatus: result.httpStatus,
+      responseBody: result.responseBody,
+      responseTimeMs: result.responseTimeMs,
+      error,
+      nextRetryInMs: verdict.status === "retrying" ? verdict.delayMs : null,
+    },
+    result.ok ? "succeeded" : "failed",
+  );
+  deps.metrics.webhookDeliveries.inc({ outcome: verdict.status });
+  if (disable) await disableIntegration(deps, d.integration_id, disable);
+  if (verdict.status === "retrying") throw new RetryAfter(verdict.delayMs, `attempt ${attempt} failed: ${result.error}`);
+}
+
+/** Registers the delivery worker on the durable job queue. */
+export function registerDeliveryWorker(deps: DeliveryDeps) {
+  deps.jobs.register<{ delivery_id: number }>(DELIVERY_QUEUE, (job) => runDelivery(deps, job.payload.delivery_id), {
+    concurrency: deps.concurrency,
+    // Longer than the longest attempt (120 s timeout), so a live attempt is never claimed twice.
+    visibilitySeconds: 180,
+  });
+}

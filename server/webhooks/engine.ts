@@ -1,0 +1,92 @@
+import type { Mailer } from "../alerts/notify";
+import type { Config } from "../config";
+import type { Pool } from "../db/client";
+import type { JobQueue } from "../jobs/queue";
+import type { Logger } from "../lib/logger";
+import type { Metrics } from "../lib/metrics";
+import { type DeliveryDeps, registerDeliveryWorker, sendSigned } from "./delivery";
+import { insertLog } from "./delivery-store";
+import { createEndpointLimiter } from "./endpoint-limiter";
+import { newEventId, testEvent } from "./events";
+import { createSecretBox } from "./secrets";
+import { checkTarget } from "./ssrf";
+
+/** Deliveries in flight at once per endpoint (integration) in one process. */
+export const ENDPOINT_CONCURRENCY = 16;
+/** Delivery jobs in flight at once in one process: many endpoints at the cap still leave room. */
+export const DELIVERY_CONCURRENCY = 256;
+
+export type TestResult = { success: boolean; http_status: number; response_body: string; response_time_ms: number; error: string | null };
+
+/**
+ * The webhook feature's moving parts, built once with the services: the secret box, the
+ * delivery worker on the job queue, the SSRF check used by the routes, and the test send.
+ */
+export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: JobQueue; logger: Logger; metrics: Metrics; mailer: Mailer }) {
+  const secrets = createSecretBox(deps.sql, deps.config.SECRETS_KEY);
+  const delivery: DeliveryDeps = {
+    ...deps,
+    secrets,
+    limiter: createEndpointLimiter({ cap: ENDPOINT_CONCURRENCY }),
+    allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE,
+    disableAfterSeconds: deps.config.WEBHOOK_DISABLE_AFTER_DAYS * 86_400,
+    concurrency: DELIVERY_CONCURRENCY,
+  };
+  registerDeliveryWorker(delivery);
+
+  /**
+   * Sends a signed `webhook.test` now and logs it. Never throws for anything the target does:
+   * a refused address, a timeout or a dead host come back as success false.
+   */
+  async function sendTest(integration: {
+    id: number;
+    name: string;
+    url: string;
+    headers: Record<string, string>;
+    timeout_seconds: number;
+    secret_sealed: string;
+  }) {
+    const eventId = newEventId();
+    const body = JSON.stringify(testEvent(eventId, new Date().toISOString(), integration));
+    const secret = await secrets.open(integration.secret_sealed);
+    const r = await sendSigned(delivery, {
+      url: integration.url,
+      headers: integration.headers,
+      timeoutSeconds: integration.timeout_seconds,
+      secret,
+      eventId,
+      body,
+    });
+    await insertLog(deps.sql, {
+      integrationId: integration.id,
+      deliveryId: null,
+      eventId,
+      eventType: "webhook.test",
+      messageId: null,
+      attempt: 1,
+      status: r.ok ? "succeeded" : "failed",
+      httpStatus: r.httpStatus,
+      responseBody: r.responseBody,
+      responseTimeMs: r.responseTimeMs,
+      error: r.error,
+      nextRetryInMs: null,
+    });
+    const result: TestResult = {
+      success: r.ok,
+      http_status: r.httpStatus ?? 0,
+      response_body: r.responseBody ?? "",
+      response_time_ms: r.responseTimeMs,
+      error: r.error,
+    };
+    return result;
+  }
+
+  return {
+    secrets,
+    sendTest,
+    /** The SSRF verdict on a target URL under this server's WEBHOOK_ALLOW_PRIVATE. */
+    checkTarget: (url: URL) => checkTarget(url, { allowPrivate: delivery.allowPrivate, lookup: delivery.lookup }),
+  };
+}
+
+export type WebhookEngine = ReturnType<typeof createWebhookEngine>;

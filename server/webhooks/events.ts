@@ -1,0 +1,36 @@
+import { randomString } from "../lib/crypto";
+import type { Message } from "../messages/store";
+
+/** The id of one event to one integration; it is also the Standard Webhooks `webhook-id`. */
+export const newEventId = () => `evt_${randomString(24)}`;
+
+export type EventBody = { id: string; type: "message.received" | "webhook.test"; created_at: string; data: unknown };
+
+export type MessageReceivedData = Message & {
+  hosted_sim: { id: number | null; number: string; alias: string | null };
+  team: { id: number; name: string } | null;
+};
+
+/** `message.received`: the message object with the number (and this organization's alias) and the team it was forwarded for. */
+export function messageReceivedEvent(
+  id: string,
+  createdAt: string,
+  message: Message,
+  target: { team_id: number; team_name: string; alias: string | null },
+): EventBody {
+  const data: MessageReceivedData = {
+    ...message,
+    hosted_sim: { id: message.hosted_sim_id, number: message.number, alias: target.alias },
+    team: { id: target.team_id, name: target.team_name },
+  };
+  return { id, type: "message.received", created_at: createdAt, data };
+}
+
+export function testEvent(id: string, createdAt: string, integration: { id: number; name: string }): EventBody {
+  return {
+    id,
+    type: "webhook.test",
+    created_at: createdAt,
+    data: { webhook_integration: { id: integration.id, name: integration.name }, message: "This is a test event from simhost." },
+  };
+}

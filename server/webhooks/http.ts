@@ -1,0 +1,94 @@
+/** What one HTTP attempt came to. `httpStatus` is null when no answer arrived. */
+export type AttemptResult = {
+  ok: boolean;
+  httpStatus: number | null;
+  responseBody: string | null;
+  responseTimeMs: number;
+  error: string | null;
+  /** From a Retry-After header, when the receiver sent one. */
+  retryAfterMs: number | null;
+};
+
+export const RESPONSE_BODY_LIMIT = 4096;
+const USER_AGENT = "simhost-webhooks/1.0";
+
+/** Retry-After as delay-seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | null, nowMs: number): number | null {
+  if (!value) return null;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
+}
+
+/** Reads at most `limit` bytes of a body and drops the rest, so a huge answer costs nothing. */
+async function readCapped(res: Response, limit: number): Promise<string> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < limit) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } finally {
+    void reader.cancel().catch(() => {});
+  }
+  const all = Buffer.concat(chunks).subarray(0, limit);
+  return new TextDecoder("utf-8", { fatal: false }).decode(all);
+}
+
+function describeFailure(e: unknown, timedOut: boolean, timeoutMs: number): string {
+  if (timedOut) return `timed out after ${timeoutMs} ms`;
+  const err = e as { code?: string; message?: string };
+  const text = err.code ? `${err.code}: ${err.message ?? ""}` : (err.message ?? String(e));
+  return `connection failed (${text.trim()})`.slice(0, 500);
+}
+
+/**
+ * One POST of a webhook body. The timeout covers the whole attempt (connect, headers and the
+ * capped body). Redirects are not followed: a 3xx is a failure like any non-2xx.
+ */
+export async function postWebhook(opts: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }): Promise<AttemptResult> {
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, opts.timeoutMs);
+  const start = performance.now();
+  const elapsed = () => Math.round(performance.now() - start);
+  try {
+    const res = await fetch(opts.url, {
+      method: "POST",
+      headers: { "user-agent": USER_AGENT, ...opts.headers, "content-type": "application/json" },
+      body: opts.body,
+      redirect: "manual",
+      signal: controller.signal,
+    });
+    const responseBody = await readCapped(res, RESPONSE_BODY_LIMIT);
+    const ok = res.status >= 200 && res.status < 300;
+    return {
+      ok,
+      httpStatus: res.status,
+      responseBody,
+      responseTimeMs: elapsed(),
+      error: ok ? null : res.status >= 300 && res.status < 400 ? `redirect (HTTP ${res.status}) not followed` : `HTTP ${res.status}`,
+      retryAfterMs: parseRetryAfter(res.headers.get("retry-after"), Date.now()),
+    };
+  } catch (e) {
+    return {
+      ok: false,
+      httpStatus: null,
+      responseBody: null,
+      responseTimeMs: elapsed(),
+      error: describeFailure(e, timedOut, opts.timeoutMs),
+      retryAfterMs: null,
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,79 @@
+import { Elysia } from "elysia";
+import { callerPlugin } from "../auth/plugin";
+import { invalidState, notFound } from "../errors";
+import type { Services } from "../services";
+import { manage, read, requireIntegration } from "./actions";
+import { IntegrationParams, MappingChanged, MappingCreateBody, MappingData, MappingList, MappingParams, MappingUpdateBody, MessageOnly } from "./schema";
+import { deleteMapping, findMapping, findTeam, insertMapping, listMappings, updateMapping } from "./store";
+
+const tags = ["Webhooks"];
+const description =
+  "Mappings connect an integration to teams of the same organization. Members read; changes need the admin or owner role or webhooks.receive.";
+
+export function mappingRoutes(services: Pick<Services, "auth" | "sql">) {
+  const { sql } = services;
+  const requireMapping = async (integrationId: number, mappingId: number) => {
+    const row = await findMapping(sql, integrationId, mappingId);
+    if (!row) throw notFound("Webhook mapping");
+    return row;
+  };
+  return new Elysia()
+    .use(callerPlugin(services.auth))
+    .get(
+      "/api/webhook-integrations/:webhook_integration/mappings",
+      async ({ caller, params }) => {
+        const c = await caller(read);
+        const integration = await requireIntegration(sql, c.organization.id, params.webhook_integration);
+        return { data: await listMappings(sql, integration.id), webhook_integration: { id: integration.id, name: integration.name } };
+      },
+      { params: IntegrationParams, response: { 200: MappingList }, detail: { tags, summary: "List an integration's mappings", description } },
+    )
+    .post(
+      "/api/webhook-integrations/:webhook_integration/mappings",
+      async ({ caller, params, body, set }) => {
+        const c = await caller(manage);
+        const integration = await requireIntegration(sql, c.organization.id, params.webhook_integration);
+        const team = await findTeam(sql, c.organization.id, body.team_id);
+        if (!team) throw notFound("Team");
+        const id = await insertMapping(sql, integration.id, team.id, body.forwarding_mode);
+        if (id === null) throw invalidState("The integration is already mapped to this team; update that mapping instead.");
+        set.status = 201;
+        return { message: "Webhook mapping created successfully.", data: await requireMapping(integration.id, id) };
+      },
+      {
+        params: IntegrationParams,
+        body: MappingCreateBody,
+        response: { 201: MappingChanged },
+        detail: { tags, summary: "Map the integration to a team (one mapping per team; a second answers 409)", description },
+      },
+    )
+    .get(
+      "/api/webhook-integrations/:webhook_integration/mappings/:webhook_mapping",
+      async ({ caller, params }) => {
+        const c = await caller(read);
+        const integration = await requireIntegration(sql, c.organization.id, params.webhook_integration);
+        return { data: await requireMapping(integration.id, params.webhook_mapping) };
+      },
+      { params: MappingParams, response: { 200: MappingData }, detail: { tags, summary: "Show a mapping", description } },
+    )
+    .patch(
+      "/api/webhook-integrations/:webhook_integration/mappings/:webhook_mapping",
+      async ({ caller, params, body }) => {
+        const c = await caller(manage);
+        const integration = await requireIntegration(sql, c.organization.id, params.webhook_integration);
+        if (!(await updateMapping(sql, integration.id, params.webhook_mapping, body.forwarding_mode, body.is_active))) throw notFound("Webhook mapping");
+        return { message: "Webhook mapping updated successfully.", data: await requireMapping(integration.id, params.webhook_mapping) };
+      },
+      { params: MappingParams, body: MappingUpdateBody, response: { 200: MappingChanged }, detail: { tags, summary: "Update a mapping", description } },
+    )
+    .delete(
+      "/api/webhook-integrations/:webhook_integration/mappings/:webhook_mapping",
+      async ({ caller, params }) => {
+        const c = await caller(manage);
+        const integration = await requireIntegration(sql, c.organization.id, params.webhook_integration);
+        if (!(await deleteMapping(sql, integration.id, params.webhook_mapping))) throw notFound("Webhook mapping");
+        return { message: "Webhook mapping deleted successfully." };
+      },
+      { params: MappingParams, response: { 200: MessageOnly }, detail: { tags, summary: "Delete a mapping", description } },
+    );
+}

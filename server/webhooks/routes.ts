@@ -1,0 +1,131 @@
+import { Elysia } from "elysia";
+import { callerPlugin } from "../auth/plugin";
+import { notFound } from "../errors";
+import type { Services } from "../services";
+import { changeIntegration, createIntegration, logsPage, manage, read, regenerateSecret, requireIntegration, testIntegration } from "./actions";
+import { mappingRoutes } from "./mapping-routes";
+import { presentIntegration } from "./present";
+import {
+  IntegrationCreateBody,
+  IntegrationCreated,
+  IntegrationData,
+  IntegrationList,
+  IntegrationParams,
+  IntegrationUpdateBody,
+  IntegrationUpdated,
+  LogPage,
+  LogsQuery,
+  MessageOnly,
+  SecretRegenerated,
+  TestOutcome,
+} from "./schema";
+import { deleteIntegration, listIntegrations } from "./store";
+import { teamWebhookRoutes } from "./team-routes";
+
+const tags = ["Webhooks"];
+const description =
+  "Scope: the caller's organization. Members read; changes need the admin or owner role. An API key needs webhooks.receive, which allows every webhook operation of its organization.";
+
+function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">) {
+  const { sql } = services;
+  return new Elysia()
+    .use(callerPlugin(services.auth))
+    .get(
+      "/api/webhook-integrations",
+      async ({ caller }) => {
+        const c = await caller(read);
+        const rows = await listIntegrations(sql, c.organization.id);
+        return { data: rows.map(presentIntegration), organization: { id: c.organization.id, name: c.organization.name } };
+      },
+      { response: { 200: IntegrationList }, detail: { tags, summary: "List webhook integrations", description } },
+    )
+    .post(
+      "/api/webhook-integrations",
+      async ({ caller, body, set }) => {
+        const c = await caller(manage);
+        const data = await createIntegration(services, c.organization.id, body);
+        set.status = 201;
+        return { message: "Webhook integration created successfully.", data };
+      },
+      {
+        body: IntegrationCreateBody,
+        response: { 201: IntegrationCreated },
+        detail: { tags, summary: "Create a webhook integration (its whsec_ secret is shown only in this answer)", description },
+      },
+    )
+    .get(
+      "/api/webhook-integrations/:webhook_integration",
+      async ({ caller, params }) => {
+        const c = await caller(read);
+        return { data: presentIntegration(await requireIntegration(sql, c.organization.id, params.webhook_integration)) };
+      },
+      { params: IntegrationParams, response: { 200: IntegrationData }, detail: { tags, summary: "Show a webhook integration with its mappings", description } },
+    )
+    .patch(
+      "/api/webhook-integrations/:webhook_integration",
+      async ({ caller, params, body }) => {
+        const c = await caller(manage);
+        const data = await changeIntegration(services, c.organization.id, params.webhook_integration, body);
+        return { message: "Webhook integration updated successfully.", data };
+      },
+      {
+        params: IntegrationParams,
+        body: IntegrationUpdateBody,
+        response: { 200: IntegrationUpdated },
+        detail: { tags, summary: "Update a webhook integration (setting is_active true again clears its failure run)", description },
+      },
+    )
+    .delete(
+      "/api/webhook-integrations/:webhook_integration",
+      async ({ caller, params }) => {
+        const c = await caller(manage);
+        if (!(await deleteIntegration(sql, c.organization.id, params.webhook_integration))) throw notFound("Webhook integration");
+        return { message: "Webhook integration deleted successfully." };
+      },
+      { params: IntegrationParams, response: { 200: MessageOnly }, detail: { tags, summary: "Delete a webhook integration and its mappings", description } },
+    )
+    .post(
+      "/api/webhook-integrations/:webhook_integration/regenerate-secret",
+      async ({ caller, params }) => {
+        const c = await caller(manage);
+        const data = await regenerateSecret(services, c.organization.id, params.webhook_integration);
+        return { message: "Webhook secret regenerated successfully.", data };
+      },
+      {
+        params: IntegrationParams,
+        response: { 200: SecretRegenerated },
+        detail: { tags, summary: "Replace the signing secret; the old one stops signing at once", description },
+      },
+    )
+    .post(
+      "/api/webhook-integrations/:webhook_integration/test",
+      async ({ caller, params }) => {
+        const c = await caller(manage);
+        return testIntegration(services, c.organization.id, params.webhook_integration);
+      },
+      {
+        params: IntegrationParams,
+        response: { 200: TestOutcome },
+        detail: { tags, summary: "Send a signed webhook.test event now and report the outcome (success false when the target is down)", description },
+      },
+    )
+    .get(
+      "/api/webhook-integrations/:webhook_integration/logs",
+      async ({ caller, params, query, request }) => {
+        const c = await caller(read);
+        const integration = await requireIntegration(sql, c.organization.id, params.webhook_integration);
+        return logsPage(sql, integration.id, query, request.url);
+      },
+      {
+        params: IntegrationParams,
+        query: LogsQuery,
+        response: { 200: LogPage },
+        detail: { tags, summary: "Delivery log: one record per attempt, newest first, filterable by status", description },
+      },
+    );
+}
+
+/** Every webhook route: the organization's integrations, their mappings, and the team view. */
+export function webhookRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">) {
+  return new Elysia().use(integrationRoutes(services)).use(mappingRoutes(services)).use(teamWebhookRoutes(services));
+}

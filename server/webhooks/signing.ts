@@ -1,0 +1,19 @@
+import { createHmac } from "node:crypto";
+
+/** Header names the signature scheme owns; integration headers can never replace them. */
+export const SIGNATURE_HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"] as const;
+
+/** The HMAC key of a `whsec_` secret: the base64 after the prefix (Standard Webhooks). */
+export function secretKey(secret: string): Buffer {
+  return Buffer.from(secret.startsWith("whsec_") ? secret.slice(6) : secret, "base64");
+}
+
+/**
+ * Standard Webhooks signature headers for one attempt: `v1,` + base64 HMAC-SHA256 of
+ * `id.timestamp.body`, the timestamp in whole seconds since the epoch.
+ */
+export function signatureHeaders(secret: string, id: string, body: string, nowMs: number): Record<(typeof SIGNATURE_HEADERS)[number], string> {
+  const timestamp = String(Math.floor(nowMs / 1000));
+  const signature = createHmac("sha256", secretKey(secret)).update(`${id}.${timestamp}.${body}`).digest("base64");
+  return { "webhook-id": id, "webhook-timestamp": timestamp, "webhook-signature": `v1,${signature}` };
+}

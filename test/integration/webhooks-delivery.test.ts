@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createTenant } from "../fixtures";
+import { createTestContext, type TestContext } from "../helpers";
+import { createHook, createNumber, createTeam, fastForwardRetries, logsOf, receiveSms, startReceiver, waitFor } from "./webhooks-helpers";
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createTestContext();
+  ctx.services.start();
+}, 60_000);
+afterAll(async () => {
+  await ctx?.close();
+}, 60_000);
+
+/** A tenant with a team, a number on that team, and an integration always-mapped to it. */
+async function setup(hook: Record<string, unknown>, respond?: Parameters<typeof startReceiver>[0]) {
+  const tenant = await createTenant(ctx.sql);
+  const team = await createTeam(ctx.sql, tenant.org.id);
+  const sim = await createNumber(ctx.sql, [{ orgId: tenant.org.id, teamId: team.id, alias: "front desk" }]);
+  const receiver = startReceiver(respond);
+  const { id, secret } = await createHook(ctx, tenant.token, { url: receiver.url, ...hook }, [{ teamId: team.id, mode: "always" }]);
+  receiver.secrets.push(secret);
+  return { ...tenant, team, sim, receiver, id, secret };
+}
+
+describe("webhook deliveries", () => {
+  test("every delivery is a signed message.received that standardwebhooks verifies; custom headers ride along", async () => {
+    const s = await setup({ headers: { "X-Custom": "yes", Authorization: "Bearer receiver-token" } });
+    const stored = await receiveSms(ctx, s.sim.id, "your code is 1234");
+    const [got] = await waitFor(() => s.receiver.received.length === 1 && s.receiver.received, 10_000, "delivery");
+    expect(got!.verifiedWith).toBe(s.secret);
+    expect(got!.headers["x-custom"]).toBe("yes");
+    expect(got!.headers.authorization).toBe("Bearer receiver-token");
+    expect(got!.headers["content-type"]).toBe("application/json");
+    expect(got!.event).toMatchObject({ id: got!.headers["webhook-id"], type: "message.received" });
+    expect(got!.event.created_at).toMatch(/Z$/);
+    expect(got!.event.data).toMatchObject({
+      id: stored.messageId,
+      direction: "inbound",
+      text: "your code is 1234",
+      from: "+15550001111",
+      hosted_sim: { id: s.sim.id, number: s.sim.number, alias: "front desk" },
+      team: { id: s.team.id, name: s.team.name },
+    });
+    const logs = await waitFor(async () => {
+      const l = await logsOf(ctx, s.token, s.id);
+      return l.data.length === 1 && l;
+    });
+    expect(logs.data[0]).toMatchObject({
+      webhook_integration_id: s.id,
+      event_id: got!.event.id,
+      event_type: "message.received",
+      message_id: stored.messageId,
+      attempt: 1,
+      status: "succeeded",
+      http_status: 200,
+      response_body: "ok",
+      error: null,
+      next_retry_at: null,
+    });
+    s.receiver.stop();
+  });
+
+  test("after regenerate, deliveries verify only with the new secret", async () => {
+    const s = await setup({});
+    const regen = await ctx.request("POST", `/api/webhook-integrations/${s.id}/regenerate-secret`, { token: s.token });
+    s.receiver.secrets.push(regen.body.data.secret);
+    await receiveSms(ctx, s.sim.id);
+    const [got] = await waitFor(() => s.receiver.received.length === 1 && s.receiver.received);
+    expect(got!.verifiedWith).toBe(regen.body.data.secret);
+    s.receiver.stop();
+  });
+
+  test("a 500 then 200 is retried after ~5 s under the same webhook-id, logged attempt by attempt", async () => {
+    const s = await setup({ retry_count: 3 }, (n) => (n === 1 ? new Response("boom", { status: 500 }) : new Response("fine")));
+    await receiveSms(ctx, s.sim.id);
+    const first = await waitFor(async () => (await logsOf(ctx, s.token, s.id)).data[0]);
+    expect(first).toMatchObject({ attempt: 1, status: "retrying", http_status: 500, response_body: "boom", error: "HTTP 500" });
+    const wait = Date.parse(first.next_retry_at) - Date.parse(first.created_at);
+    expect(wait).toBeGreaterThanOrEqual(3_900);
+    expect(wait).toBeLessThanOrEqual(6_100);
+    await fastForwardRetries(ctx, s.id);
+    await waitFor(() => s.receiver.received.length === 2);
+    const [a, b] = s.receiver.received;
+    expect(b!.headers["webhook-id"]).toBe(a!.headers["webhook-id"]);
+    expect(b!.body).toBe(a!.body);
+    expect(b!.verifiedWith).toBe(s.secret);
+    const logs = await waitFor(async () => {
+      const l = await logsOf(ctx, s.token, s.id);
+      return l.data.length === 2 && l;
+    });
+    expect(logs.data.map((l) => [l.attempt, l.status])).toEqual([
+      [2, "succeeded"],
+      [1, "retrying"],
+    ]);
+    const retrying = await logsOf(ctx, s.token, s.id, "?status=retrying");
+    expect(retrying.data.map((l) => l.attempt)).toEqual([1]);
+    const paged = await logsOf(ctx, s.token, s.id, "?per_page=1&page=2");
+    expect(paged.data.map((l) => l.attempt)).toEqual([1]);
+    expect(paged.meta).toMatchObject({ current_page: 2, per_page: 1, total: 2, last_page: 2 });
+    expect((await ctx.request("GET", `/api/webhook-integrations/${s.id}/logs?status=lost`, { token: s.token })).status).toBe(422);
+    s.receiver.stop();
+  });
+
+  test("Retry-After is honoured instead of the backoff", async () => {
+    const s = await setup({ retry_count: 2 }, (n) => (n === 1 ? new Response("busy", { status: 503, headers: { "retry-after": "1" } }) : new Response("ok")));
+    await receiveSms(ctx, s.sim.id);
+    await waitFor(() => s.receiver.received.length === 2, 10_000, "retry after Retry-After");
+    const gap = s.receiver.received[1]!.at - s.receiver.received[0]!.at;
+    expect(gap).toBeGreaterThanOrEqual(950);
+    expect(gap).toBeLessThan(4_000);
+    s.receiver.stop();
+  });
+
+  test("timeout_seconds ends a slow attempt; retry_count 0 means exactly one attempt", async () => {
+    const s = await setup({ timeout_seconds: 1, retry_count: 0 }, async () => {
+      await Bun.sleep(3_000);
+      return new Response("late");
+    });
+    await receiveSms(ctx, s.sim.id);
+    const log = await waitFor(async () => (await logsOf(ctx, s.token, s.id)).data[0], 10_000, "timeout log");
+    expect(log).toMatchObject({ attempt: 1, status: "failed", http_status: null, error: "timed out after 1000 ms" });
+    expect(log.response_time_ms).toBeGreaterThanOrEqual(950);
+    expect(log.response_time_ms).toBeLessThan(2_500);
+    const [d] = await ctx.sql<{ id: number; status: string; attempts: number }[]>`
+      select id, status, attempts from webhook_deliveries where webhook_integration_id = ${s.id}`;
+    expect(d).toMatchObject({ status: "failed", attempts: 1 });
+    // Nothing is left to run: no job waits for a second attempt.
+    await waitFor(async () => (await ctx.sql`select 1 from jobs where queue = 'webhook.delivery' and payload->>'delivery_id' = ${String(d!.id)}`).length === 0);
+    expect(s.receiver.received).toHaveLength(1);
+    s.receiver.stop();
+  });
+
+  test("a redirect is a failure and is not followed; only the first 4 KiB of an answer are kept", async () => {
+    const s = await setup({ retry_count: 0 }, (n, req) =>
+      new URL(req.url).pathname === "/hook" && n === 1
+        ? new Response(null, { status: 302, headers: { location: "/elsewhere" } })
+        : new Response("x".repeat(10_000), { status: 400 }),
+    );
+    await receiveSms(ctx, s.sim.id);
+    const log = await waitFor(async () => (await logsOf(ctx, s.token, s.id)).data[0]);
+    expect(log).toMatchObject({ status: "failed", http_status: 302 });
+    expect(log.error).toContain("redirect");
+    expect(s.receiver.received.map((r) => r.path)).toEqual(["/hook"]);
+    await receiveSms(ctx, s.sim.id);
+    const second = await waitFor(async () => {
+      const l = await logsOf(ctx, s.token, s.id);
+      return l.data.length === 2 && l.data[0];
+    });
+    expect(second.http_status).toBe(400);
+    expect(second.response_body).toHaveLength(4096);
+    s.receiver.stop();
+  });
+
+  test("a delivery whose worker died mid-attempt is claimed again and delivered", async () => {
+    const s = await setup({});
+    await ctx.services.jobs.stop();
+    try {
+      await receiveSms(ctx, s.sim.id);
+      // The fan-out ran in a worker that then died: its job is still claimed by nobody alive.
+      const [msg] = await ctx.sql<{ id: number }[]>`select max(id) as id from messages where hosted_sim_id = ${s.sim.id}`;
+      const { enqueueWebhookDeliveries } = await import("../../server/webhooks/forwarding");
+      await ctx.sql.begin((tx) => enqueueWebhookDeliveries(tx, msg!.id));
+      await ctx.sql`update jobs set attempts = 1, locked_by = 'crashed-worker', locked_until = now() - interval '1 second'
+                    where queue = 'webhook.delivery' and (payload->>'delivery_id')::bigint in (select id from webhook_deliveries where webhook_integration_id = ${s.id})`;
+    } finally {
+      ctx.services.start();
+    }
+    await waitFor(() => s.receiver.received.length >= 1, 10_000, "redelivery");
+    expect(s.receiver.received[0]!.verifiedWith).toBe(s.secret);
+    s.receiver.stop();
+  });
+});
+
+describe("test event", () => {
+  test("sends a signed webhook.test synchronously and reports the outcome", async () => {
+    const s = await setup({}, () => new Response("pong", { status: 202 }));
+    const res = await ctx.request("POST", `/api/webhook-integrations/${s.id}/test`, { token: s.token });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ success: true, http_status: 202, response_body: "pong", error: null });
+    expect(res.body.response_time_ms).toBeGreaterThanOrEqual(0);
+    expect(s.receiver.received).toHaveLength(1);
+    expect(s.receiver.received[0]!.verifiedWith).toBe(s.secret);
+    expect(s.receiver.received[0]!.event).toMatchObject({ type: "webhook.test", data: { webhook_integration: { id: s.id } } });
+    const team = await ctx.request("POST", `/api/teams/${s.team.id}/webhooks/${s.id}/test`, { token: s.token });
+    expect(team.body.success).toBe(true);
+    const logs = await logsOf(ctx, s.token, s.id);
+    expect(logs.data[0]).toMatchObject({ event_type: "webhook.test", status: "succeeded", http_status: 202 });
+    s.receiver.stop();
+  });
+
+  test("a target that is down answers success false with a reason, never a 500", async () => {
+    const s = await setup({ timeout_seconds: 2 });
+    s.receiver.stop();
+    const res = await ctx.request("POST", `/api/webhook-integrations/${s.id}/test`, { token: s.token });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ success: false, http_status: 0, response_body: "" });
+    expect(res.body.error).toContain("connection failed");
+    const slow = await setup({ timeout_seconds: 1 }, async () => {
+      await Bun.sleep(2_500);
+      return new Response("late");
+    });
+    const timed = await ctx.request("POST", `/api/webhook-integrations/${slow.id}/test`, { token: slow.token });
+    expect(timed.body).toMatchObject({ success: false, http_status: 0, error: "timed out after 1000 ms" });
+    slow.receiver.stop();
+  });
+});

@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { enqueueWebhookDeliveries } from "../../server/webhooks/forwarding";
+import { createTenant, createUser } from "../fixtures";
+import { createTestContext, type TestContext } from "../helpers";
+import { createHook, createNumber, createTeam, lockNumber, logsOf, receiveSms, startReceiver, startSmtp, waitFor } from "./webhooks-helpers";
+
+let ctx: TestContext;
+let smtp: Awaited<ReturnType<typeof startSmtp>>;
+beforeAll(async () => {
+  smtp = await startSmtp();
+  ctx = await createTestContext({ SMTP_URL: smtp.url });
+  ctx.services.start();
+}, 60_000);
+afterAll(async () => {
+  await ctx?.close();
+  await smtp?.stop();
+}, 60_000);
+
+/** Integration ids that got a delivery for a message, once its fan-out has run. */
+async function deliveredTo(messageId: number): Promise<number[]> {
+  await waitFor(async () => (await ctx.sql`select 1 from jobs where queue = 'message.inbound' and payload->>'message_id' = ${String(messageId)}`).length === 0);
+  const rows = await ctx.sql<{ id: number }[]>`select webhook_integration_id as id from webhook_deliveries where message_id = ${messageId} order by 1`;
+  return rows.map((r) => r.id);
+}
+
+describe("forwarding rules", () => {
+  test("always vs lock_required with locks held by different teams; inactive mappings and integrations send nothing", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const x = await createTeam(ctx.sql, a.org.id, "X");
+    const y = await createTeam(ctx.sql, a.org.id, "Y");
+    const bt = await createTeam(ctx.sql, b.org.id, "B");
+    const url = "http://127.0.0.1:9/unused";
+    const hook = (m: Parameters<typeof createHook>[3], token = a.token) => createHook(ctx, token, { url }, m).then((h) => h.id);
+    const alwaysX = await hook([{ teamId: x.id, mode: "always" }]);
+    const lockX = await hook([{ teamId: x.id, mode: "lock_required" }]);
+    const lockY = await hook([{ teamId: y.id, mode: "lock_required" }]);
+    const alwaysY = await hook([{ teamId: y.id, mode: "always" }]);
+    const inactiveMapping = await hook([{ teamId: x.id, mode: "always", active: false }]);
+    const inactiveHook = await hook([{ teamId: x.id, mode: "always" }]);
+    await ctx.request("PATCH", `/api/webhook-integrations/${inactiveHook}`, { token: a.token, body: { name: "off", url, is_active: false } });
+    const both = await hook([
+      { teamId: x.id, mode: "always" },
+      { teamId: y.id, mode: "lock_required" },
+    ]);
+    const orgB = await hook([{ teamId: bt.id, mode: "always" }], b.token);
+    // Keep these from being sent anywhere: this test is about who gets a delivery, not sending.
+    await ctx.sql`update jobs set run_at = now() + interval '1 hour' where queue = 'webhook.delivery'`;
+
+    const onX = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: x.id }, { orgId: b.org.id }]);
+    const noTeam = await createNumber(ctx.sql, [{ orgId: a.org.id }]);
+
+    // Unlocked number on team X, shared with organization B.
+    expect(await deliveredTo((await receiveSms(ctx, onX.id)).messageId)).toEqual([alwaysX, both, orgB].sort((p, q) => p - q));
+    // Locked by A's team Y: B sees nothing; lock_required of Y fires; the number is still X's for always.
+    await lockNumber(ctx.sql, onX.id, a.org.id, y.id);
+    expect(await deliveredTo((await receiveSms(ctx, onX.id)).messageId)).toEqual([alwaysX, lockY, both].sort((p, q) => p - q));
+    // A number on no team: every always mapping of the organization.
+    expect(await deliveredTo((await receiveSms(ctx, noTeam.id)).messageId)).toEqual([alwaysX, alwaysY, both].sort((p, q) => p - q));
+    // Locked by team X: lock_required of X too, not of Y.
+    await lockNumber(ctx.sql, noTeam.id, a.org.id, x.id);
+    expect(await deliveredTo((await receiveSms(ctx, noTeam.id)).messageId)).toEqual([alwaysX, lockX, alwaysY, both].sort((p, q) => p - q));
+    const [off] = await ctx.sql<
+      { n: number }[]
+    >`select count(*)::int as n from webhook_deliveries where webhook_integration_id in ${ctx.sql([inactiveMapping, inactiveHook])}`;
+    expect(off!.n).toBe(0);
+  });
+
+  test("one delivery per integration even when several mappings match, and enqueueing again creates none", async () => {
+    const a = await createTenant(ctx.sql);
+    const x = await createTeam(ctx.sql, a.org.id);
+    const receiver = startReceiver();
+    const y = await createTeam(ctx.sql, a.org.id);
+    // Locked by X on a number of no team: the always mappings of X and of Y both match; one delivery, team X.
+    const { id, secret } = await createHook(ctx, a.token, { url: receiver.url }, [
+      { teamId: x.id, mode: "always" },
+      { teamId: y.id, mode: "always" },
+    ]);
+    await ctx.request("POST", `/api/webhook-integrations/${id}/mappings`, {
+      token: a.token,
+      body: { team_id: (await createTeam(ctx.sql, a.org.id)).id, forwarding_mode: "lock_required" },
+    });
+    receiver.secrets.push(secret);
+    const sim = await createNumber(ctx.sql, [{ orgId: a.org.id }]);
+    await lockNumber(ctx.sql, sim.id, a.org.id, x.id);
+    const { messageId } = await receiveSms(ctx, sim.id);
+    expect(await deliveredTo(messageId)).toEqual([id]);
+    expect(await ctx.sql.begin((tx) => enqueueWebhookDeliveries(tx, messageId))).toBe(0);
+    await waitFor(() => receiver.received.length === 1);
+    expect(receiver.received[0]!.event.data.team.id).toBe(x.id);
+    receiver.stop();
+  });
+});
+
+describe("failing endpoints", () => {
+  test("410 Gone disables the integration at once, says why in the log and mails owners and admins", async () => {
+    const a = await createTenant(ctx.sql);
+    const admin = await createUser(ctx.sql, { orgId: a.org.id, role: "admin" });
+    const member = await createUser(ctx.sql, { orgId: a.org.id, role: "member" });
+    const team = await createTeam(ctx.sql, a.org.id);
+    const receiver = startReceiver(() => new Response("gone", { status: 410 }));
+    const { id } = await createHook(ctx, a.token, { name: "Gone hook", url: receiver.url, retry_count: 5 }, [{ teamId: team.id, mode: "always" }]);
+    const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: team.id }]);
+    await receiveSms(ctx, sim.id);
+    const log = await waitFor(async () => (await logsOf(ctx, a.token, id)).data[0]);
+    expect(log).toMatchObject({ status: "failed", http_status: 410, attempt: 1 });
+    expect(log.error).toContain("integration disabled");
+    const mail = await waitFor(() => smtp.mails.find((m) => m.data.includes("Gone hook")), 10_000, "alert mail");
+    expect(mail.to.sort()).toEqual([a.user.email, admin.email].sort());
+    expect(mail.to).not.toContain(member.email);
+    const shown = await ctx.request("GET", `/api/webhook-integrations/${id}`, { token: a.token });
+    expect(shown.body.data.is_active).toBe(false);
+    const { messageId } = await receiveSms(ctx, sim.id);
+    expect(await deliveredTo(messageId)).toEqual([]);
+    expect(receiver.received).toHaveLength(1);
+    receiver.stop();
+  });
+
+  test("failing without a break past WEBHOOK_DISABLE_AFTER_DAYS disables; a success breaks the run; re-enabling clears it", async () => {
+    const a = await createTenant(ctx.sql);
+    const team = await createTeam(ctx.sql, a.org.id);
+    let healthy = false;
+    const receiver = startReceiver(() => (healthy ? new Response("ok") : new Response("down", { status: 500 })));
+    const { id } = await createHook(ctx, a.token, { name: "Flaky hook", url: receiver.url, retry_count: 0 }, [{ teamId: team.id, mode: "always" }]);
+    const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: team.id }]);
+    const failingSince = async () => (await ctx.sql<{ f: Date | null }[]>`select failing_since as f from webhook_integrations where id = ${id}`)[0]!.f;
+
+    await receiveSms(ctx, sim.id);
+    await waitFor(failingSince, 10_000, "failure run to start");
+    healthy = true;
+    await receiveSms(ctx, sim.id);
+    await waitFor(async () => (await failingSince()) === null, 10_000, "success to break the run");
+
+    healthy = false;
+    await ctx.sql`update webhook_integrations set failing_since = now() - interval '6 days' where id = ${id}`;
+    await receiveSms(ctx, sim.id);
+    const log = await waitFor(async () => {
+      const l = (await logsOf(ctx, a.token, id)).data[0];
+      return l?.error?.includes("disabled") && l;
+    });
+    expect(log.error).toContain("disable period");
+    await waitFor(() => smtp.mails.find((m) => m.data.includes("Flaky hook")), 10_000, "alert mail");
+    const [alert] = await ctx.sql`select kind, subject_id from alerts where organization_id = ${a.org.id}`;
+    expect(alert).toMatchObject({ kind: "webhook.disabled", subject_id: id });
+
+    await ctx.request("PATCH", `/api/webhook-integrations/${id}`, { token: a.token, body: { name: "Flaky hook", url: receiver.url, is_active: true } });
+    expect(await failingSince()).toBeNull();
+    receiver.stop();
+  });
+});
+
+describe("isolation", () => {
+  const percentile = (xs: number[], p: number) => [...xs].sort((m, n) => m - n)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+
+  /** Sends `n` SMS at a steady pace and returns each one's latency until the healthy receiver had it. */
+  async function healthyLatencies(simId: number, receiver: ReturnType<typeof startReceiver>, n: number) {
+    const sentAt = new Map<string, number>();
+    for (let i = 0; i < n; i++) {
+      const text = `iso-${simId}-${i}`;
+      sentAt.set(text, performance.now());
+      await receiveSms(ctx, simId, text);
+    }
+    await waitFor(() => receiver.received.length >= n, 20_000, "healthy deliveries");
+    return receiver.received.map((r) => r.at - sentAt.get(r.event.data.text)!);
+  }
+
+  test("a dead endpoint with retries does not slow deliveries to a healthy one", async () => {
+    const a = await createTenant(ctx.sql);
+    const team = await createTeam(ctx.sql, a.org.id);
+    const hung: Array<() => void> = [];
+    const dead = startReceiver(() => new Promise<Response>((resolve) => hung.push(() => resolve(new Response("late")))));
+    const healthyAlone = startReceiver();
+    const healthyBeside = startReceiver();
+    await createHook(ctx, a.token, { url: healthyAlone.url }, [{ teamId: team.id, mode: "always" }]);
+    const other = await createTeam(ctx.sql, a.org.id);
+    await createHook(ctx, a.token, { url: healthyBeside.url }, [{ teamId: other.id, mode: "always" }]);
+    const deadHook = await createHook(ctx, a.token, { url: dead.url, timeout_seconds: 5, retry_count: 3 }, [{ teamId: other.id, mode: "always" }]);
+
+    const alone = await healthyLatencies((await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: team.id }])).id, healthyAlone, 60);
+    const beside = await healthyLatencies((await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: other.id }])).id, healthyBeside, 60);
+    const figures = {
+      aloneP50: percentile(alone, 50),
+      aloneMax: Math.max(...alone),
+      besideP50: percentile(beside, 50),
+      besideMax: Math.max(...beside),
+      deadInFlight: dead.received.length,
+    };
+    console.log(
+      "webhook isolation (ms):",
+      JSON.stringify(figures, (_k, v) => (typeof v === "number" ? Math.round(v) : v)),
+    );
+    // The dead endpoint holds its 16 slots for 5 s each; healthy deliveries beside it stay far below that.
+    expect(dead.received.length).toBeGreaterThanOrEqual(10);
+    expect(figures.besideMax).toBeLessThan(2_000);
+    await ctx.request("PATCH", `/api/webhook-integrations/${deadHook.id}`, { token: a.token, body: { name: "dead", url: dead.url, is_active: false } });
+    for (const release of hung) release();
+    dead.stop();
+    healthyAlone.stop();
+    healthyBeside.stop();
+  });
+
+  test("delivery outcomes are counted in simhost_webhook_deliveries_total", async () => {
+    const text = await ctx.services.metrics.registry.getSingleMetricAsString("simhost_webhook_deliveries_total");
+    expect(text).toMatch(/outcome="succeeded"} \d+/);
+    expect(text).toMatch(/outcome="failed"} \d+/);
+  });
+});

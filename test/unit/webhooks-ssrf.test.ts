@@ -1,0 +1,74 @@
+import { describe, expect, test } from "bun:test";
+import { checkTarget, forbiddenAddressReason, parseTargetUrl } from "../../server/webhooks/ssrf";
+
+describe("SSRF guard: address classes", () => {
+  test.each([
+    ["127.0.0.1", "loopback"],
+    ["127.255.0.9", "loopback"],
+    ["10.0.0.1", "private"],
+    ["172.16.5.4", "private"],
+    ["192.168.1.1", "private"],
+    ["169.254.169.254", "link-local"],
+    ["100.64.0.1", "carrier-grade NAT"],
+    ["224.0.0.1", "multicast"],
+    ["255.255.255.255", "broadcast"],
+    ["0.0.0.0", "unspecified"],
+    ["::1", "loopback"],
+    ["::", "unspecified"],
+    ["fe80::1", "link-local"],
+    ["fc00::1", "private"],
+    ["fd12:3456::1", "private"],
+    ["ff02::1", "multicast"],
+    ["::ffff:127.0.0.1", "loopback"],
+    ["::ffff:10.1.2.3", "private"],
+    ["64:ff9b::a9fe:a9fe", "link-local"],
+    ["2002:7f00:1::", "loopback"],
+    ["192.0.2.1", "reserved"],
+    ["2001:db8::1", "reserved"],
+  ])("%s is refused (%s)", (address, kind) => {
+    expect(forbiddenAddressReason(address)).toContain(kind);
+  });
+
+  test.each(["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"])("%s is allowed", (address) => {
+    expect(forbiddenAddressReason(address)).toBeNull();
+  });
+});
+
+describe("SSRF guard: targets", () => {
+  const guarded = { allowPrivate: false, lookup: async (host: string) => (host === "inside.example" ? ["93.184.216.34", "10.0.0.7"] : ["93.184.216.34"]) };
+
+  test("literal addresses in every URL spelling are judged by the address they reach", async () => {
+    for (const url of [
+      "http://127.0.0.1/",
+      "http://[::ffff:127.0.0.1]/",
+      "http://2130706433/",
+      "http://0x7f.1/",
+      "http://[::1]:8080/x",
+      "http://169.254.169.254/latest",
+    ]) {
+      expect(await checkTarget(new URL(url), guarded)).not.toBeNull();
+    }
+  });
+
+  test("a host name is refused when any of its addresses is internal", async () => {
+    expect(await checkTarget(new URL("https://inside.example/hook"), guarded)).toContain("private");
+    expect(await checkTarget(new URL("https://public.example/hook"), guarded)).toBeNull();
+  });
+
+  test("a host name that resolves to loopback through the system resolver is refused", async () => {
+    expect(await checkTarget(new URL("http://localhost:9/"), { allowPrivate: false })).toContain("loopback");
+  });
+
+  test("an unresolvable host is refused, and WEBHOOK_ALLOW_PRIVATE skips every check", async () => {
+    const failing = { allowPrivate: false, lookup: async () => Promise.reject(new Error("ENOTFOUND")) };
+    expect(await checkTarget(new URL("https://nowhere.invalid/"), failing)).toBe("could not be resolved");
+    expect(await checkTarget(new URL("http://127.0.0.1/"), { allowPrivate: true })).toBeNull();
+  });
+
+  test("only http(s) URLs without credentials parse", () => {
+    expect(parseTargetUrl("ftp://example.com/")).toBe("must be an http or https URL");
+    expect(parseTargetUrl("https://user:pw@example.com/")).toBe("must not contain credentials");
+    expect(parseTargetUrl("not a url")).toBe("must be a valid URL");
+    expect(parseTargetUrl("https://example.com/hook")).toBeInstanceOf(URL);
+  });
+});
