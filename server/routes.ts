@@ -4,6 +4,7 @@ import { authRoutes } from "./auth/routes";
 import { deviceRoutes } from "./devices/routes";
 import { messageRoutes } from "./messages/routes";
 import { numberRoutes } from "./numbers/routes";
+import { oauthRoutes } from "./oauth/routes";
 import { providerRoutes } from "./provider/routes";
 import { realtimeRoutes } from "./realtime/routes";
 import type { Services } from "./services";
@@ -19,6 +20,7 @@ export function featureRoutes(services: Services) {
     .use(teamRoutes(services))
     .use(numberRoutes(services))
     .use(messageRoutes(services))
+    .use(oauthRoutes(services))
     .use(deviceRoutes(services))
     .use(providerRoutes(services))
     .use(webhookRoutes(services));

@@ -1,0 +1,114 @@
+import type { Sql } from "../db/client";
+import { randomString, sha256 } from "../lib/crypto";
+
+export type OAuthClientRow = { id: number; client_id: string; name: string; redirect_uris: string[]; created_at: Date; updated_at: Date };
+export type CodeRow = {
+  id: number;
+  client_id: number;
+  user_id: number;
+  redirect_uri: string;
+  code_challenge: string;
+  expired: boolean;
+  used_at: Date | null;
+};
+export type RefreshRow = { id: number; grant_id: string; client_id: number; user_id: number; expired: boolean; used_at: Date | null; revoked: boolean };
+
+export async function findClient(sql: Sql, clientId: string): Promise<OAuthClientRow | undefined> {
+  const [row] = await sql<OAuthClientRow[]>`
+    select id, client_id, name, redirect_uris, created_at, updated_at from oauth_clients where client_id = ${clientId}`;
+  return row;
+}
+
+export async function insertCode(sql: Sql, c: { clientId: number; userId: number; redirectUri: string; codeChallenge: string; ttlSeconds: number }) {
+  const code = randomString(43);
+  await sql`
+    insert into oauth_authorization_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, expires_at)
+    values (${sha256(code)}, ${c.clientId}, ${c.userId}, ${c.redirectUri}, ${c.codeChallenge}, now() + make_interval(secs => ${c.ttlSeconds}))`;
+  return code;
+}
+
+/** Locks the code row so two concurrent redemptions cannot both succeed. */
+export async function lockCode(sql: Sql, code: string): Promise<CodeRow | undefined> {
+  const [row] = await sql<CodeRow[]>`
+    select id, client_id, user_id, redirect_uri, code_challenge, expires_at <= now() as expired, used_at
+    from oauth_authorization_codes where code_hash = ${sha256(code)} for update`;
+  return row;
+}
+
+export async function markCodeUsed(sql: Sql, id: number) {
+  await sql`update oauth_authorization_codes set used_at = now() where id = ${id}`;
+}
+
+export async function createGrant(sql: Sql, g: { clientId: number; userId: number; codeId: number }): Promise<string> {
+  const [row] = await sql<{ id: string }[]>`
+    insert into oauth_grants (client_id, user_id, authorization_code_id) values (${g.clientId}, ${g.userId}, ${g.codeId}) returning id`;
+  return row!.id;
+}
+
+/** Revokes a grant: its refresh tokens stop working and its access tokens are deleted at once. */
+export async function revokeGrant(sql: Sql, grantId: string) {
+  await sql`update oauth_grants set revoked_at = coalesce(revoked_at, now()) where id = ${grantId}`;
+  await sql`delete from sessions where id in (select session_id from oauth_access_tokens where grant_id = ${grantId})`;
+}
+
+export async function revokeGrantOfCode(sql: Sql, codeId: number) {
+  const [row] = await sql<{ id: string }[]>`select id from oauth_grants where authorization_code_id = ${codeId}`;
+  if (row) await revokeGrant(sql, row.id);
+}
+
+export async function linkAccessToken(sql: Sql, sessionId: number, grantId: string) {
+  await sql`insert into oauth_access_tokens (session_id, grant_id) values (${sessionId}, ${grantId})`;
+}
+
+export async function insertRefreshToken(sql: Sql, grantId: string, ttlSeconds: number) {
+  const token = `rt_${randomString(40)}`;
+  await sql`
+    insert into oauth_refresh_tokens (token_hash, grant_id, expires_at)
+    values (${sha256(token)}, ${grantId}, now() + make_interval(secs => ${ttlSeconds}))`;
+  return token;
+}
+
+export async function lockRefreshToken(sql: Sql, token: string): Promise<RefreshRow | undefined> {
+  const [row] = await sql<RefreshRow[]>`
+    select r.id, r.grant_id, g.client_id, g.user_id, r.expires_at <= now() as expired, r.used_at, g.revoked_at is not null as revoked
+    from oauth_refresh_tokens r join oauth_grants g on g.id = r.grant_id
+    where r.token_hash = ${sha256(token)} for update of r`;
+  return row;
+}
+
+export async function markRefreshTokenUsed(sql: Sql, id: number) {
+  await sql`update oauth_refresh_tokens set used_at = now() where id = ${id}`;
+}
+
+/** The grant an OAuth access token belongs to, with its client. */
+export async function findAccessTokenGrant(sql: Sql, token: string) {
+  const [row] = await sql<{ session_id: number; grant_id: string; client_id: number }[]>`
+    select a.session_id, a.grant_id, g.client_id
+    from sessions s join oauth_access_tokens a on a.session_id = s.id join oauth_grants g on g.id = a.grant_id
+    where s.token_hash = ${sha256(token)} and s.kind = 'oauth'`;
+  return row;
+}
+
+export async function deleteSession(sql: Sql, sessionId: number) {
+  await sql`delete from sessions where id = ${sessionId}`;
+}
+
+/** A user as the sign-in page needs them; email match is case-insensitive like the unique index. */
+export async function findUserForSignIn(sql: Sql, email: string) {
+  const [row] = await sql<{ id: number; name: string; password_hash: string; totp_secret: string | null; totp_enabled: boolean }[]>`
+    select id, name, password_hash, totp_secret, totp_enabled from users where lower(email) = lower(${email})`;
+  return row;
+}
+
+export async function findUserForConsent(sql: Sql, userId: number) {
+  const [row] = await sql<{ id: number; name: string; email: string; totp_enabled: boolean; totp_secret: string | null }[]>`
+    select id, name, email, totp_enabled, totp_secret from users where id = ${userId}`;
+  return row;
+}
+
+/** The HMAC key of the sign-in forms: generated once, kept in `settings` so every instance shares it. */
+export async function loadFormKey(sql: Sql): Promise<string> {
+  await sql`insert into settings (key, value) values ('oauth_form_key', ${randomString(48)}) on conflict (key) do nothing`;
+  const [row] = await sql<{ value: string }[]>`select value from settings where key = 'oauth_form_key'`;
+  return row!.value;
+}

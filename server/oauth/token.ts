@@ -1,0 +1,103 @@
+import { issueSession } from "../auth/tokens";
+import type { Pool, Sql } from "../db/client";
+import { invalidClient, invalidGrant, invalidRequest, OAuthError } from "./oauth-error";
+import { isValidVerifier, verifyS256 } from "./pkce";
+import type { AuthorizationCodeGrant, RefreshTokenGrant, RevokeRequest } from "./schema";
+import * as store from "./store";
+
+export const CODE_TTL_SECONDS = 60;
+export const REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
+
+export type TokenBody = { access_token: string; token_type: "Bearer"; expires_in: number; refresh_token: string };
+
+/**
+ * The token endpoint's grants and RFC 7009 revocation. A replayed code or refresh token is a
+ * sign of theft: the grant it belongs to is revoked, and that revocation is committed even
+ * though the request itself fails.
+ */
+export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number }) {
+  const { sql, accessTokenSeconds } = opts;
+
+  async function issue(tx: Sql, grantId: string, userId: number): Promise<TokenBody> {
+    const access = await issueSession(tx, userId, { kind: "oauth", ttlSeconds: accessTokenSeconds });
+    await store.linkAccessToken(tx, access.id, grantId);
+    const refresh = await store.insertRefreshToken(tx, grantId, REFRESH_TOKEN_TTL_SECONDS);
+    return { access_token: access.token, token_type: "Bearer", expires_in: accessTokenSeconds, refresh_token: refresh };
+  }
+
+  async function clientOrFail(clientId: string) {
+    const client = await store.findClient(sql, clientId);
+    if (!client) throw invalidClient();
+    return client;
+  }
+
+  /** Runs `fn` in a transaction; an OAuthError it returns is thrown only after the commit. */
+  async function commitThen(fn: (tx: Sql) => Promise<TokenBody | OAuthError>): Promise<TokenBody> {
+    const result = await sql.begin(fn);
+    if (result instanceof OAuthError) throw result;
+    return result;
+  }
+
+  async function exchangeCode(p: AuthorizationCodeGrant): Promise<TokenBody> {
+    const client = await clientOrFail(p.client_id);
+    if (!isValidVerifier(p.code_verifier)) throw invalidRequest("code_verifier must be 43 to 128 characters of [A-Za-z0-9-._~].");
+    return commitThen(async (tx) => {
+      const code = await store.lockCode(tx, p.code);
+      if (!code || code.client_id !== client.id) return invalidGrant("The authorization code is invalid.");
+      if (code.used_at) {
+        await store.revokeGrantOfCode(tx, code.id);
+        return invalidGrant("The authorization code was already used; tokens issued from it are revoked.");
+      }
+      // Single use means a single attempt: a failed redemption burns the code too.
+      await store.markCodeUsed(tx, code.id);
+      if (code.expired) return invalidGrant("The authorization code has expired.");
+      if (code.redirect_uri !== p.redirect_uri) return invalidGrant("redirect_uri does not match the authorization request.");
+      if (!verifyS256(p.code_verifier, code.code_challenge)) return invalidGrant("code_verifier does not match the code_challenge.");
+      const grantId = await store.createGrant(tx, { clientId: client.id, userId: code.user_id, codeId: code.id });
+      return issue(tx, grantId, code.user_id);
+    });
+  }
+
+  async function refresh(p: RefreshTokenGrant): Promise<TokenBody> {
+    const client = await clientOrFail(p.client_id);
+    return commitThen(async (tx) => {
+      const token = await store.lockRefreshToken(tx, p.refresh_token);
+      if (!token || token.client_id !== client.id || token.revoked) return invalidGrant("The refresh token is invalid or revoked.");
+      if (token.used_at) {
+        await store.revokeGrant(tx, token.grant_id);
+        return invalidGrant("The refresh token was already used; its token family is revoked.");
+      }
+      if (token.expired) return invalidGrant("The refresh token has expired.");
+      await store.markRefreshTokenUsed(tx, token.id);
+      return issue(tx, token.grant_id, token.user_id);
+    });
+  }
+
+  /**
+   * RFC 7009: a refresh token revokes its whole grant, an access token itself. Unknown tokens,
+   * and tokens of another client, answer success too, so revocation reveals nothing.
+   */
+  async function revoke(p: RevokeRequest): Promise<void> {
+    const client = await clientOrFail(p.client_id);
+    await sql.begin(async (tx) => {
+      const order = p.token_type_hint === "access_token" ? [revokeAccess, revokeRefresh] : [revokeRefresh, revokeAccess];
+      for (const attempt of order) if (await attempt(tx, p.token, client.id)) return;
+    });
+  }
+
+  async function revokeRefresh(tx: Sql, token: string, clientId: number) {
+    const row = await store.lockRefreshToken(tx, token);
+    if (!row || row.client_id !== clientId) return false;
+    await store.revokeGrant(tx, row.grant_id);
+    return true;
+  }
+
+  async function revokeAccess(tx: Sql, token: string, clientId: number) {
+    const row = await store.findAccessTokenGrant(tx, token);
+    if (!row || row.client_id !== clientId) return false;
+    await store.deleteSession(tx, row.session_id);
+    return true;
+  }
+
+  return { exchangeCode, refresh, revoke };
+}

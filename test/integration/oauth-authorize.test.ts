@@ -1,0 +1,183 @@
+import { beforeAll, describe, expect, test } from "bun:test";
+import { createTenant } from "../fixtures";
+import { sharedTestContext, type TestContext } from "../helpers";
+import { cookieFrom, createOAuthClient, enableTotp, hiddenInputs, TEST_TOTP_SECRET, totpCode } from "./oauth-flow";
+
+/** GET/POST /oauth/authorize: request validation (RFC 6749 4.1.2.1), the page's steps, CSRF. */
+let ctx: TestContext;
+// Generous: the first file to ask starts the embedded database and migrates it, on a busy machine.
+beforeAll(async () => {
+  ctx = await sharedTestContext();
+}, 60_000);
+
+const CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"; // RFC 7636 appendix B
+
+async function setup() {
+  const tenant = await createTenant(ctx.sql);
+  const client = await createOAuthClient(ctx.sql);
+  const params = (overrides: Record<string, string | null> = {}) => {
+    const q: Record<string, string | null> = {
+      response_type: "code",
+      client_id: client.clientId,
+      redirect_uri: client.redirectUri,
+      code_challenge: CHALLENGE,
+      code_challenge_method: "S256",
+      state: "xyz",
+      ...overrides,
+    };
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(q)) if (v !== null) p.set(k, v);
+    return `/oauth/authorize?${p}`;
+  };
+  return { ...tenant, client, params };
+}
+
+function redirectParams(res: { status: number; headers: Headers }, redirectUri: string) {
+  expect(res.status).toBe(303);
+  const location = new URL(res.headers.get("location")!);
+  expect(`${location.origin}${location.pathname}`).toBe(redirectUri);
+  return location.searchParams;
+}
+
+describe("GET /oauth/authorize", () => {
+  test("serves the sign-in page: labelled fields, CSRF cookie and token, no framing, no caching", async () => {
+    const { params } = await setup();
+    const res = await ctx.request("GET", params());
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/html");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(res.headers.get("set-cookie")).toMatch(/^simhost_oauth_csrf=\w+; Path=\/oauth; HttpOnly; SameSite=Lax/);
+    expect(res.text).toContain('<label for="email">Email</label>');
+    expect(res.text).toContain('<label for="password">Password</label>');
+    expect(res.text).toContain("simhost browser extension");
+    const hidden = hiddenInputs(res.text);
+    expect(hidden.csrf).toBeTruthy();
+    expect(hidden.request).toBeTruthy();
+  });
+
+  test("unknown client, missing or unregistered redirect_uri: an error page, never a redirect", async () => {
+    const { params } = await setup();
+    const cases: Record<string, string | null>[] = [
+      { client_id: "oc_nobody" },
+      { client_id: null },
+      { redirect_uri: "https://evil.example/cb" },
+      { redirect_uri: null },
+    ];
+    for (const bad of cases) {
+      const res = await ctx.request("GET", params(bad));
+      expect(res.status).toBe(400);
+      expect(res.headers.get("location")).toBeNull();
+      expect(res.text).toContain('role="alert"');
+    }
+  });
+
+  test("plain or missing PKCE method, missing challenge: redirect with invalid_request and state", async () => {
+    const { params, client } = await setup();
+    const cases: Record<string, string | null>[] = [
+      { code_challenge_method: "plain" },
+      { code_challenge_method: null },
+      { code_challenge: null },
+      { code_challenge: "short" },
+    ];
+    for (const bad of cases) {
+      const q = redirectParams(await ctx.request("GET", params(bad)), client.redirectUri);
+      expect(q.get("error")).toBe("invalid_request");
+      expect(q.get("state")).toBe("xyz");
+      expect(q.get("code")).toBeNull();
+    }
+  });
+
+  test("response_type other than code: unsupported_response_type", async () => {
+    const { params, client } = await setup();
+    const q = redirectParams(await ctx.request("GET", params({ response_type: "token" })), client.redirectUri);
+    expect(q.get("error")).toBe("unsupported_response_type");
+  });
+
+  test("a repeated parameter: invalid_request", async () => {
+    const { params, client } = await setup();
+    const q = redirectParams(await ctx.request("GET", `${params()}&state=again`), client.redirectUri);
+    expect(q.get("error")).toBe("invalid_request");
+  });
+});
+
+describe("POST /oauth/authorize (the page's steps)", () => {
+  async function start() {
+    const s = await setup();
+    const page = await ctx.request("GET", s.params());
+    const cookie = cookieFrom(page.headers);
+    const post = (form: Record<string, string>, headers: Record<string, string> = { cookie }) => ctx.request("POST", "/oauth/authorize", { form, headers });
+    return { ...s, page, cookie, post };
+  }
+
+  test("a wrong password re-renders the form with the error tied to the field", async () => {
+    const { page, post, user } = await start();
+    const res = await post({ ...hiddenInputs(page.text), email: user.email, password: "wrong" });
+    expect(res.status).toBe(401);
+    expect(res.text).toContain('aria-invalid="true" aria-describedby="password-error"');
+    expect(res.text).toContain('id="password-error"');
+    expect(res.text).toContain(`value="${user.email}"`);
+  });
+
+  test("empty fields: one message per field", async () => {
+    const { page, post } = await start();
+    const res = await post({ ...hiddenInputs(page.text), email: "", password: "" });
+    expect(res.status).toBe(422);
+    expect(res.text).toContain('id="email-error"');
+    expect(res.text).toContain('id="password-error"');
+  });
+
+  test("without the CSRF cookie, or with another browser's cookie, nothing happens", async () => {
+    const { page, post, user } = await start();
+    const form = { ...hiddenInputs(page.text), email: user.email, password: user.password };
+    const variants: Record<string, string>[] = [{}, { cookie: "simhost_oauth_csrf=someoneelse" }];
+    for (const headers of variants) {
+      const res = await post(form, headers);
+      expect(res.status).toBe(403);
+      expect(res.text).not.toContain("Allow");
+      expect(res.headers.get("location")).toBeNull();
+    }
+  });
+
+  test("a tampered request token shows an error page", async () => {
+    const { page, post, user } = await start();
+    const hidden = hiddenInputs(page.text);
+    const res = await post({ ...hidden, request: `${hidden.request}x`, email: user.email, password: user.password });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("location")).toBeNull();
+  });
+
+  test("2FA: a wrong code is refused, the right one leads to consent; deny redirects with access_denied", async () => {
+    const { page, post, user, client } = await start();
+    await enableTotp(ctx.sql, user.id);
+    const totp = await post({ ...hiddenInputs(page.text), email: user.email, password: user.password });
+    expect(totp.status).toBe(200);
+    expect(totp.text).toContain('<label for="code">');
+    const wrongCode = String((Number(totpCode(TEST_TOTP_SECRET)) + 500_000) % 1_000_000).padStart(6, "0");
+    const wrong = await post({ ...hiddenInputs(totp.text), code: wrongCode });
+    expect(wrong.status).toBe(401);
+    expect(wrong.text).toContain('aria-describedby="code-error code-help"');
+    const consent = await post({ ...hiddenInputs(wrong.text), code: totpCode(TEST_TOTP_SECRET) });
+    expect(consent.text).toContain("Allow simhost browser extension to use your account?");
+    const q = redirectParams(await post({ ...hiddenInputs(consent.text), decision: "deny" }), client.redirectUri);
+    expect(q.get("error")).toBe("access_denied");
+    expect(q.get("state")).toBe("xyz");
+  });
+
+  test("a consent ticket cannot skip the TOTP step", async () => {
+    const { page, post, user } = await start();
+    await enableTotp(ctx.sql, user.id);
+    const totp = await post({ ...hiddenInputs(page.text), email: user.email, password: user.password });
+    const res = await post({ ...hiddenInputs(totp.text), step: "consent", decision: "approve" });
+    expect(res.status).toBe(403);
+    expect(res.headers.get("location")).toBeNull();
+  });
+
+  test("approve redirects with a code and the state", async () => {
+    const { page, post, user, client } = await start();
+    const consent = await post({ ...hiddenInputs(page.text), email: user.email.toUpperCase(), password: user.password });
+    const q = redirectParams(await post({ ...hiddenInputs(consent.text), decision: "approve" }), client.redirectUri);
+    expect(q.get("code")).toMatch(/^\w{43}$/);
+    expect(q.get("state")).toBe("xyz");
+  });
+});

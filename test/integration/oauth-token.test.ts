@@ -1,0 +1,250 @@
+import { beforeAll, describe, expect, test } from "bun:test";
+import * as oauth from "oauth4webapi";
+import { createTenant } from "../fixtures";
+import { sharedTestContext, type TestContext } from "../helpers";
+import { cookieFrom, createOAuthClient, enableTotp, hiddenInputs, TEST_TOTP_SECRET, totpCode } from "./oauth-flow";
+
+/**
+ * The token endpoint driven by oauth4webapi (the client the browser extension uses), with the
+ * sign-in page filled in-process. The e2e test does the same with a real browser.
+ */
+let ctx: TestContext;
+const as: oauth.AuthorizationServer = {
+  issuer: "http://localhost:3000",
+  authorization_endpoint: "http://localhost:3000/oauth/authorize",
+  token_endpoint: "http://localhost:3000/oauth/token",
+  revocation_endpoint: "http://localhost:3000/oauth/revoke",
+};
+// In-process: oauth4webapi's requests go to app.handle; http is fine there.
+const opts = (extra: object = {}) =>
+  ({
+    [oauth.allowInsecureRequests]: true,
+    [oauth.customFetch]: (url: string, init: RequestInit) => ctx.app.handle(new Request(url, init)),
+    ...extra,
+  }) as never;
+
+// Generous: the first file to ask starts the embedded database and migrates it, on a busy machine.
+beforeAll(async () => {
+  ctx = await sharedTestContext();
+}, 60_000);
+
+type Flow = { client: oauth.Client; redirectUri: string; verifier: string; challenge: string; state: string; email: string; password: string };
+
+async function newFlow(opts: { totp?: boolean } = {}): Promise<Flow & { userId: number }> {
+  const { user } = await createTenant(ctx.sql);
+  if (opts.totp) await enableTotp(ctx.sql, user.id);
+  const c = await createOAuthClient(ctx.sql);
+  const verifier = oauth.generateRandomCodeVerifier();
+  return {
+    client: { client_id: c.clientId },
+    redirectUri: c.redirectUri,
+    verifier,
+    challenge: await oauth.calculatePKCECodeChallenge(verifier),
+    state: oauth.generateRandomState(),
+    email: user.email,
+    password: user.password,
+    userId: user.id,
+  };
+}
+
+/** Signs in through the page as a browser would and returns the redirect back to the client. */
+async function approveViaPage(f: Flow, opts: { totpSecret?: string; decision?: "approve" | "deny" } = {}): Promise<URL> {
+  const url = new URL(as.authorization_endpoint!);
+  const q = {
+    response_type: "code",
+    client_id: f.client.client_id,
+    redirect_uri: f.redirectUri,
+    code_challenge: f.challenge,
+    code_challenge_method: "S256",
+    state: f.state,
+  };
+  for (const [k, v] of Object.entries(q)) url.searchParams.set(k, v);
+  const page = await ctx.request("GET", url.pathname + url.search);
+  expect(page.status).toBe(200);
+  const cookie = cookieFrom(page.headers);
+  const post = (form: Record<string, string>) => ctx.request("POST", "/oauth/authorize", { form, headers: { cookie } });
+  let res = await post({ ...hiddenInputs(page.text), email: f.email, password: f.password });
+  if (opts.totpSecret) {
+    expect(res.text).toContain('autocomplete="one-time-code"');
+    res = await post({ ...hiddenInputs(res.text), code: totpCode(opts.totpSecret) });
+  }
+  expect(res.text).toContain("Allow");
+  res = await post({ ...hiddenInputs(res.text), decision: opts.decision ?? "approve" });
+  expect(res.status).toBe(303);
+  return new URL(res.headers.get("location")!);
+}
+
+async function exchange(f: Flow, callback: URL, overrides: { verifier?: string; redirectUri?: string } = {}) {
+  const params = oauth.validateAuthResponse(as, f.client, callback, f.state);
+  const res = await oauth.authorizationCodeGrantRequest(
+    as,
+    f.client,
+    oauth.None(),
+    params,
+    overrides.redirectUri ?? f.redirectUri,
+    overrides.verifier ?? f.verifier,
+    opts(),
+  );
+  return res;
+}
+
+async function rfcError(res: Response) {
+  expect(res.headers.get("cache-control")).toBe("no-store");
+  const body = (await res.json()) as { error: string; error_description: string };
+  expect(typeof body.error_description).toBe("string");
+  return body.error;
+}
+
+const me = (token: string) => ctx.request("GET", "/api/me", { token });
+
+describe("OAuth token endpoint", () => {
+  test("code + verifier → tokens that act as the user with auth_type oauth", async () => {
+    const f = await newFlow();
+    const res = await exchange(f, await approveViaPage(f));
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    const tokens = await oauth.processAuthorizationCodeResponse(as, f.client, res);
+    expect(tokens.token_type).toBe("bearer");
+    expect(tokens.expires_in).toBe(ctx.config.OAUTH_ACCESS_TOKEN_SECONDS);
+    expect(tokens.refresh_token).toMatch(/^rt_/);
+    const who = await me(tokens.access_token);
+    expect(who.status).toBe(200);
+    expect(who.body.auth_type).toBe("oauth");
+    expect(who.body.user.email).toBe(f.email);
+  });
+
+  test("a 2FA account signs in with its TOTP code", async () => {
+    const f = await newFlow({ totp: true });
+    const tokens = await oauth.processAuthorizationCodeResponse(as, f.client, await exchange(f, await approveViaPage(f, { totpSecret: TEST_TOTP_SECRET })));
+    expect((await me(tokens.access_token)).body.auth_type).toBe("oauth");
+  });
+
+  test("wrong code_verifier: invalid_grant", async () => {
+    const f = await newFlow();
+    const res = await exchange(f, await approveViaPage(f), { verifier: oauth.generateRandomCodeVerifier() });
+    expect(res.status).toBe(400);
+    expect(await rfcError(res)).toBe("invalid_grant");
+  });
+
+  test("wrong redirect_uri: invalid_grant", async () => {
+    const f = await newFlow();
+    const res = await exchange(f, await approveViaPage(f), { redirectUri: "http://127.0.0.1:7777/other" });
+    expect(await rfcError(res)).toBe("invalid_grant");
+  });
+
+  test("expired code: invalid_grant", async () => {
+    const f = await newFlow();
+    const callback = await approveViaPage(f);
+    await ctx.sql`update oauth_authorization_codes set expires_at = now() - interval '1 second'
+      where client_id = (select id from oauth_clients where client_id = ${f.client.client_id})`;
+    expect(await rfcError(await exchange(f, callback))).toBe("invalid_grant");
+  });
+
+  test("reused code: invalid_grant, and the tokens issued from it are revoked", async () => {
+    const f = await newFlow();
+    const callback = await approveViaPage(f);
+    const tokens = await oauth.processAuthorizationCodeResponse(as, f.client, await exchange(f, callback));
+    expect((await me(tokens.access_token)).status).toBe(200);
+    expect(await rfcError(await exchange(f, callback))).toBe("invalid_grant");
+    expect((await me(tokens.access_token)).status).toBe(401);
+    const refreshed = await oauth.refreshTokenGrantRequest(as, f.client, oauth.None(), tokens.refresh_token!, opts());
+    expect(await rfcError(refreshed)).toBe("invalid_grant");
+  });
+
+  test("unknown client: invalid_client (401)", async () => {
+    const f = await newFlow();
+    const callback = await approveViaPage(f);
+    const res = await exchange({ ...f, client: { client_id: "oc_nobody" } }, callback);
+    expect(res.status).toBe(401);
+    expect(await rfcError(res)).toBe("invalid_client");
+  });
+
+  test("malformed requests: invalid_request, unsupported_grant_type", async () => {
+    const post = (form: Record<string, string>) => ctx.request("POST", "/oauth/token", { form });
+    const missing = await post({ grant_type: "authorization_code", client_id: "x" });
+    expect(missing.status).toBe(400);
+    expect(missing.body).toEqual({ error: "invalid_request", error_description: "The code parameter is required." });
+    expect((await post({ grant_type: "password", username: "a", password: "b" })).body.error).toBe("unsupported_grant_type");
+    expect((await post({})).body.error).toBe("invalid_request");
+    const json = await ctx.request("POST", "/oauth/token", { body: { grant_type: "authorization_code" } });
+    expect(json.body.error).toBe("invalid_request");
+    const dup = await ctx.request("POST", "/oauth/token", {
+      body: "grant_type=refresh_token&refresh_token=a&refresh_token=b&client_id=x",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(dup.body.error).toBe("invalid_request");
+  });
+
+  test("access tokens expire", async () => {
+    const f = await newFlow();
+    const tokens = await oauth.processAuthorizationCodeResponse(as, f.client, await exchange(f, await approveViaPage(f)));
+    await ctx.sql`update sessions set expires_at = now() - interval '1 second' where user_id = ${f.userId} and kind = 'oauth'`;
+    expect((await me(tokens.access_token)).status).toBe(401);
+  });
+});
+
+describe("OAuth refresh and revocation", () => {
+  async function issued() {
+    const f = await newFlow();
+    const tokens = await oauth.processAuthorizationCodeResponse(as, f.client, await exchange(f, await approveViaPage(f)));
+    return { f, tokens };
+  }
+  const refresh = (f: Flow, token: string) => oauth.refreshTokenGrantRequest(as, f.client, oauth.None(), token, opts());
+
+  test("refresh rotates: new access and refresh tokens, the old refresh token is spent", async () => {
+    const { f, tokens } = await issued();
+    const next = await oauth.processRefreshTokenResponse(as, f.client, await refresh(f, tokens.refresh_token!));
+    expect(next.refresh_token).not.toBe(tokens.refresh_token);
+    expect((await me(next.access_token)).body.auth_type).toBe("oauth");
+    const again = await oauth.processRefreshTokenResponse(as, f.client, await refresh(f, next.refresh_token!));
+    expect((await me(again.access_token)).status).toBe(200);
+  });
+
+  test("reusing a rotated refresh token revokes the whole family", async () => {
+    const { f, tokens } = await issued();
+    const next = await oauth.processRefreshTokenResponse(as, f.client, await refresh(f, tokens.refresh_token!));
+    expect(await rfcError(await refresh(f, tokens.refresh_token!))).toBe("invalid_grant");
+    expect((await me(next.access_token)).status).toBe(401);
+    expect((await me(tokens.access_token)).status).toBe(401);
+    expect(await rfcError(await refresh(f, next.refresh_token!))).toBe("invalid_grant");
+  });
+
+  test("a refresh token of another client: invalid_grant", async () => {
+    const { tokens } = await issued();
+    const other = await newFlow();
+    expect(await rfcError(await refresh(other, tokens.refresh_token!))).toBe("invalid_grant");
+  });
+
+  test("revoking a refresh token revokes its grant (RFC 7009)", async () => {
+    const { f, tokens } = await issued();
+    const res = await oauth.revocationRequest(as, f.client, oauth.None(), tokens.refresh_token!, opts());
+    expect(res.status).toBe(200);
+    await oauth.processRevocationResponse(res);
+    expect((await me(tokens.access_token)).status).toBe(401);
+    expect(await rfcError(await refresh(f, tokens.refresh_token!))).toBe("invalid_grant");
+  });
+
+  test("revoking an access token ends it alone; unknown tokens answer 200", async () => {
+    const { f, tokens } = await issued();
+    const res = await oauth.revocationRequest(
+      as,
+      f.client,
+      oauth.None(),
+      tokens.access_token,
+      opts({ additionalParameters: { token_type_hint: "access_token" } }),
+    );
+    expect(res.status).toBe(200);
+    expect((await me(tokens.access_token)).status).toBe(401);
+    const next = await oauth.processRefreshTokenResponse(as, f.client, await refresh(f, tokens.refresh_token!));
+    expect((await me(next.access_token)).status).toBe(200);
+    expect((await oauth.revocationRequest(as, f.client, oauth.None(), "rt_unknown", opts())).status).toBe(200);
+  });
+
+  test("revocation by another client leaves the token alone", async () => {
+    const { tokens } = await issued();
+    const other = await newFlow();
+    expect((await oauth.revocationRequest(as, other.client, oauth.None(), tokens.access_token, opts())).status).toBe(200);
+    expect((await me(tokens.access_token)).status).toBe(200);
+    const unknown = await oauth.revocationRequest(as, { client_id: "oc_nobody" }, oauth.None(), tokens.access_token, opts());
+    expect(await rfcError(unknown)).toBe("invalid_client");
+  });
+});
