@@ -73,11 +73,11 @@ export async function receiveSms(sql: Pool, hostedSimId: number, opts: { from?: 
 }
 
 /** Polls until `check` returns a truthy value (events over Redis, background jobs), failing after `ms`. */
-export async function eventually<T>(check: () => T | Promise<T>, ms = 5000, what = "condition"): Promise<T> {
+export async function eventually<T>(check: () => T | Promise<T>, ms = 5000, what = "condition"): Promise<Exclude<T, false | null | undefined | 0 | "">> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await check();
-    if (value) return value;
+    if (value) return value as Exclude<T, false | null | undefined | 0 | "">;
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await Bun.sleep(20);
   }

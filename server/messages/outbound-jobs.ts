@@ -42,7 +42,7 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
 /** Fails a device send that no device picked up (still `queued`) when its time is up. */
 export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "publish">, messageId: number, timeoutSeconds: number) {
   const m = await findOutbound(deps.sql, messageId);
-  if (!m || m.status !== "queued") return false;
+  if (m?.status !== "queued") return false;
   const error = `No device picked up the message within ${timeoutSeconds} seconds.`;
   if (!(await moveStatus(deps.sql, messageId, "failed", ["queued"], { error }))) return false;
   await announceStatus(deps, m.organization_id, messageId);
@@ -58,8 +58,12 @@ export function registerOutboundJobs(deps: Deps & { config: Config; provider?: P
     visibilitySeconds: 30,
     backoff,
   });
-  deps.jobs.register<Payload>(DEVICE_TIMEOUT_QUEUE, async (job) => void (await failUnpickedDeviceSend(deps, job.payload.message_id, config.OUTBOUND_DEVICE_TIMEOUT_SECONDS)), {
-    concurrency: 2,
-    visibilitySeconds: 30,
-  });
+  deps.jobs.register<Payload>(
+    DEVICE_TIMEOUT_QUEUE,
+    async (job) => void (await failUnpickedDeviceSend(deps, job.payload.message_id, config.OUTBOUND_DEVICE_TIMEOUT_SECONDS)),
+    {
+      concurrency: 2,
+      visibilitySeconds: 30,
+    },
+  );
 }

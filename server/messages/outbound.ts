@@ -15,8 +15,7 @@ export const DEVICE_TIMEOUT_QUEUE = "message.outbound.device-timeout";
 
 export type OutboundDeps = { sql: Pool; jobs: JobQueue; publish: Publish; deviceTimeoutSeconds: number };
 
-const planLimitReached = (limit: number) =>
-  new AppError(402, "plan_limit_reached", `Your plan's ${limit} outbound messages for this month are used up.`);
+const planLimitReached = (limit: number) => new AppError(402, "plan_limit_reached", `Your plan's ${limit} outbound messages for this month are used up.`);
 
 /** `message.status_changed` to the sending organization only (outbound messages are visible to it alone). */
 export async function announceStatus(deps: Pick<OutboundDeps, "sql" | "publish">, organizationId: number, messageId: number) {

@@ -4,7 +4,7 @@ import { notFound, validationFailed } from "../errors";
 import { paginate } from "../lib/pagination";
 import { requireNumber } from "../numbers/locks";
 import type { Services } from "../services";
-import { type HistoryFilter, findVisibleMessage, messageHistory } from "./history-store";
+import { findVisibleMessage, type HistoryFilter, messageHistory } from "./history-store";
 import { reportDeviceStatus, sendMessage } from "./outbound";
 import { HistoryQuery, MessageData, MessagePage, MessageParams, SendBody, StatusBody, StatusParams } from "./schema";
 
@@ -14,7 +14,8 @@ const tags = ["Messages"];
 function instant(field: string, value: string | undefined): Date | undefined {
   if (value === undefined) return undefined;
   const ms = Date.parse(value);
-  if (Number.isNaN(ms) || ms < Date.UTC(1970, 0, 1) || ms > Date.UTC(9999, 11, 31)) throw validationFailed({ [field]: ["must be a date-time between 1970 and 9999"] });
+  if (Number.isNaN(ms) || ms < Date.UTC(1970, 0, 1) || ms > Date.UTC(9999, 11, 31))
+    throw validationFailed({ [field]: ["must be a date-time between 1970 and 9999"] });
   return new Date(ms);
 }
 
@@ -71,6 +72,11 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
         const message = await reportDeviceStatus(services, c, { deviceId: params.device, messageId: params.message, status: body.status, error: body.error });
         return { data: message };
       },
-      { params: StatusParams, body: StatusBody, response: { 200: MessageData }, detail: { tags: ["BYOS devices"], summary: "A device reports on an SMS it sends" } },
+      {
+        params: StatusParams,
+        body: StatusBody,
+        response: { 200: MessageData },
+        detail: { tags: ["BYOS devices"], summary: "A device reports on an SMS it sends" },
+      },
     );
 }

@@ -33,7 +33,7 @@ const attachment = (c: Caller, body: ClaimBody) => ({ organizationId: c.organiza
  */
 async function takeSeat(tx: Sql, c: Caller, id: number, body: ClaimBody, requireOwned: boolean): Promise<"ok" | "full" | "mine" | "absent" | "unowned"> {
   const sim = await lockHostedSimRow(tx, id);
-  if (!sim || sim.type !== "shared" || sim.status !== "active") return "absent";
+  if (sim?.type !== "shared" || sim.status !== "active") return "absent";
   const seats = await seatsOf(tx, id, c.organization.id);
   if (seats.mine) return "mine";
   if (requireOwned && seats.taken === 0) return "unowned";
@@ -52,7 +52,7 @@ export async function orderNumber(sql: Pool, c: Caller, body: ClaimBody): Promis
   for (const id of await freePoolCandidates(sql, 20)) {
     const taken = await sql.begin(async (tx) => {
       const sim = await lockHostedSimRow(tx, id);
-      if (!sim || sim.type !== "shared" || sim.status !== "active") return false;
+      if (sim?.type !== "shared" || sim.status !== "active") return false;
       if ((await seatsOf(tx, id, c.organization.id)).taken > 0) return false;
       await attachOrganization(tx, id, attachment(c, body));
       return true;
@@ -85,7 +85,7 @@ export async function claimVirtual(sql: Pool, c: Caller, body: ClaimBody & { hos
   const id = body.hosted_sim_id;
   await sql.begin(async (tx) => {
     const sim = await lockHostedSimRow(tx, id);
-    if (!sim || sim.type !== "virtual" || !(await isOwnVerifiedByosNumber(tx, c.organization.id, id))) throw notFound("Number");
+    if (sim?.type !== "virtual" || !(await isOwnVerifiedByosNumber(tx, c.organization.id, id))) throw notFound("Number");
     if (sim.status !== "active") throw new AppError(409, "invalid_state", "This number is inactive.");
     const seats = await seatsOf(tx, id, c.organization.id);
     if (!seats.mine && seats.taken >= sim.shared_max_orgs) throw sharedFull();

@@ -96,7 +96,13 @@ export async function clearExpiredLock(sql: Sql, hostedSimId: number, organizati
   return "cleared";
 }
 
-export type LockHistoryRow = { organization_id: number; team_id: number | null; locked_until: string; released_at: string | null; release_reason: string | null };
+export type LockHistoryRow = {
+  organization_id: number;
+  team_id: number | null;
+  locked_until: string;
+  released_at: string | null;
+  release_reason: string | null;
+};
 
 export async function lockHistory(sql: Sql, hostedSimId: number): Promise<LockHistoryRow[]> {
   return sql<LockHistoryRow[]>`

@@ -5,17 +5,7 @@ import type { Services } from "../services";
 import { claimShared, claimVirtual, orderNumber } from "./claims";
 import { lockNumber, requireNumber, unlockNumber } from "./locks";
 import { presentHostedSim } from "./present";
-import {
-  AliasBody,
-  ClaimBody,
-  ClaimVirtualBody,
-  HostedSimData,
-  HostedSimList,
-  LockBody,
-  NumberListQuery,
-  NumberParams,
-  OrderBody,
-} from "./schema";
+import { AliasBody, ClaimBody, ClaimVirtualBody, HostedSimData, HostedSimList, LockBody, NumberListQuery, NumberParams, OrderBody } from "./schema";
 import { listHostedSims, setAlias } from "./store";
 
 const tags = ["Numbers"];
@@ -36,11 +26,11 @@ export function numberRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | 
       },
       { query: NumberListQuery, response: { 200: HostedSimList }, detail: { tags, summary: "List the numbers of your organization" } },
     )
-    .get(
-      "/api/numbers/:id",
-      async ({ caller, params }) => show(await caller({ apiKey: "numbers.read" }), params.id),
-      { params: NumberParams, response: { 200: HostedSimData }, detail: { tags, summary: "Show one number" } },
-    )
+    .get("/api/numbers/:id", async ({ caller, params }) => show(await caller({ apiKey: "numbers.read" }), params.id), {
+      params: NumberParams,
+      response: { 200: HostedSimData },
+      detail: { tags, summary: "Show one number" },
+    })
     .post(
       "/api/numbers/order",
       async ({ caller, body, set }) => {

@@ -46,10 +46,9 @@ export const HostedSim = t.Object({
   type: t.String(),
   shared_max_orgs: t.Integer(),
   messages_received_count: t.Integer({ description: "inbound messages your organization may see on this number" }),
-  organizations: t.Array(
-    t.Object({ id: t.Integer(), name: t.String(), alias: t.Union([t.String(), t.Null()]), team_id: t.Union([t.Integer(), t.Null()]) }),
-    { description: "your organization's attachment only" },
-  ),
+  organizations: t.Array(t.Object({ id: t.Integer(), name: t.String(), alias: t.Union([t.String(), t.Null()]), team_id: t.Union([t.Integer(), t.Null()]) }), {
+    description: "your organization's attachment only",
+  }),
   teams: t.Array(t.Object({ id: t.Integer(), name: t.String() })),
   locked: t.Boolean(),
   lock: t.Union([Lock, t.Null()], { description: "shown only to the lock holder's organization" }),

@@ -35,16 +35,20 @@ async function canRead(t: Tenant, messageId: number) {
 
 /** Organizations a message.received event for the message reached, by organization channel and number-channel limit. */
 async function receivedBy(messageId: number, simId: number) {
-  return eventually(() => {
-    const mine = events.filter((e) => e.event === "message.received" && (e.data as any).message.id === messageId);
-    const number = mine.find((e) => e.channel === `private-number.${simId}`);
-    if (!number) return null;
-    const orgChannels = mine
-      .filter((e) => e.channel.startsWith("private-organization."))
-      .map((e) => Number(e.channel.split(".")[1]))
-      .sort();
-    return { orgChannels, numberLimit: [...(number.organizations ?? [])].sort() };
-  }, 10_000, `message.received for ${messageId}`);
+  return eventually(
+    () => {
+      const mine = events.filter((e) => e.event === "message.received" && (e.data as any).message.id === messageId);
+      const number = mine.find((e) => e.channel === `private-number.${simId}`);
+      if (!number) return null;
+      const orgChannels = mine
+        .filter((e) => e.channel.startsWith("private-organization."))
+        .map((e) => Number(e.channel.split(".")[1]))
+        .sort();
+      return { orgChannels, numberLimit: [...(number.organizations ?? [])].sort() };
+    },
+    10_000,
+    `message.received for ${messageId}`,
+  );
 }
 
 async function lock(t: Tenant, simId: number, teamId?: number) {
@@ -81,7 +85,9 @@ describe("visibility matrix", () => {
 
     // Unlocking later does not reveal what arrived under the lock.
     expect(await historyTexts(b, sim.id)).not.toContain("m2 during A's lock");
-    const counts = await Promise.all([a, b].map(async (t) => (await ctx.request("GET", `/api/numbers/${sim.id}`, { token: t.token })).body.data.messages_received_count));
+    const counts = await Promise.all(
+      [a, b].map(async (t) => (await ctx.request("GET", `/api/numbers/${sim.id}`, { token: t.token })).body.data.messages_received_count),
+    );
     expect(counts).toEqual([3, 2]);
   });
 

@@ -152,7 +152,10 @@ describe("order and claims", () => {
   test("claim-shared without an id picks an owned shared number with the fewest organizations that has room", async () => {
     const owners = [await createTenant(ctx.sql), await createTenant(ctx.sql), await createTenant(ctx.sql)];
     const me = await createTenant(ctx.sql);
-    await createSharedNumber(ctx.sql, owners.map((o) => o.org.id));
+    await createSharedNumber(
+      ctx.sql,
+      owners.map((o) => o.org.id),
+    );
     await createSharedNumber(ctx.sql, [owners[0]!.org.id]);
     const [fewest] = await ctx.sql<{ n: number }[]>`
       select min(c)::int as n from (

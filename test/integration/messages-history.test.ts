@@ -1,0 +1,155 @@
+import { beforeAll, describe, expect, test } from "bun:test";
+import { createApiKey, createTenant } from "../fixtures";
+import { createSharedNumber, receiveSms } from "../fixtures-numbers";
+import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await sharedTestContext();
+}, 60_000);
+
+/** A tenant with a number holding `count` inbound messages "msg 1" .. "msg N" (oldest first). */
+async function numberWithMessages(count: number) {
+  const tenant = await createTenant(ctx.sql);
+  const sim = await createSharedNumber(ctx.sql, [tenant.org.id]);
+  await ctx.sql`
+    with m as (
+      insert into messages (hosted_sim_id, number, direction, from_number, to_number, text, status, source, received_at, created_at)
+      select ${sim.id}, ${sim.number}, 'inbound', '+15550000001', ${sim.number}, 'msg ' || i, 'received', 'provider',
+             now() - make_interval(secs => ${count} - i), now() - make_interval(secs => ${count} - i)
+      from generate_series(1, ${count}) i order by i
+      returning id)
+    insert into message_visibility (organization_id, hosted_sim_id, message_id) select ${tenant.org.id}, ${sim.id}, id from m`;
+  return { ...tenant, sim };
+}
+
+const get = (token: string, query: string) => ctx.request("GET", `/api/messages?${query}`, { token });
+
+describe("GET /api/messages pagination", () => {
+  test("default 50 per page, newest first, API.md §0 meta and links", async () => {
+    const t = await numberWithMessages(120);
+    const res = await get(t.token, `hosted_sim=${t.sim.id}`);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toHaveLength(50);
+    expect(res.body.data[0].text).toBe("msg 120");
+    expect(res.body.data[49].text).toBe("msg 71");
+    expect(res.body.meta).toEqual({ current_page: 1, per_page: 50, total: 120, last_page: 3, from: 1, to: 50, path: "http://localhost:3000/api/messages" });
+    expect(res.body.links.prev).toBeNull();
+    expect(res.body.links.next).toContain("page=2");
+    expect(res.body.links.next).toContain(`hosted_sim=${t.sim.id}`);
+    const last = await get(t.token, `hosted_sim=${t.sim.id}&page=3`);
+    expect(last.body.data.map((m: any) => m.text)).toEqual(Array.from({ length: 20 }, (_, i) => `msg ${20 - i}`));
+    expect(last.body.meta).toMatchObject({ current_page: 3, from: 101, to: 120 });
+    expect(last.body.links.next).toBeNull();
+  });
+
+  test("bounds: per_page and limit 1..100 (0 and 101 refused), per_page wins over limit, page past the end is empty", async () => {
+    const t = await numberWithMessages(120);
+    for (const q of ["per_page=0", "per_page=101", "limit=0", "limit=101", "page=0", "page=-1", "per_page=abc", "page=1.5"]) {
+      const res = await get(t.token, `hosted_sim=${t.sim.id}&${q}`);
+      expect(`${q} ${res.status}`).toBe(`${q} 422`);
+      expectErrorShape(res.body, "validation_failed");
+    }
+    expect((await get(t.token, `hosted_sim=${t.sim.id}&per_page=1`)).body.data).toHaveLength(1);
+    expect((await get(t.token, `hosted_sim=${t.sim.id}&per_page=100`)).body.data).toHaveLength(100);
+    expect((await get(t.token, `hosted_sim=${t.sim.id}&limit=7`)).body.meta.per_page).toBe(7);
+    expect((await get(t.token, `hosted_sim=${t.sim.id}&limit=7&per_page=9`)).body.meta.per_page).toBe(9);
+    const past = await get(t.token, `hosted_sim=${t.sim.id}&page=99`);
+    expect(past.status).toBe(200);
+    expect(past.body.data).toEqual([]);
+    expect(past.body.meta).toMatchObject({ current_page: 99, total: 120, last_page: 3, from: null, to: null });
+  });
+
+  test("hosted_sim is required and must be an id", async () => {
+    const t = await createTenant(ctx.sql);
+    for (const q of ["", "hosted_sim=", "hosted_sim=x", "hosted_sim=0", "hosted_sim=99999999999999999999"]) {
+      const res = await get(t.token, q);
+      expect(`${q} ${res.status}`).toBe(`${q} 422`);
+    }
+  });
+});
+
+describe("GET /api/messages filters", () => {
+  test("direction, from, since/until and q narrow the list and the total", async () => {
+    const t = await numberWithMessages(0);
+    const base = Date.now() - 3_600_000;
+    const at = (min: number) => new Date(base + min * 60_000);
+    await receiveSms(ctx.sql, t.sim.id, { from: "+15551110001", text: "Your code is 1234", receivedAt: at(0) });
+    await receiveSms(ctx.sql, t.sim.id, { from: "+15551110002", text: "50% off today_only", receivedAt: at(10) });
+    await receiveSms(ctx.sql, t.sim.id, { from: "+15551110001", text: "CODE 9999", receivedAt: at(20) });
+    await ctx.sql`update organizations set plan = 'pro' where id = ${t.org.id}`;
+    const sent = await ctx.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: t.sim.id, to: "+15551110003", text: "outbound code" } });
+    expect(sent.status).toBe(202);
+
+    const texts = async (q: string) => {
+      const res = await get(t.token, `hosted_sim=${t.sim.id}&${q}`);
+      expect(res.status).toBe(200);
+      expect(res.body.meta.total).toBe(res.body.data.length);
+      return res.body.data.map((m: any) => m.text);
+    };
+    expect(await texts("direction=inbound")).toEqual(["CODE 9999", "50% off today_only", "Your code is 1234"]);
+    expect(await texts("direction=outbound")).toEqual(["outbound code"]);
+    expect(await texts(`from=${encodeURIComponent("+15551110001")}`)).toEqual(["CODE 9999", "Your code is 1234"]);
+    expect(await texts("q=code")).toEqual(["outbound code", "CODE 9999", "Your code is 1234"]);
+    expect(await texts("q=code&direction=inbound")).toEqual(["CODE 9999", "Your code is 1234"]);
+    // LIKE wildcards in q are plain characters.
+    expect(await texts(`q=${encodeURIComponent("50%")}`)).toEqual(["50% off today_only"]);
+    expect(await texts("q=_")).toEqual(["50% off today_only"]);
+    expect(await texts(`since=${at(5).toISOString()}&until=${at(20).toISOString()}`)).toEqual(["50% off today_only"]);
+    expect(await texts(`since=${at(5).toISOString()}&direction=inbound`)).toEqual(["CODE 9999", "50% off today_only"]);
+    for (const q of ["direction=sideways", "since=yesterday", "until=0000-01-01T00:00:00Z", `q=${"x".repeat(201)}`, "q=%00"]) {
+      expect(`${q} ${(await get(t.token, `hosted_sim=${t.sim.id}&${q}`)).status}`).toBe(`${q} 422`);
+    }
+  });
+
+  test("API keys need messages.read; message objects carry API.md's fields", async () => {
+    const t = await numberWithMessages(1);
+    const reader = await createApiKey(ctx.sql, t.org.id, ["messages.read"]);
+    const numbersOnly = await createApiKey(ctx.sql, t.org.id, ["numbers.read", "numbers.lock", "webhooks.receive"]);
+    const res = await get(reader.key, `hosted_sim=${t.sim.id}`);
+    expect(res.status).toBe(200);
+    const m = res.body.data[0];
+    expect(Object.keys(m).sort()).toEqual(
+      [
+        "id",
+        "hosted_sim_id",
+        "number",
+        "direction",
+        "from",
+        "to",
+        "text",
+        "status",
+        "source",
+        "device_id",
+        "sim_slot",
+        "external_id",
+        "team_id",
+        "locked",
+        "error",
+        "received_at",
+        "sent_at",
+        "created_at",
+        "updated_at",
+      ].sort(),
+    );
+    expect((await ctx.request("GET", `/api/messages/${m.id}`, { token: reader.key })).body.data).toEqual(m);
+    for (const path of [`/api/messages?hosted_sim=${t.sim.id}`, `/api/messages/${m.id}`]) {
+      const denied = await ctx.request("GET", path, { token: numbersOnly.key });
+      expect(denied.status).toBe(403);
+      expectErrorShape(denied.body, "permission_denied");
+    }
+    const send = await ctx.request("POST", "/api/messages", { token: reader.key, body: { hosted_sim: t.sim.id, to: "+15550001234", text: "x" } });
+    expect(send.status).toBe(403);
+    expectErrorShape(send.body, "permission_denied");
+  });
+
+  test("another organization's message answers 404", async () => {
+    const t = await numberWithMessages(1);
+    const other = await createTenant(ctx.sql);
+    const id = (await get(t.token, `hosted_sim=${t.sim.id}`)).body.data[0].id;
+    const res = await ctx.request("GET", `/api/messages/${id}`, { token: other.token });
+    expect(res.status).toBe(404);
+    expectErrorShape(res.body, "not_found");
+    expect((await ctx.request("GET", "/api/messages/99999999999", { token: t.token })).status).toBe(404);
+  });
+});

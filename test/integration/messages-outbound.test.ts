@@ -1,0 +1,224 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { BusMessage } from "../../server/realtime/bus";
+import { createApiKey, createTenant } from "../fixtures";
+import { createByosNumber, createSharedNumber, eventually, randomNumber } from "../fixtures-numbers";
+import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
+
+/**
+ * Outbound SMS through both paths, with the job queue running: pool numbers through a tiny
+ * local provider API (docs/api-notes.md contract), BYOS numbers through their device.
+ */
+type Sent = { from: string; to: string; body: string; authorization: string | null };
+const received: Sent[] = [];
+/** Answers the provider gives, per recipient, in order; the last one repeats. 201 when none is set. */
+const script = new Map<string, number[]>();
+const provider = Bun.serve({
+  port: 0,
+  async fetch(req) {
+    const body = (await req.json()) as Sent;
+    received.push({ ...body, authorization: req.headers.get("authorization") });
+    const answers = script.get(body.to) ?? [201];
+    const status = answers.length > 1 ? answers.shift()! : answers[0]!;
+    if (status === 201) return Response.json({ sid: `SM${crypto.randomUUID().replaceAll("-", "")}`, status: "queued" }, { status });
+    return Response.json({ message: `scripted ${status}` }, { status });
+  },
+});
+
+let ctx: TestContext;
+const events: BusMessage[] = [];
+beforeAll(async () => {
+  ctx = await createTestContext({
+    PROVIDER_API_URL: `http://127.0.0.1:${provider.port}`,
+    PROVIDER_AUTH_TOKEN: "outbound-test-token",
+    OUTBOUND_DEVICE_TIMEOUT_SECONDS: "1",
+    OUTBOUND_PROVIDER_RETRY_SECONDS: "0.05",
+  });
+  ctx.services.bus.subscribe((m) => events.push(m));
+  ctx.services.start();
+}, 60_000);
+afterAll(async () => {
+  await ctx.close();
+  provider.stop(true);
+});
+
+const send = (token: string, body: unknown) => ctx.request("POST", "/api/messages", { token, body });
+const show = async (token: string, id: number) => (await ctx.request("GET", `/api/messages/${id}`, { token })).body.data;
+const statusEvents = (id: number) => events.filter((e) => e.event === "message.status_changed" && (e.data as any).message.id === id);
+
+async function settled(token: string, id: number, status: string) {
+  return eventually(
+    async () => {
+      const m = await show(token, id);
+      return m.status === status && m;
+    },
+    10_000,
+    `message ${id} ${status}`,
+  );
+}
+
+describe("POST /api/messages through the provider API (pool numbers)", () => {
+  test("202 queued, then sent with the provider's sid; the provider gets from, to, body and the Bearer token", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const to = randomNumber();
+    const res = await send(t.token, { hosted_sim: sim.id, to, text: "hello from the pool" });
+    expect(res.status).toBe(202);
+    expect(res.body.data).toMatchObject({ direction: "outbound", status: "queued", source: "api", from: sim.number, to, hosted_sim_id: sim.id });
+    const sent = await settled(t.token, res.body.data.id, "sent");
+    expect(sent.external_id).toMatch(/^SM/);
+    expect(sent.sent_at).not.toBeNull();
+    expect(received.filter((r) => r.to === to)).toEqual([{ from: sim.number, to, body: "hello from the pool", authorization: "Bearer outbound-test-token" }]);
+    const seen = await eventually(() => {
+      const list = statusEvents(res.body.data.id).filter((e) => e.channel === `private-organization.${t.org.id}`);
+      return list.length >= 2 && list;
+    });
+    expect(seen.map((e) => (e.data as any).message.status)).toEqual(["sending", "sent"]);
+  });
+
+  test("a 4xx refusal fails the message at once with the provider's reason", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const to = randomNumber();
+    script.set(to, [400]);
+    const res = await send(t.token, { hosted_sim: sim.id, to, text: "refused" });
+    const failed = await settled(t.token, res.body.data.id, "failed");
+    expect(failed.error).toContain("scripted 400");
+    expect(received.filter((r) => r.to === to)).toHaveLength(1);
+  });
+
+  test("5xx and 429 are retried on the job queue until the provider accepts", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const to = randomNumber();
+    script.set(to, [503, 429, 201]);
+    const res = await send(t.token, { hosted_sim: sim.id, to, text: "eventually" });
+    await settled(t.token, res.body.data.id, "sent");
+    expect(received.filter((r) => r.to === to)).toHaveLength(3);
+  });
+
+  test("a provider that never recovers fails the message after the last attempt", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const to = randomNumber();
+    script.set(to, [500]);
+    const res = await send(t.token, { hosted_sim: sim.id, to, text: "never" });
+    const failed = await settled(t.token, res.body.data.id, "failed");
+    expect(failed.error).toContain("500");
+    expect(received.filter((r) => r.to === to)).toHaveLength(6);
+  }, 30_000);
+});
+
+describe("POST /api/messages through the device (BYOS numbers)", () => {
+  test("message.send on the device's channel; the device reports sent → delivered", async () => {
+    const t = await createTenant(ctx.sql);
+    const byos = await createByosNumber(ctx.sql, t.org.id);
+    const res = await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770001", text: "via the phone" });
+    expect(res.status).toBe(202);
+    const id = res.body.data.id;
+    expect(res.body.data).toMatchObject({ status: "queued", device_id: byos.deviceId, sim_slot: 1 });
+    const order = await eventually(() => events.find((e) => e.event === "message.send" && e.channel === `private-device.${byos.deviceId}`));
+    expect(order.data).toEqual({
+      message: { id, hosted_sim_id: byos.hostedSimId, number: byos.number, to: "+15557770001", text: "via the phone", sim_slot: 1 },
+    });
+
+    const report = (status: string, extra: Record<string, unknown> = {}, token = t.token, device = byos.deviceId) =>
+      ctx.request("POST", `/api/byos/devices/${device}/messages/${id}/status`, { token, body: { status, ...extra } });
+    const sent = await report("sent");
+    expect(sent.status).toBe(200);
+    expect(sent.body.data.sent_at).not.toBeNull();
+    expect((await report("delivered")).body.data.status).toBe("delivered");
+    expect((await report("delivered")).status).toBe(200);
+    const back = await report("sent");
+    expect(back.status).toBe(409);
+    expectErrorShape(back.body, "invalid_state");
+    expect((await report("sent", {}, t.token, byos.deviceId + 100_000)).status).toBe(404);
+    expect((await report("bogus")).status).toBe(422);
+    const key = await createApiKey(ctx.sql, t.org.id, ["numbers.read", "numbers.lock", "messages.read", "webhooks.receive"]);
+    expectErrorShape((await report("sent", {}, key.key)).body, "api_key_not_allowed");
+    const other = await createTenant(ctx.sql);
+    expect((await report("sent", {}, other.token)).status).toBe(404);
+    const announced = await eventually(() => {
+      const statuses = new Set(statusEvents(id).map((e) => (e.data as any).message.status));
+      return statuses.size >= 2 && [...statuses];
+    });
+    expect(announced).toEqual(["sent", "delivered"]);
+  });
+
+  test("a device failure is kept with its error", async () => {
+    const t = await createTenant(ctx.sql);
+    const byos = await createByosNumber(ctx.sql, t.org.id);
+    const id = (await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770002", text: "x" })).body.data.id;
+    const res = await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, {
+      token: t.token,
+      body: { status: "failed", error: "RESULT_ERROR_NO_SERVICE" },
+    });
+    expect(res.body.data).toMatchObject({ status: "failed", error: "RESULT_ERROR_NO_SERVICE" });
+  });
+
+  test("no device picks it up in time: failed by the timeout job; a late report is refused", async () => {
+    const t = await createTenant(ctx.sql);
+    const byos = await createByosNumber(ctx.sql, t.org.id);
+    const id = (await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770003", text: "nobody home" })).body.data.id;
+    const failed = await settled(t.token, id, "failed");
+    expect(failed.error).toContain("No device picked up");
+    const late = await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, { token: t.token, body: { status: "sent" } });
+    expect(late.status).toBe(409);
+    expectErrorShape(late.body, "invalid_state");
+  });
+
+  test("a disabled device refuses sending with 409 invalid_state", async () => {
+    const t = await createTenant(ctx.sql);
+    const byos = await createByosNumber(ctx.sql, t.org.id, { deviceStatus: "disabled" });
+    const res = await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770004", text: "x" });
+    expect(res.status).toBe(409);
+    expectErrorShape(res.body, "invalid_state");
+  });
+});
+
+describe("POST /api/messages rules", () => {
+  test("quota: concurrent sends at the last unit never go over the plan (402 plan_limit_reached)", async () => {
+    const t = await createTenant(ctx.sql, { plan: "free" });
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    await ctx.sql`
+      insert into messages (hosted_sim_id, number, direction, from_number, to_number, text, status, source, organization_id)
+      select ${sim.id}, ${sim.number}, 'outbound', ${sim.number}, '+15550009999', 'old', 'sent', 'api', ${t.org.id} from generate_series(1, 98)`;
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => send(t.token, { hosted_sim: sim.id, to: "+15550009999", text: `race ${i}` })));
+    expect(results.map((r) => r.status).sort()).toEqual([202, 202, 402, 402, 402, 402]);
+    for (const r of results.filter((x) => x.status === 402)) expectErrorShape(r.body, "plan_limit_reached");
+    const [row] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from messages where organization_id = ${t.org.id} and direction = 'outbound'`;
+    expect(row!.n).toBe(100);
+  });
+
+  test("a number locked by another organization refuses with 409 number_locked; the holder's send is marked locked", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    const lock = await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token });
+    const refused = await send(b.token, { hosted_sim: sim.id, to: "+15550001000", text: "x" });
+    expect(refused.status).toBe(409);
+    expectErrorShape(refused.body, "number_locked");
+    expect(refused.body.locked_until).toBe(lock.body.data.lock.locked_until);
+    const ok = await send(a.token, { hosted_sim: sim.id, to: "+15550001000", text: "mine" });
+    expect(ok.status).toBe(202);
+    expect(ok.body.data.locked).toBe(true);
+    // Outbound messages are the sender's alone.
+    expect((await ctx.request("GET", `/api/messages/${ok.body.data.id}`, { token: b.token })).status).toBe(404);
+  });
+
+  test("validation: E.164 recipient, text 1..1600, hosted_sim required", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    for (const body of [
+      { hosted_sim: sim.id, to: "5551234", text: "x" },
+      { hosted_sim: sim.id, to: "+15551234567", text: "" },
+      { hosted_sim: sim.id, to: "+15551234567", text: "x".repeat(1601) },
+      { to: "+15551234567", text: "x" },
+      { hosted_sim: "1", to: "+15551234567", text: "x" },
+    ]) {
+      const res = await send(t.token, body);
+      expect(res.status).toBe(422);
+      expectErrorShape(res.body, "validation_failed");
+    }
+    expect((await send(t.token, { hosted_sim: sim.id, to: "+15551234567", text: "x".repeat(1600) })).status).toBe(202);
+  });
+});
