@@ -5,6 +5,8 @@ import { createApiKey, createTenant, TEST_PASSWORD } from "../fixtures";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 
 let ctx: TestContext;
+// Each sign-in verifies an argon2id hash: on a busy machine a test of a dozen sign-ins needs more than the default 5 s.
+const slowTest = (name: string, fn: () => Promise<void>) => test(name, fn, 30_000);
 // Starting the embedded database can take a while on a busy machine.
 beforeAll(async () => {
   ctx = await sharedTestContext();
@@ -66,7 +68,7 @@ async function challenge(email: string): Promise<string> {
 }
 
 describe("two-factor authentication end to end", () => {
-  test("setup → enable with a code → login asks for 2FA → verify gives a working token", async () => {
+  slowTest("setup → enable with a code → login asks for 2FA → verify gives a working token", async () => {
     const { user, token } = await createTenant(ctx.sql);
     const setup = await post("/api/auth/2fa/setup", { token });
     expect(setup.status).toBe(200);
@@ -104,7 +106,7 @@ describe("two-factor authentication end to end", () => {
     expect(me.body.user.id).toBe(user.id);
   });
 
-  test("wrong code: 401 invalid_2fa_code and no token", async () => {
+  slowTest("wrong code: 401 invalid_2fa_code and no token", async () => {
     const { user, secret } = await userWith2fa();
     const tmp = await challenge(user.email);
     const res = await post("/api/auth/2fa/verify", { body: { tmp_token: tmp, code: wrongCode(secret) } });
@@ -112,7 +114,7 @@ describe("two-factor authentication end to end", () => {
     expectErrorShape(res.body, "invalid_2fa_code");
   });
 
-  test("a tmp_token works once", async () => {
+  slowTest("a tmp_token works once", async () => {
     const { user, secret } = await userWith2fa();
     const tmp = await challenge(user.email);
     expect((await post("/api/auth/2fa/verify", { body: { tmp_token: tmp, code: totp(secret) } })).status).toBe(200);
@@ -122,7 +124,7 @@ describe("two-factor authentication end to end", () => {
     expectErrorShape(again.body, "invalid_2fa_code");
   });
 
-  test("a code works once: replaying it with a new tmp_token is refused", async () => {
+  slowTest("a code works once: replaying it with a new tmp_token is refused", async () => {
     const { user, secret } = await userWith2fa();
     const code = totp(secret);
     expect((await post("/api/auth/2fa/verify", { body: { tmp_token: await challenge(user.email), code } })).status).toBe(200);
@@ -131,7 +133,7 @@ describe("two-factor authentication end to end", () => {
     expectErrorShape(replay.body, "invalid_2fa_code");
   });
 
-  test("a tmp_token expires after 5 minutes", async () => {
+  slowTest("a tmp_token expires after 5 minutes", async () => {
     const { user, secret } = await userWith2fa();
     const tmp = await challenge(user.email);
     const [row] = await ctx.sql<{ seconds: number }[]>`
@@ -143,7 +145,7 @@ describe("two-factor authentication end to end", () => {
     expectErrorShape(res.body, "invalid_2fa_code");
   });
 
-  test("5 wrong codes burn the tmp_token: the right code fails afterwards", async () => {
+  slowTest("5 wrong codes burn the tmp_token: the right code fails afterwards", async () => {
     const { user, secret } = await userWith2fa();
     const tmp = await challenge(user.email);
     for (let i = 0; i < 5; i++) {
@@ -158,7 +160,7 @@ describe("two-factor authentication end to end", () => {
     expect((await post("/api/auth/2fa/verify", { body: { tmp_token: tmp2, code: totp(secret) } })).status).toBe(200);
   });
 
-  test("disable needs a current code; afterwards login answers a token directly", async () => {
+  slowTest("disable needs a current code; afterwards login answers a token directly", async () => {
     const { user, token, secret } = await userWith2fa();
     const bad = await post("/api/auth/2fa/disable", { token, body: { code: wrongCode(secret) } });
     expect(bad.status).toBe(401);
@@ -172,7 +174,7 @@ describe("two-factor authentication end to end", () => {
     expect(login.body["2fa_required"]).toBeUndefined();
   });
 
-  test("state errors: setup while enabled, enable before setup or twice, disable while off → 409 invalid_state", async () => {
+  slowTest("state errors: setup while enabled, enable before setup or twice, disable while off → 409 invalid_state", async () => {
     const fresh = await createTenant(ctx.sql);
     expectErrorShape((await post("/api/auth/2fa/enable", { token: fresh.token, body: { code: "123456" } })).body, "invalid_state");
     expectErrorShape((await post("/api/auth/2fa/disable", { token: fresh.token, body: { code: "123456" } })).body, "invalid_state");
@@ -184,7 +186,7 @@ describe("two-factor authentication end to end", () => {
     expect(twice.status).toBe(409);
   });
 
-  test("wrong codes add up across tmp_tokens: after 10 in all, even the password login answers 429", async () => {
+  slowTest("wrong codes add up across tmp_tokens: after 10 in all, even the password login answers 429", async () => {
     const { user, secret } = await userWith2fa();
     for (let round = 0; round < 2; round++) {
       const tmp = await challenge(user.email);
@@ -196,7 +198,7 @@ describe("two-factor authentication end to end", () => {
     expectErrorShape(res.body, "rate_limited");
   });
 
-  test("wrong codes on enable are limited per user: 429 after 10", async () => {
+  slowTest("wrong codes on enable are limited per user: 429 after 10", async () => {
     const { token } = await createTenant(ctx.sql);
     const { body } = await post("/api/auth/2fa/setup", { token });
     for (let i = 0; i < 10; i++) expect((await post("/api/auth/2fa/enable", { token, body: { code: wrongCode(body.secret) } })).status).toBe(401);
@@ -208,7 +210,7 @@ describe("two-factor authentication end to end", () => {
 });
 
 describe("two-factor validation and auth", () => {
-  test("code must be 6 digits as a string; tmp_token is required", async () => {
+  slowTest("code must be 6 digits as a string; tmp_token is required", async () => {
     const { token } = await createTenant(ctx.sql);
     for (const code of ["12345", "1234567", "abcdef", "", 123456, null]) {
       for (const path of ["/api/auth/2fa/enable", "/api/auth/2fa/disable"]) {
@@ -227,13 +229,13 @@ describe("two-factor validation and auth", () => {
     }
   });
 
-  test("an unknown tmp_token: 401 invalid_2fa_code", async () => {
+  slowTest("an unknown tmp_token: 401 invalid_2fa_code", async () => {
     const res = await post("/api/auth/2fa/verify", { body: { tmp_token: "tt_unknown", code: "123456" } });
     expect(res.status).toBe(401);
     expectErrorShape(res.body, "invalid_2fa_code");
   });
 
-  test("setup, enable, disable: no token or a bad token → 401, an API key → 403 api_key_not_allowed", async () => {
+  slowTest("setup, enable, disable: no token or a bad token → 401, an API key → 403 api_key_not_allowed", async () => {
     const { org } = await createTenant(ctx.sql);
     const key = await createApiKey(ctx.sql, org.id, ["numbers.read", "numbers.lock", "messages.read", "webhooks.receive"]);
     for (const path of ["/api/auth/2fa/setup", "/api/auth/2fa/enable", "/api/auth/2fa/disable"]) {

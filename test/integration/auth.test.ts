@@ -5,6 +5,8 @@ import { createApiKey, createTenant, createUser, TEST_PASSWORD } from "../fixtur
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 
 let ctx: TestContext;
+// Each sign-in verifies an argon2id hash: on a busy machine a test of a dozen sign-ins needs more than the default 5 s.
+const slowTest = (name: string, fn: () => Promise<void>) => test(name, fn, 30_000);
 // Starting the embedded database can take a while on a busy machine.
 beforeAll(async () => {
   ctx = await sharedTestContext();
@@ -17,7 +19,7 @@ afterEach(async () => {
 const login = (body: unknown) => ctx.request("POST", "/api/auth/login", { body });
 
 describe("POST /api/auth/login", () => {
-  test("right password: a session token that works, with its expiry and the user", async () => {
+  slowTest("right password: a session token that works, with its expiry and the user", async () => {
     const { user } = await createTenant(ctx.sql);
     const res = await login({ email: user.email.toUpperCase(), password: TEST_PASSWORD });
     expect(res.status).toBe(200);
@@ -34,7 +36,7 @@ describe("POST /api/auth/login", () => {
     expect(me.body.auth_type).toBe("session");
   });
 
-  test("the session token is stored only as a hash", async () => {
+  slowTest("the session token is stored only as a hash", async () => {
     const { user } = await createTenant(ctx.sql);
     const { body } = await login({ email: user.email, password: TEST_PASSWORD });
     const rows = await ctx.sql`select token_hash from sessions where user_id = ${user.id}`;
@@ -43,7 +45,7 @@ describe("POST /api/auth/login", () => {
     expect(raw.length).toBe(0);
   });
 
-  test("wrong password and unknown email: the same 401 invalid_credentials", async () => {
+  slowTest("wrong password and unknown email: the same 401 invalid_credentials", async () => {
     const { user } = await createTenant(ctx.sql);
     const wrong = await login({ email: user.email, password: "not the password" });
     const unknown = await login({ email: `nobody-${crypto.randomUUID()}@example.test`, password: TEST_PASSWORD });
@@ -54,7 +56,7 @@ describe("POST /api/auth/login", () => {
     expect(unknown.body).toEqual(wrong.body);
   });
 
-  test("an unknown email takes about as long as a wrong password (it is checked against a dummy hash)", async () => {
+  slowTest("an unknown email takes about as long as a wrong password (it is checked against a dummy hash)", async () => {
     const { user } = await createTenant(ctx.sql);
     const time = async (email: string) => {
       const started = performance.now();
@@ -68,7 +70,7 @@ describe("POST /api/auth/login", () => {
     expect(unknown).toBeGreaterThan(known * 0.4);
   });
 
-  test("validation: email format and length, password presence and length", async () => {
+  slowTest("validation: email format and length, password presence and length", async () => {
     const cases: [unknown, string][] = [
       [{ password: "x" }, "email"],
       [{ email: "not-an-email", password: "x" }, "email"],
@@ -91,7 +93,7 @@ describe("POST /api/auth/login", () => {
 });
 
 describe("login rate limiting", () => {
-  test("10 failures for one email: the 11th attempt answers 429 with Retry-After, even with the right password", async () => {
+  slowTest("10 failures for one email: the 11th attempt answers 429 with Retry-After, even with the right password", async () => {
     const { user } = await createTenant(ctx.sql);
     for (let i = 0; i < 10; i++) {
       expect((await login({ email: user.email, password: `wrong-${i}` })).status).toBe(401);
@@ -108,7 +110,7 @@ describe("login rate limiting", () => {
     expect((await login({ email: other.email, password: TEST_PASSWORD })).status).toBe(200);
   });
 
-  test("a successful login clears the email's failures", async () => {
+  slowTest("a successful login clears the email's failures", async () => {
     const { user } = await createTenant(ctx.sql);
     for (let i = 0; i < 9; i++) await login({ email: user.email, password: "wrong" });
     expect((await login({ email: user.email, password: TEST_PASSWORD })).status).toBe(200);
@@ -117,7 +119,7 @@ describe("login rate limiting", () => {
     expect((await login({ email: user.email, password: TEST_PASSWORD })).status).toBe(200);
   });
 
-  test("10 failures from one client address (over a real socket): further attempts from it answer 429, other addresses still sign in", async () => {
+  slowTest("10 failures from one client address (over a real socket): further attempts from it answer 429, other addresses still sign in", async () => {
     const { user } = await createTenant(ctx.sql);
     const app = buildApp(ctx.services).listen({ port: 0, hostname: "127.0.0.1" });
     const url = `http://127.0.0.1:${app.server!.port}/api/auth/login`;
@@ -139,7 +141,7 @@ describe("login rate limiting", () => {
 });
 
 describe("POST /api/auth/logout", () => {
-  test("204, and the token is dead at once while other sessions live on", async () => {
+  slowTest("204, and the token is dead at once while other sessions live on", async () => {
     const { user, token: other } = await createTenant(ctx.sql);
     const { body } = await login({ email: user.email, password: TEST_PASSWORD });
     const res = await ctx.request("POST", "/api/auth/logout", { token: body.token });
@@ -151,7 +153,7 @@ describe("POST /api/auth/logout", () => {
     expect((await ctx.request("GET", "/api/me", { token: other })).status).toBe(200);
   });
 
-  test("no token, unknown token: 401; an API key: 403 api_key_not_allowed", async () => {
+  slowTest("no token, unknown token: 401; an API key: 403 api_key_not_allowed", async () => {
     const { org } = await createTenant(ctx.sql);
     expectErrorShape((await ctx.request("POST", "/api/auth/logout")).body, "unauthenticated");
     const bad = await ctx.request("POST", "/api/auth/logout", { token: "st_unknown" });
@@ -161,5 +163,33 @@ describe("POST /api/auth/logout", () => {
     expect(res.status).toBe(403);
     expectErrorShape(res.body, "api_key_not_allowed");
     expect((await ctx.request("GET", "/api/me", { token: key.key })).status).toBe(200);
+  });
+});
+
+describe("OpenAPI document", () => {
+  slowTest("documents the auth, API-key and team operations with their request schemas", async () => {
+    const { body } = await ctx.request("GET", "/openapi.json");
+    const expected: Record<string, string[]> = {
+      "/api/auth/login": ["post"],
+      "/api/auth/logout": ["post"],
+      "/api/auth/2fa/setup": ["post"],
+      "/api/auth/2fa/enable": ["post"],
+      "/api/auth/2fa/disable": ["post"],
+      "/api/auth/2fa/verify": ["post"],
+      "/api/me": ["get"],
+      "/api/api-keys": ["get", "post"],
+      "/api/api-keys/{api_key}": ["get", "patch", "delete"],
+      "/api/api-keys/{api_key}/regenerate": ["post"],
+      "/api/teams": ["get", "post"],
+      "/api/teams/{team}": ["get", "patch", "delete"],
+      "/api/teams/{team}/members": ["post"],
+      "/api/teams/{team}/members/{user}": ["delete"],
+    };
+    for (const [path, methods] of Object.entries(expected)) {
+      for (const method of methods) expect(body.paths[path]?.[method]?.summary).toBeString();
+    }
+    const create = body.paths["/api/api-keys"].post.requestBody.content["application/json"].schema;
+    expect(create.required).toEqual(["name", "permissions"]);
+    expect(body.paths["/api/auth/login"].post.requestBody.content["application/json"].schema.required).toEqual(["email", "password"]);
   });
 });
