@@ -88,9 +88,10 @@ export function teamRoutes(services: Pick<Services, "auth" | "sql">) {
         const user = await findOrganizationUser(sql, c.organization.id, lookup);
         const field = lookup.userId !== undefined ? "user_id" : "email";
         if (!user) throw validationFailed({ [field]: ["must name a member of this organization"] });
-        const { created, added_at } = await addTeamMember(sql, team.id, user.id);
-        set.status = created ? 201 : 200;
-        return { data: presentMember({ ...user, added_at }) };
+        const added = await addTeamMember(sql, team.id, user.id);
+        if (!added) throw notFound("Team");
+        set.status = added.created ? 201 : 200;
+        return { data: presentMember({ ...user, added_at: added.added_at }) };
       },
       {
         params: TeamParams,

@@ -54,13 +54,25 @@ export async function findOrganizationUser(sql: Sql, organizationId: number, by:
   return row;
 }
 
-/** Adds a member; `created` is false when the user already was one (the first added_at is kept). */
-export async function addTeamMember(sql: Sql, teamId: number, userId: number): Promise<{ created: boolean; added_at: Date }> {
-  const [inserted] = await sql<{ created_at: Date }[]>`
-    insert into team_members (team_id, user_id) values (${teamId}, ${userId}) on conflict do nothing returning created_at`;
+/**
+ * Adds a member; `created` is false when the user already was one (the first added_at is kept).
+ * Undefined when the team (or user) was deleted meanwhile.
+ */
+export async function addTeamMember(sql: Sql, teamId: number, userId: number): Promise<{ created: boolean; added_at: Date } | undefined> {
+  let inserted: { created_at: Date } | undefined;
+  try {
+    [inserted] = await sql<{ created_at: Date }[]>`
+      insert into team_members (team_id, user_id)
+      select t.id, u.id from teams t, users u where t.id = ${teamId} and u.id = ${userId}
+      on conflict do nothing returning created_at`;
+  } catch (e) {
+    // A team deleted while this insert waited on its row: a foreign-key violation, not a server error.
+    if ((e as { code?: string }).code === "23503") return undefined;
+    throw e;
+  }
   if (inserted) return { created: true, added_at: inserted.created_at };
   const [existing] = await sql<{ created_at: Date }[]>`select created_at from team_members where team_id = ${teamId} and user_id = ${userId}`;
-  return { created: false, added_at: existing!.created_at };
+  return existing ? { created: false, added_at: existing.created_at } : undefined;
 }
 
 export async function removeTeamMember(sql: Sql, teamId: number, userId: number): Promise<boolean> {
