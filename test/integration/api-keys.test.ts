@@ -195,6 +195,24 @@ describe("API keys: authorization", () => {
   });
 });
 
+describe("API keys: organizations", () => {
+  test("a user in two organizations manages the keys of the one named by X-Organization-Id", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    await ctx.sql`insert into memberships (user_id, organization_id, role) values (${a.user.id}, ${b.org.id}, 'admin')`;
+    const inA = await createKey(a.token, { name: "in A", permissions: [] });
+    const headers = { "x-organization-id": String(b.org.id) };
+    const created = await ctx.request("POST", "/api/api-keys", { token: a.token, headers, body: { name: "in B", permissions: [] } });
+    expect(created.status).toBe(201);
+    const listB = await ctx.request("GET", "/api/api-keys", { token: a.token, headers });
+    expect(listB.body.data.map((k: any) => k.name)).toEqual(["in B"]);
+    expect((await ctx.request("GET", "/api/api-keys", { token: b.token })).body.data.map((k: any) => k.name)).toEqual(["in B"]);
+    expect((await ctx.request("GET", `/api/api-keys/${inA.api_key.id}`, { token: a.token, headers })).status).toBe(404);
+    const me = await ctx.request("GET", "/api/me", { token: created.body.plain_text_key });
+    expect(me.body.organization.id).toBe(b.org.id);
+  });
+});
+
 describe("API keys: validation", () => {
   test("create: name 1..255 characters, permissions an array of the enum without duplicates", async () => {
     const { token } = await createTenant(ctx.sql);
