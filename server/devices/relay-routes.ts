@@ -1,19 +1,16 @@
-import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound } from "../errors";
 import { iso } from "../lib/clock";
 import type { Services } from "../services";
 import { buildDeviceConfig } from "./device-config";
-import { reportMessageStatus } from "./message-status";
-import { DeviceConfig, DeviceParams, Heartbeat, HeartbeatAnswer, MessageStatusParams, MessageStatusReport, SmsAccepted, SubmitSms } from "./schema";
+import { DeviceConfig, DeviceParams, Heartbeat, HeartbeatAnswer, SmsAccepted, SubmitSms } from "./schema";
 import { findDevice } from "./store";
-import { assertAcceptsSms } from "./transitions";
 
 type Deps = Pick<Services, "auth" | "sql" | "clock" | "devices" | "publish">;
 const tags = ["BYOS devices"];
 
-/** What the companion app calls all day: config, heartbeats, SMS relay and outbound status reports. */
+/** What the companion app calls all day: config, heartbeats and the SMS relay (outbound status reports: server/messages/routes.ts). */
 export function relayRoutes(services: Deps) {
   const { sql, clock, devices } = services;
   const { actors } = devices;
@@ -46,9 +43,9 @@ export function relayRoutes(services: Deps) {
       async ({ caller, params, body, set }) => {
         const c = await caller({ apiKey: "session_only" });
         const state = await actors.require(params.device, c.organization.id);
-        // SMS wait for state changes already queued on the device (a disable in flight wins).
+        // SMS wait for state changes already queued on the device (a disable in flight wins); the
+        // status itself is checked by the insert, against the database, not this instance's copy.
         await actors.settled(state);
-        assertAcceptsSms(state.status);
         await devices.sms.submit({
           deviceId: state.id,
           messageId: body.message_id.toLowerCase(),
@@ -61,19 +58,5 @@ export function relayRoutes(services: Deps) {
         return { message: "SMS accepted for processing.", message_id: body.message_id };
       },
       { params: DeviceParams, body: SubmitSms, response: { 202: SmsAccepted }, detail: { tags, summary: "Submit a received SMS" } },
-    )
-    .post(
-      "/api/byos/devices/:device/messages/:message/status",
-      async ({ caller, params, body }) => {
-        const c = await caller({ apiKey: "session_only" });
-        await actors.require(params.device, c.organization.id);
-        return { data: await reportMessageStatus(services, params.device, params.message, body) };
-      },
-      {
-        params: MessageStatusParams,
-        body: MessageStatusReport,
-        response: { 200: Type.Object({ data: Type.Any() }) },
-        detail: { tags, summary: "Report the status of an outbound message" },
-      },
     );
 }

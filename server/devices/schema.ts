@@ -11,11 +11,6 @@ export const SimCardParams = t.Object({
   device: t.Numeric({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
   simCard: t.Numeric({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
 });
-export const MessageStatusParams = t.Object({
-  device: t.Numeric({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
-  message: t.Numeric({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
-});
-
 export const DeviceListQuery = t.Object({
   status: t.Optional(t.Union([t.Literal("active"), t.Literal("disabled"), t.Literal("revoked"), t.Literal("pending_verification")])),
   per_page: t.Optional(t.Numeric({ minimum: 1, maximum: 100, default: 15 })),
@@ -61,12 +56,6 @@ export const UpdateSimCard = Type.Object({
   sim_slot: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 10 }), Type.Null()])),
 });
 export type UpdateSimCard = Static<typeof UpdateSimCard>;
-
-export const MessageStatusReport = Type.Object({
-  status: Type.Union([Type.Literal("sent"), Type.Literal("delivered"), Type.Literal("failed")]),
-  error: Type.Optional(Type.String({ maxLength: 1000 })),
-});
-export type MessageStatusReport = Static<typeof MessageStatusReport>;
 
 export const SimCard = Type.Object({
   id: Type.Integer(),

@@ -1,0 +1,150 @@
+/**
+ * Shared pieces of the device benchmarks: a fresh PostgreSQL database, the real server or a
+ * baseline server as child processes, tenants and devices written straight to the database, and
+ * a closed-loop / open-loop HTTP load generator with latency percentiles.
+ */
+import { join } from "node:path";
+import postgres from "postgres";
+import { issueSession } from "../server/auth/tokens";
+
+export const ROOT = join(import.meta.dir, "..");
+const BASE = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/simhost_dev";
+
+export const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+
+/** A new database for one run (dropped by `dropDatabase`). */
+export async function freshBenchDatabase(tag: string) {
+  const admin = postgres(BASE, { max: 1, onnotice: () => {} });
+  const name = `simhost_bench_${tag}_${Date.now()}`;
+  await admin.unsafe(`create database "${name}"`);
+  await admin.end();
+  const u = new URL(BASE);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+export async function dropDatabase(url: string) {
+  const admin = postgres(BASE, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`drop database if exists "${new URL(url).pathname.slice(1)}" with (force)`).catch(() => {});
+  await admin.end();
+}
+
+export async function freePort() {
+  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+  const port = probe.port!;
+  probe.stop(true);
+  return port;
+}
+
+/** Spawns `bun <script>` and waits until `readyPath` answers. */
+export async function spawnServer(script: string, env: Record<string, string>, readyPath: string) {
+  const port = await freePort();
+  const proc = Bun.spawn([process.execPath, script], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "error", PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    try {
+      if ((await fetch(url + readyPath)).status < 500) return { proc, url };
+    } catch {}
+    await Bun.sleep(50);
+  }
+  throw new Error(`${script} did not start`);
+}
+
+export type Sql = postgres.Sql;
+
+export function connect(url: string) {
+  return postgres(url, { max: 4, onnotice: () => {}, types: { int8: { to: 20, from: [20], serialize: String, parse: Number } } as never });
+}
+
+/** An enterprise organization with an owner, a session token and `n` active devices. */
+export async function seedDevices(sql: Sql, n: number) {
+  const [org] = await sql<{ id: number }[]>`insert into organizations (name, plan) values ('bench', 'enterprise') returning id`;
+  const hash = await Bun.password.hash("bench-password-123", { algorithm: "argon2id" });
+  const [user] = await sql<{ id: number }[]>`
+    insert into users (name, email, password_hash) values ('bench', ${`bench-${Date.now()}@example.test`}, ${hash}) returning id`;
+  await sql`insert into memberships (user_id, organization_id, role) values (${user!.id}, ${org!.id}, 'owner')`;
+  const token = (await issueSession(sql, user!.id, { ttlSeconds: 86400 })).token;
+  const ids = await sql<{ id: number }[]>`
+    insert into devices (organization_id, android_id, device_model, app_version, status)
+    select ${org!.id}, lpad(to_hex(g), 16, '0'), 'bench', '1.0', 'active' from generate_series(1, ${n}) g returning id`;
+  await sql`
+    with h as (
+      insert into hosted_sims (number, provider, type, shared_max_orgs)
+      select '+1777' || lpad(d.id::text, 7, '0'), 'byos', 'virtual', 1 from unnest(${ids.map((r) => r.id)}::bigint[]) d(id) returning id, number),
+    a as (insert into hosted_sim_organizations (hosted_sim_id, organization_id) select id, ${org!.id} from h)
+    insert into sim_cards (device_id, sim_slot, phone_number, status, hosted_sim_id)
+    select substring(h.number from 6)::bigint, 1, h.number, 'active', h.id from h`;
+  return { orgId: org!.id, token, deviceIds: ids.map((r) => r.id) };
+}
+
+export type LoadResult = { requests: number; errors: number; seconds: number; rps: number; p50: number; p99: number; statuses: Record<number, number> };
+
+function summarize(latencies: number[], statuses: Record<number, number>, errors: number, seconds: number): LoadResult {
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((latencies.length * p) / 100))] ?? 0;
+  const requests = latencies.length;
+  return { requests, errors, seconds, rps: Math.round(requests / seconds), p50: +pct(50).toFixed(2), p99: +pct(99).toFixed(2), statuses };
+}
+
+/** Closed loop: `concurrency` workers, each sending its next request when the last one answered. */
+export async function closedLoop(make: (i: number) => Request, o: { concurrency: number; seconds: number }): Promise<LoadResult> {
+  const latencies: number[] = [];
+  const statuses: Record<number, number> = {};
+  let errors = 0;
+  let i = 0;
+  const end = performance.now() + o.seconds * 1000;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: o.concurrency }, async () => {
+      while (performance.now() < end) {
+        const t = performance.now();
+        try {
+          const res = await fetch(make(i++));
+          await res.arrayBuffer();
+          statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+          latencies.push(performance.now() - t);
+        } catch {
+          errors++;
+        }
+      }
+    }),
+  );
+  return summarize(latencies, statuses, errors, (performance.now() - start) / 1000);
+}
+
+/** Open loop: `rate` requests per second whatever the answers, latency from the scheduled send time. */
+export async function openLoop(make: (i: number) => Request, o: { rate: number; seconds: number }): Promise<LoadResult> {
+  const latencies: number[] = [];
+  const statuses: Record<number, number> = {};
+  let errors = 0;
+  const inflight: Promise<void>[] = [];
+  const start = performance.now();
+  const total = o.rate * o.seconds;
+  const tickMs = 5;
+  for (let sent = 0; sent < total; ) {
+    const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * o.rate));
+    for (; sent < due; sent++) {
+      const scheduled = start + (sent / o.rate) * 1000;
+      inflight.push(
+        fetch(make(sent))
+          .then(async (res) => {
+            await res.arrayBuffer();
+            statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+            latencies.push(performance.now() - scheduled);
+          })
+          .catch(() => void errors++),
+      );
+    }
+    await Bun.sleep(tickMs);
+  }
+  await Promise.all(inflight);
+  return summarize(latencies, statuses, errors, (performance.now() - start) / 1000);
+}
