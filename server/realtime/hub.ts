@@ -108,11 +108,14 @@ export function createRealtime(deps: {
     for (const ws of sockets) {
       const d = ws.data;
       if (ws.getBufferedAmount() > limits.slowClientBytes) {
-        if (++d.slowSweeps >= 2) {
+        d.slowSweeps += 1;
+        // A client that does not read will not read a close frame either: cut it at the next sweep.
+        if (d.slowSweeps >= 3) ws.terminate();
+        if (d.slowSweeps === 2) {
           slowClosed.inc();
           ws.close(CloseCode.overCapacity, "Client too slow: events were not read.");
-          continue;
         }
+        if (d.slowSweeps >= 2) continue;
       } else d.slowSweeps = 0;
       if (d.pingSentAt && t - d.pingSentAt >= limits.pongTimeoutSeconds * 1000) ws.close(CloseCode.pongNotReceived, "Pong reply not received.");
       else if (!d.pingSentAt && t - d.lastSeen >= limits.idleSeconds * 1000) {

@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto";
+import net from "node:net";
 import Pusher from "pusher-js";
 import { createTestContext, type TestContext } from "../helpers";
 
@@ -115,4 +117,42 @@ export async function openRaw(url: string) {
     },
   };
   return client;
+}
+
+/**
+ * A WebSocket client over a plain TCP socket, so a test can stop reading (`socket.pause()`) and
+ * make the server's send queue grow, as a slow or stuck client does.
+ */
+export async function stalledClient(port: number, path: string) {
+  const socket = net.connect(port, "127.0.0.1");
+  await awaitCallback("tcp connect", (done) => socket.once("connect", () => done(undefined)));
+  socket.write(
+    `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      `Sec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+  );
+  let text = "";
+  const listeners = new Set<() => void>();
+  socket.on("data", (chunk: Buffer) => {
+    text += chunk.toString("latin1");
+    for (const l of listeners) l();
+  });
+  const waitFor = (needle: string) =>
+    awaitCallback<void>(needle, (done) => {
+      const check = () => text.includes(needle) && (listeners.delete(check), done());
+      listeners.add(check);
+      check();
+    });
+  await waitFor("pusher:connection_established");
+  const socketId = /socket_id\\":\\"(\d+\.\d+)/.exec(text)?.[1];
+  if (!socketId) throw new Error(`no socket_id in ${text}`);
+  /** Client frames are masked (RFC 6455 5.3); text frames up to 64 KiB. */
+  const send = (frame: unknown) => {
+    const payload = Buffer.from(JSON.stringify(frame));
+    const header =
+      payload.length < 126 ? Buffer.from([0x81, 0x80 | payload.length]) : Buffer.from([0x81, 0x80 | 126, payload.length >> 8, payload.length & 0xff]);
+    const mask = randomBytes(4);
+    const masked = payload.map((b, i) => b ^ mask[i % 4]!);
+    socket.write(Buffer.concat([header, mask, masked]));
+  };
+  return { socket, socketId, send, waitFor };
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { signChannel } from "../../server/realtime/protocol";
 import { createTenant } from "../fixtures";
 import type { TestContext } from "../helpers";
-import { openRaw, startServer, stopServer } from "./realtime-client";
+import { awaitCallback, openRaw, stalledClient, startServer, stopServer } from "./realtime-client";
 
 let ctx: TestContext & { baseUrl: string; port: number };
 let url: string;
@@ -165,6 +165,31 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     const raw = await openRaw(url.replace("protocol=7", "protocol=99"));
     expect((await raw.event("pusher:error")).data.code).toBe(4007);
     expect((await raw.closed()).code).toBe(4007);
+  });
+
+  test("a client that stops reading: events past 1 MiB are dropped for it, then it is closed (4100) and cut", async () => {
+    const { org } = await createTenant(ctx.sql);
+    const channel = `private-organization.${org.id}`;
+    const slow = await stalledClient(ctx.port, new URL(url).pathname + new URL(url).search);
+    slow.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(slow.socketId, channel, org.id) } });
+    await slow.waitFor("pusher_internal:subscription_succeeded");
+    slow.socket.pause(); // from here on the kernel buffers fill and the server's queue grows
+    const before = ctx.services.realtime.connections();
+    const payload = { pad: "x".repeat(10_000) };
+    // The hub listens to the bus before this test does: once the marker reaches us, every event
+    // has been handed to the sockets (with Redis, publishing is asynchronous).
+    const delivered = awaitCallback("the marker event", (done) => {
+      const stop = ctx.services.bus.subscribe((m) => m.event === "test.marker" && (stop(), done(undefined)));
+    });
+    for (let i = 0; i < 3000; i++) ctx.services.publish(channel, "device.updated", payload);
+    ctx.services.publish(channel, "test.marker", {});
+    await delivered;
+    for (let i = 0; i < 3; i++) ctx.services.realtime.sweep();
+    expect(ctx.services.realtime.connections()).toBe(before - 1);
+    const metrics = await (await fetch(`${ctx.baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^simhost_ws_slow_clients_closed_total [1-9]/m);
+    slow.socket.resume();
+    await awaitCallback("the slow client's socket to close", (done) => slow.socket.once("close", () => done(undefined)));
   });
 
   // Last: it stops this server's realtime for good.
