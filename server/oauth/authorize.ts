@@ -93,7 +93,7 @@ export function createAuthorizeFlow(deps: AuthorizeDeps) {
     const stage = fields.step === "totp" ? "totp" : "consent";
     const ticket = signer.verify<Ticket>(stage, fields.ticket);
     if (!ticket || ticket.rq !== rq) return restart("Your sign-in expired. Please sign in again.");
-    if (fields.step === "totp") return totpStep(ctx, rq, ticket, fields);
+    if (fields.step === "totp") return totpStep(ctx, rq, ticket, fields, address);
     if (firstInvalidField(ConsentForm, fields)) return pageError("Invalid request", "The consent form was incomplete.");
     if (fields.decision === "deny") return redirectError(request, "access_denied", "The user denied access.");
     const code = await store.insertCode(sql, {
@@ -126,11 +126,11 @@ export function createAuthorizeFlow(deps: AuthorizeDeps) {
     return { status: 401, html: signInPage(ctx, { email, errors: { password: "The email or password is incorrect." } }) };
   }
 
-  async function totpStep(ctx: FormContext, rq: string, ticket: Ticket, fields: Record<string, string>): Promise<Outcome> {
+  async function totpStep(ctx: FormContext, rq: string, ticket: Ticket, fields: Record<string, string>, address: string): Promise<Outcome> {
     if (firstInvalidField(TotpForm, fields) || !fields.code?.trim()) {
       return { status: 422, html: totpPage(ctx, { ticket: fields.ticket!, error: "Enter the 6-digit code from your authenticator app." }) };
     }
-    const result = await deps.signIn.checkCode(ticket.uid, fields.code);
+    const result = await deps.signIn.checkCode(ticket.uid, fields.code, address);
     if (result.ok) return showConsent(ctx, rq, ticket.uid);
     if (result.retryIn) {
       const formError = `Too many wrong codes. Try again in ${Math.ceil(result.retryIn / 60)} minutes.`;

@@ -93,16 +93,9 @@ export async function deleteSession(sql: Sql, sessionId: number) {
   await sql`delete from sessions where id = ${sessionId}`;
 }
 
-/** A user as the sign-in page needs them; email match is case-insensitive like the unique index. */
-export async function findUserForSignIn(sql: Sql, email: string) {
-  const [row] = await sql<{ id: number; name: string; password_hash: string; totp_secret: string | null; totp_enabled: boolean }[]>`
-    select id, name, password_hash, totp_secret, totp_enabled from users where lower(email) = lower(${email})`;
-  return row;
-}
-
+/** The user named on the consent page. */
 export async function findUserForConsent(sql: Sql, userId: number) {
-  const [row] = await sql<{ id: number; name: string; email: string; totp_enabled: boolean; totp_secret: string | null }[]>`
-    select id, name, email, totp_enabled, totp_secret from users where id = ${userId}`;
+  const [row] = await sql<{ id: number; name: string; email: string }[]>`select id, name, email from users where id = ${userId}`;
   return row;
 }
 

@@ -1,4 +1,5 @@
-import { beforeAll, describe, expect, test } from "bun:test";
+import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { addressKey } from "../../server/auth/limits";
 import { createTenant } from "../fixtures";
 import { sharedTestContext, type TestContext } from "../helpers";
 import { cookieFrom, createOAuthClient, enableTotp, hiddenInputs, TEST_TOTP_SECRET, totpCode } from "./oauth-flow";
@@ -9,6 +10,10 @@ let ctx: TestContext;
 beforeAll(async () => {
   ctx = await sharedTestContext();
 }, 60_000);
+// In-process requests share one client address; the API login tests count failures on it too.
+afterEach(async () => {
+  await ctx.services.limiter.reset(addressKey("local"));
+});
 
 const CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"; // RFC 7636 appendix B
 
@@ -162,7 +167,7 @@ describe("POST /oauth/authorize (the page's steps)", () => {
     const q = redirectParams(await post({ ...hiddenInputs(consent.text), decision: "deny" }), client.redirectUri);
     expect(q.get("error")).toBe("access_denied");
     expect(q.get("state")).toBe("xyz");
-  });
+  }, 30_000);
 
   test("a consent ticket cannot skip the TOTP step", async () => {
     const { page, post, user } = await start();
@@ -172,6 +177,27 @@ describe("POST /oauth/authorize (the page's steps)", () => {
     expect(res.status).toBe(403);
     expect(res.headers.get("location")).toBeNull();
   });
+
+  test("10 wrong passwords for an email: the page refuses further tries for a while (429)", async () => {
+    const { page, post, user } = await start();
+    let res = page;
+    for (let i = 0; i < 10; i++) res = await post({ ...hiddenInputs(res.text), email: user.email, password: `wrong ${i}` });
+    res = await post({ ...hiddenInputs(res.text), email: user.email, password: user.password });
+    expect(res.status).toBe(429);
+    expect(res.text).toContain("Too many failed attempts");
+    expect(res.text).not.toContain("Allow");
+  }, 30_000);
+
+  test("a TOTP code works once: the same code on a second sign-in is refused", async () => {
+    const { page, post, user } = await start();
+    await enableTotp(ctx.sql, user.id);
+    const signIn = async () => post({ ...hiddenInputs(page.text), email: user.email, password: user.password });
+    const code = totpCode(TEST_TOTP_SECRET);
+    const first = await post({ ...hiddenInputs((await signIn()).text), code });
+    expect(first.text).toContain("Allow");
+    const second = await post({ ...hiddenInputs((await signIn()).text), code });
+    expect(second.status).toBe(401);
+  }, 30_000);
 
   test("approve redirects with a code and the state", async () => {
     const { page, post, user, client } = await start();

@@ -1,5 +1,6 @@
-import { beforeAll, describe, expect, test } from "bun:test";
+import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import * as oauth from "oauth4webapi";
+import { addressKey } from "../../server/auth/limits";
 import { createTenant } from "../fixtures";
 import { sharedTestContext, type TestContext } from "../helpers";
 import { cookieFrom, createOAuthClient, enableTotp, hiddenInputs, TEST_TOTP_SECRET, totpCode } from "./oauth-flow";
@@ -27,6 +28,10 @@ const opts = (extra: object = {}) =>
 beforeAll(async () => {
   ctx = await sharedTestContext();
 }, 60_000);
+// In-process requests share one client address; the API login tests count failures on it too.
+afterEach(async () => {
+  await ctx.services.limiter.reset(addressKey("local"));
+});
 
 type Flow = { client: oauth.Client; redirectUri: string; verifier: string; challenge: string; state: string; email: string; password: string };
 
