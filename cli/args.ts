@@ -29,3 +29,20 @@ export const globals = <T extends object = object>(cmd: Command) => cmd.optsWith
 
 /** `--org`: the organization a server command acts in (X-Organization-Id); per command, since `admin user create --org` means another thing. */
 export const orgOption = (cmd: Command) => cmd.option("--org <org-id>", "organization to act in (X-Organization-Id; default: your first)");
+
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
+
+/** A point in time: an ISO 8601 date-time, or an age such as `90s`, `15m`, `2h`, `7d` (that long ago). */
+export function instant(value: string): string {
+  const age = value.match(/^(\d+)([smhdw])$/);
+  if (age) return new Date(Date.now() - Number(age[1]) * UNIT_SECONDS[age[2]!]! * 1000).toISOString();
+  const date = /^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : new Date(Number.NaN);
+  if (Number.isNaN(date.getTime())) throw new InvalidArgumentError("Not a date-time (2026-11-21T10:00:00Z) or an age (15m, 2h, 7d).");
+  return date.toISOString();
+}
+
+/** A hosted SIM given by id or by its E.164 number. */
+export function numberRef(value: string): number | string {
+  if (/^\d+$/.test(value)) return positiveInt(value);
+  return e164(value);
+}

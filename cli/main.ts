@@ -3,9 +3,15 @@ import { Command, CommanderError } from "commander";
 import pkg from "../package.json" with { type: "json" };
 import { registerAdmin } from "./commands/admin";
 import { registerAuth } from "./commands/auth";
+import { registerDevices } from "./commands/devices";
 import { registerHealth } from "./commands/health";
+import { registerKeys } from "./commands/keys";
+import { registerMessages } from "./commands/messages";
+import { registerNumbers } from "./commands/numbers";
 import { registerOAuthClient } from "./commands/oauth-client";
 import { registerPool } from "./commands/pool";
+import { registerSims } from "./commands/sims";
+import { registerWebhooks } from "./commands/webhooks";
 import { CliError } from "./output";
 
 /**
@@ -19,6 +25,12 @@ const commandModules: Array<(program: Command) => void> = [
   registerAuth,
   registerHealth,
   registerOAuthClient,
+  registerKeys,
+  registerNumbers,
+  registerMessages,
+  registerDevices,
+  registerSims,
+  registerWebhooks,
 ];
 
 export function buildProgram(): Command {

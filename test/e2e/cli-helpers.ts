@@ -59,3 +59,33 @@ export function uniqueNumber(): string {
   counter += 1;
   return `+1555${String(Date.now() % 1_000_000).padStart(6, "0")}${String(counter).padStart(3, "0")}`.slice(0, 16);
 }
+
+/**
+ * A live server for the CLI's server commands: the context served on a free port, and `run`
+ * to call the CLI against it with a token.
+ */
+export async function startCliServer() {
+  const { createTestContext } = await import("../helpers");
+  const ctx = await createTestContext();
+  const url = listen(ctx);
+  const env = cliEnv(ctx);
+  return {
+    ctx,
+    url,
+    env,
+    run: (token: string, args: string[]) => runCli(["--url", url, "--token", token, ...args], { env }),
+    async close() {
+      await ctx.app.stop();
+      await ctx.close();
+    },
+  };
+}
+
+/** A pool number attached to an organization, written straight to the database. */
+export async function attachNumber(ctx: TestContext, orgId: number, opts: { alias?: string; type?: "shared" | "virtual" } = {}) {
+  const number = uniqueNumber();
+  const [sim] = await ctx.sql<{ id: number }[]>`
+    insert into hosted_sims (number, provider, type, shared_max_orgs) values (${number}, 'test', ${opts.type ?? "shared"}, 5) returning id`;
+  await ctx.sql`insert into hosted_sim_organizations (hosted_sim_id, organization_id, alias) values (${sim!.id}, ${orgId}, ${opts.alias ?? null})`;
+  return { id: sim!.id, number };
+}

@@ -1,0 +1,74 @@
+import { type Command, Option } from "commander";
+import { createApiClient } from "../api-client";
+import { e164, globals, instant, numberRef, orgOption, positiveInt } from "../args";
+import { emit, statusColor, table } from "../output";
+import { resolveNumberId } from "./numbers";
+
+type Message = {
+  id: number;
+  direction: string;
+  from: string;
+  to: string;
+  text: string;
+  status: string;
+  received_at: string | null;
+  sent_at: string | null;
+  created_at: string;
+};
+
+const oneLine = (text: string, max = 60) => {
+  const flat = text.replace(/\s+/g, " ");
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+};
+
+const columns = [
+  { header: "ID", value: (m: Message) => m.id },
+  { header: "AT", value: (m: Message) => m.received_at ?? m.sent_at ?? m.created_at },
+  { header: "DIR", value: (m: Message) => (m.direction === "inbound" ? "in" : "out") },
+  { header: "FROM", value: (m: Message) => m.from },
+  { header: "TO", value: (m: Message) => m.to },
+  { header: "STATUS", value: (m: Message) => m.status, color: (s: string) => statusColor(s.trim()) + s.slice(s.trimEnd().length) },
+  { header: "TEXT", value: (m: Message) => oneLine(m.text) },
+];
+
+type ListOptions = { number: number | string; since?: string; until?: string; direction?: string; search?: string; limit?: number; page?: number };
+
+export function registerMessages(program: Command): void {
+  const messages = program.command("messages").description("message history and sending");
+
+  orgOption(messages.command("list"))
+    .description("messages of a number, newest first")
+    .requiredOption("--number <number>", "hosted SIM id or E.164 number", numberRef)
+    .option("--since <time>", "from this date-time, or this long ago (15m, 2h, 7d)", instant)
+    .option("--until <time>", "before this date-time, or this long ago", instant)
+    .addOption(new Option("--direction <direction>", "only inbound or outbound").choices(["inbound", "outbound"]))
+    .option("--search <text>", "text contains (case-insensitive)")
+    .option("--limit <n>", "messages per page (1 to 100, default 50)", positiveInt)
+    .option("--page <n>", "page (default 1)", positiveInt)
+    .action(async (_opts, cmd: Command) => {
+      const o = globals<ListOptions>(cmd);
+      const api = createApiClient(o);
+      const hostedSim = await resolveNumberId(api, o.number);
+      const { body } = await api.get<{ data: Message[]; meta: { total: number; current_page: number; last_page: number } }>("/api/messages", {
+        query: { hosted_sim: hostedSim, since: o.since, until: o.until, direction: o.direction, q: o.search, per_page: o.limit, page: o.page },
+      });
+      emit(o, body, () => {
+        const { meta } = body;
+        const footer = meta && meta.last_page > 1 ? `\npage ${meta.current_page} of ${meta.last_page} (${meta.total} messages); --page for more` : "";
+        return table(body.data, columns) + footer;
+      });
+    });
+
+  orgOption(messages.command("send"))
+    .description("send an SMS from one of your numbers (counted against the plan)")
+    .requiredOption("--number <number>", "hosted SIM id or E.164 number to send from", numberRef)
+    .requiredOption("--to <phone>", "recipient, E.164", e164)
+    .requiredOption("--text <text>", "message text (1 to 1600 characters)")
+    .action(async (_opts, cmd: Command) => {
+      const o = globals<{ number: number | string; to: string; text: string }>(cmd);
+      const api = createApiClient(o);
+      const hostedSim = await resolveNumberId(api, o.number);
+      const { body } = await api.post<{ data: Message }>("/api/messages", { hosted_sim: hostedSim, to: o.to, text: o.text });
+      emit(o, body, () => `Message ${body.data.id} to ${body.data.to} is ${body.data.status}.`);
+    });
+}
