@@ -5,6 +5,7 @@ import type { Publish } from "../realtime/bus";
 import type { DeviceActors } from "./actor";
 import { deviceChannels } from "./runtime";
 import { enqueueDeviceSmsProcessing } from "./sms-store";
+import { isUniqueViolation } from "./store";
 import { nextDeviceStatus } from "./transitions";
 
 type Tx = postgres.TransactionSql;
@@ -71,10 +72,16 @@ export async function verifySimCard(deps: Deps, code: string, from: string, guar
   const state = found ? await deps.actors.get(found.device_id) : null;
   if (!found || !state) return (await deps.sql.begin((tx) => guard(tx))) ? "unknown_code" : "duplicate";
   return deps.actors.run(state, async () => {
-    const result = await deps.sql.begin(async (tx) => {
-      if (!(await guard(tx))) return { outcome: "duplicate" as const };
-      return verifyInTx(tx, code, from, new Date(deps.clock.now()));
-    });
+    const result = await deps.sql
+      .begin(async (tx) => {
+        if (!(await guard(tx))) return { outcome: "duplicate" as const };
+        return verifyInTx(tx, code, from, new Date(deps.clock.now()));
+      })
+      .catch((e) => {
+        // Another card took the same number at the same moment (sim_cards_active_number_key).
+        if (isUniqueViolation(e)) return { outcome: "number_in_use" as const };
+        throw e;
+      });
     if (result.outcome !== "verified") return result.outcome;
     state.status = result.status;
     const channels = deviceChannels(state);

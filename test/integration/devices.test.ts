@@ -220,3 +220,38 @@ describe("cross-organization", () => {
     }
   });
 });
+
+describe("device list", () => {
+  test("paginated with meta and links, filtered by status; bad per_page and status: 422", async () => {
+    const { token } = await createTenant(ctx.sql, { plan: "pro" });
+    await activeDevice(ctx, token);
+    await registerDevice(ctx, token);
+    await registerDevice(ctx, token);
+    const page = await ctx.request("GET", "/api/byos/devices?per_page=2&page=2", { token });
+    expect(page.status).toBe(200);
+    expect(page.body.data).toHaveLength(1);
+    expect(page.body.meta).toMatchObject({ current_page: 2, per_page: 2, total: 3, last_page: 2, from: 3, to: 3 });
+    expect(page.body.links.prev).toContain("page=1");
+    expect(page.body.links.next).toBeNull();
+    const pending = await ctx.request("GET", "/api/byos/devices?status=pending_verification", { token });
+    expect(pending.body.data.map((d: any) => d.status)).toEqual(["pending_verification", "pending_verification"]);
+    expect(pending.body.meta.per_page).toBe(15);
+    expect(Object.keys(pending.body.data[0]).sort()).toEqual(
+      [
+        "android_id",
+        "battery_level",
+        "created_at",
+        "device_name",
+        "id",
+        "is_online",
+        "last_seen_at",
+        "phone_number",
+        "provider_number",
+        "sim_cards",
+        "status",
+      ].sort(),
+    );
+    expect((await ctx.request("GET", "/api/byos/devices?per_page=101", { token })).status).toBe(422);
+    expect((await ctx.request("GET", "/api/byos/devices?status=lost", { token })).status).toBe(422);
+  });
+});

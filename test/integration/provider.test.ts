@@ -122,3 +122,19 @@ describe("SIM verification", () => {
     });
   });
 });
+
+describe("concurrent verifications", () => {
+  test("two devices verifying the same number at once: one wins, no server error", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const [da, db] = await Promise.all([registerDevice(ctx, a.token), registerDevice(ctx, b.token)]);
+    const number = randomSimNumber();
+    const answers = await Promise.all([
+      verificationSms(ctx, da.sim_cards[0]!.verification_code, number),
+      verificationSms(ctx, db.sim_cards[0]!.verification_code, number),
+    ]);
+    expect(answers.map((r) => r.status)).toEqual([200, 200]);
+    const [row] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from sim_cards where phone_number = ${number} and status = 'active'`;
+    expect(row!.n).toBe(1);
+  });
+});
