@@ -1,0 +1,272 @@
+import { type Api, ApiError } from "./api";
+import type { Outbox, ReceivedSms } from "./outbox";
+import { sendThroughProvider } from "./provider";
+import type { Random } from "./random";
+import type { Stats } from "./stats";
+import { randomSender, randomText } from "./texts";
+import { numberForSlot, type Registration, registerDevice, verifySims } from "./verify";
+import { driftVitals, initialVitals, reported } from "./vitals";
+import type { Device, SendEvent } from "./wire";
+
+/** Where the phone is in its life; the network being up or down is separate (churn, outages). */
+export type DeviceState = "new" | "registering" | "verifying" | "active" | "unverified" | "revoked" | "stopped";
+
+export type DeviceEvents = {
+  onState?(state: DeviceState): void;
+  onReceived?(sms: ReceivedSms): void;
+  onAcknowledged?(sms: ReceivedSms): void;
+  /** The server refused it for good (revoked or disabled device, validation): not lost, but not delivered. */
+  onRefused?(sms: ReceivedSms, reason: string): void;
+};
+
+export type DeviceOptions = {
+  reg: Registration;
+  doze: boolean;
+  deviceId?: number;
+  api: Api;
+  providerUrl: string;
+  outbox: Outbox;
+  rng: Random;
+  stats: Stats;
+  /** Multiplies every wait the server asks for (heartbeats, backoff): 0.1 makes a minute six seconds. */
+  timeScale?: number;
+  verifyTimeoutMs?: number;
+  events?: DeviceEvents;
+};
+
+/** One restartable timer (after porsager/postgres): start re-arms, cancel disarms. */
+export function timer(fn: () => void) {
+  let t: ReturnType<typeof setTimeout> | undefined;
+  return {
+    start(ms: number) {
+      clearTimeout(t);
+      t = setTimeout(fn, Math.max(0, ms));
+    },
+    cancel: () => clearTimeout(t),
+  };
+}
+
+const DEFAULT_BACKOFF = [5, 15, 60, 300];
+
+export function createDevice(o: DeviceOptions) {
+  const key = o.reg.android_id;
+  const scale = o.timeScale ?? 1;
+  let state: DeviceState = "new";
+  let device: Device | undefined;
+  let backoff = DEFAULT_BACKOFF;
+  let heartbeatSeconds = 60;
+  let networkUp = true;
+  let doze = o.doze;
+  let vitals = initialVitals(o.rng, o.reg.sim_slots.length);
+  let vitalsAt = Date.now();
+  let lastHeartbeatAt = 0;
+  let heartbeatFailures = 0;
+  let submitFailures = 0;
+  let flushing = false;
+  const heartbeatTimer = timer(() => void beat());
+  const flushTimer = timer(() => void flush());
+  const configTimer = timer(() => void refreshConfig());
+  const seconds = (s: number) => s * 1000 * scale;
+  const backoffMs = (attempt: number) => seconds(backoff[Math.min(attempt, backoff.length - 1)] ?? 60);
+  const alive = () => state !== "stopped" && state !== "revoked";
+
+  function setState(next: DeviceState) {
+    state = next;
+    o.events?.onState?.(next);
+  }
+
+  /** Keeps trying while the server is away (the app would); gives up only on a definite refusal. */
+  async function persist<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (networkUp) return await fn();
+      } catch (e) {
+        if (e instanceof ApiError && !e.retryable) throw e;
+      }
+      if (!alive()) throw new Error("device stopped");
+      await Bun.sleep(backoffMs(attempt));
+    }
+  }
+
+  async function start() {
+    setState("registering");
+    device = await persist(() => registerDevice(o.api, o.reg, o.deviceId));
+    // A pending device may heartbeat and submit already (API.md): its SMS wait for the SIM.
+    void beat();
+    void flush();
+    setState("verifying");
+    const verifyOpts = { providerUrl: o.providerUrl, pollMs: 250, timeoutMs: o.verifyTimeoutMs ?? 30_000 };
+    device = await persist(() => verifySims(o.api, device!, o.reg, verifyOpts));
+    if (!alive()) return;
+    setState(device.sim_cards.some((c) => c.status === "active") ? "active" : "unverified");
+    await refreshConfig();
+  }
+
+  async function refreshConfig() {
+    if (!device || !alive()) return;
+    try {
+      const config = await o.api.config(device.id);
+      if (config.intervals.retry_backoff_seconds?.length) backoff = config.intervals.retry_backoff_seconds;
+      heartbeatSeconds = config.intervals.heartbeat_seconds || heartbeatSeconds;
+      configTimer.start(seconds(config.intervals.config_refresh_seconds || 3600));
+    } catch (e) {
+      if (isGone(e)) return markRevoked();
+      configTimer.start(backoffMs(0));
+    }
+  }
+
+  function heartbeatBody() {
+    const now = Date.now();
+    vitals = driftVitals(vitals, (now - vitalsAt) / 1000 / scale, o.rng, doze);
+    vitalsAt = now;
+    const r = reported(vitals);
+    const sims = o.reg.numbers.map((phone_number, i) => ({ phone_number, signal_strength: r.signal[i]! }));
+    return { battery_level: r.battery_level, signal_strength: r.signal[0]!, is_in_doze_mode: doze, sim_cards: sims };
+  }
+
+  async function beat() {
+    if (!device || !alive()) return;
+    if (!networkUp) return heartbeatTimer.cancel();
+    try {
+      const answer = await o.api.heartbeat(device.id, heartbeatBody());
+      heartbeatFailures = 0;
+      lastHeartbeatAt = Date.now();
+      o.stats.count("heartbeats");
+      heartbeatTimer.start(seconds(answer.next_heartbeat_in || heartbeatSeconds));
+    } catch (e) {
+      if (isGone(e)) return markRevoked();
+      heartbeatTimer.start(Math.min(backoffMs(heartbeatFailures++), seconds(heartbeatSeconds)));
+    }
+  }
+
+  /** Submits the outbox oldest first, one at a time; stops at the first failure and retries after the backoff. */
+  async function flush() {
+    if (flushing || !device || !alive() || !networkUp) return;
+    flushing = true;
+    try {
+      for (let next = o.outbox.pending(key)[0]; next && networkUp && alive(); next = o.outbox.pending(key)[0]) {
+        if (!(await submit(next.sms, Date.parse(next.queued_at)))) break;
+      }
+    } finally {
+      flushing = false;
+    }
+  }
+
+  async function submit(sms: ReceivedSms, queuedAt: number): Promise<boolean> {
+    try {
+      await o.api.submitSms(device!.id, sms);
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.retryable) {
+        flushTimer.start(backoffMs(submitFailures++));
+        return false;
+      }
+      o.outbox.ack(sms.message_id);
+      o.stats.count("sms.refused");
+      o.events?.onRefused?.(sms, e.kind);
+      if (e.code === "invalid_state") void checkRevoked();
+      return true;
+    }
+    submitFailures = 0;
+    o.outbox.ack(sms.message_id);
+    o.stats.count("sms.acknowledged");
+    o.stats.observe("sms.end_to_end", Date.now() - queuedAt);
+    o.events?.onAcknowledged?.(sms);
+    return true;
+  }
+
+  /** An SMS arrives on the phone (GSM works without data): into the outbox first, then submitted. */
+  function receive(input: Partial<ReceivedSms> = {}): ReceivedSms {
+    const sms: ReceivedSms = {
+      message_id: input.message_id ?? o.rng.uuid(),
+      from: input.from ?? randomSender(o.rng),
+      body: input.body ?? randomText(o.rng),
+      received_at: input.received_at ?? new Date().toISOString(),
+      sim_slot: input.sim_slot ?? o.rng.pick(o.reg.sim_slots),
+    };
+    o.outbox.add(key, sms);
+    o.stats.count("sms.received");
+    o.events?.onReceived?.(sms);
+    void flush();
+    return sms;
+  }
+
+  async function checkRevoked() {
+    try {
+      if ((await o.api.getDevice(device!.id)).status === "revoked") markRevoked();
+    } catch (e) {
+      if (isGone(e)) markRevoked();
+    }
+  }
+
+  function markRevoked() {
+    if (state === "revoked") return;
+    cancelTimers();
+    setState("revoked");
+    for (const e of o.outbox.pending(key)) {
+      o.outbox.ack(e.sms.message_id);
+      o.stats.count("sms.refused");
+      o.events?.onRefused?.(e.sms, "revoked");
+    }
+  }
+
+  function cancelTimers() {
+    heartbeatTimer.cancel();
+    flushTimer.cancel();
+    configTimer.cancel();
+  }
+
+  /** `message.send`: text the recipient from the SIM (through the emulated network), then report sent and delivered. */
+  async function sendOutbound(event: SendEvent) {
+    const msg = event.message ?? { id: event.id ?? event.message_id!, to: event.to!, text: event.text!, sim_slot: event.sim_slot };
+    if (!device || !msg.id || !msg.to) return;
+    const from = numberForSlot(o.reg, msg.sim_slot ?? null)!;
+    try {
+      await sendThroughProvider(o.providerUrl, { from, to: msg.to, body: msg.text ?? "" });
+      await persist(() => o.api.reportStatus(device!.id, msg.id, "sent"));
+      o.stats.count("outbound.sent");
+      await persist(() => o.api.reportStatus(device!.id, msg.id, "delivered"));
+      o.stats.count("outbound.delivered");
+    } catch (e) {
+      o.stats.count("outbound.failed");
+      await o.api.reportStatus(device.id, msg.id, "failed", (e as Error).message.slice(0, 200)).catch(() => undefined);
+    }
+  }
+
+  return {
+    key,
+    start,
+    receive,
+    sendOutbound,
+    refreshConfig,
+    /** Data network up or down; SMS keep arriving into the outbox meanwhile. */
+    setNetwork(up: boolean) {
+      networkUp = up;
+      if (!up) return cancelTimers();
+      void beat();
+      void flush();
+    },
+    setDoze(on: boolean) {
+      doze = on;
+    },
+    stop() {
+      cancelTimers();
+      if (alive()) setState("stopped");
+    },
+    id: () => device?.id,
+    snapshot: () => ({
+      key,
+      id: device?.id,
+      state,
+      network: networkUp,
+      doze,
+      lastHeartbeatAt,
+      cards: device?.sim_cards ?? [],
+      pending: o.outbox.pending(key).length,
+    }),
+    /** Re-reads the device (after verification the cards carry their hosted SIM ids). */
+    reload: async () => (device = await o.api.getDevice(device!.id)),
+  };
+}
+export type SimDevice = ReturnType<typeof createDevice>;
+
+const isGone = (e: unknown) => e instanceof ApiError && (e.code === "invalid_state" || e.status === 404);

@@ -1,0 +1,99 @@
+import type { Api } from "./api";
+import type { SimDevice } from "./device";
+import type { ReceivedSms } from "./outbox";
+import type { Stats } from "./stats";
+
+export type Tracked = { device: SimDevice; api: Api; sms: ReceivedSms; state: "queued" | "acknowledged" | "refused"; reason?: string };
+
+export type VisibilityResult = { visible: number; missing: Tracked[]; unattributed: number };
+
+/**
+ * Checks that every acknowledged SMS can be read back through GET /api/messages on the hosted
+ * SIM of the card it arrived on, as a customer would. Processing is asynchronous, so it polls
+ * until everything is found or the deadline passes. Matching is by sender and text, counted,
+ * so two identical texts need two messages.
+ */
+export async function checkVisibility(acknowledged: Tracked[], deadline: number): Promise<VisibilityResult> {
+  const bySim = new Map<number, { api: Api; wanted: Tracked[] }>();
+  let unattributed = 0;
+  for (const t of acknowledged) {
+    const card = t.device.snapshot().cards.find((c) => c.sim_slot === (t.sms.sim_slot ?? c.sim_slot));
+    if (!card?.hosted_sim_id) {
+      unattributed++;
+      continue;
+    }
+    const entry = bySim.get(card.hosted_sim_id) ?? { api: t.api, wanted: [] };
+    entry.wanted.push(t);
+    bySim.set(card.hosted_sim_id, entry);
+  }
+  let missing: Tracked[] = [];
+  for (;;) {
+    missing = [];
+    for (const [hostedSim, { api, wanted }] of bySim) missing.push(...(await missingOn(api, hostedSim, wanted)));
+    if (missing.length === 0 || Date.now() >= deadline) break;
+    await Bun.sleep(1000);
+  }
+  const total = [...bySim.values()].reduce((n, e) => n + e.wanted.length, 0);
+  return { visible: total - missing.length, missing, unattributed };
+}
+
+async function missingOn(api: Api, hostedSim: number, wanted: Tracked[]): Promise<Tracked[]> {
+  const seen = new Map<string, number>();
+  for (let page = 1; page <= 100; page++) {
+    const res = await api.messages({ hosted_sim: hostedSim, per_page: 100, page, direction: "inbound" }).catch(() => null);
+    if (!res) return wanted;
+    for (const m of res.data) seen.set(`${m.from}\n${m.text}`, (seen.get(`${m.from}\n${m.text}`) ?? 0) + 1);
+    const last = res.meta?.last_page ?? (res.data.length < 100 ? page : page + 1);
+    if (page >= last || res.data.length === 0) break;
+  }
+  return wanted.filter((t) => {
+    const key = `${t.sms.from}\n${t.sms.body}`;
+    const left = seen.get(key) ?? 0;
+    if (left > 0) seen.set(key, left - 1);
+    return left === 0;
+  });
+}
+
+export type FleetReport = {
+  seed: number;
+  duration_s: number;
+  devices: { requested: number; registered: number; verified: number; unverified: number; online: number; revoked: number; failed_to_start: number };
+  sms: { received: number; acknowledged: number; refused: number; pending: number; visible: number; not_visible: number; lost: number };
+  heartbeats: number;
+  outbound: { sent: number; delivered: number; failed: number };
+  errors: Record<string, number>;
+  latency_ms: Record<string, { count: number; p50: number; p95: number; p99: number; max: number }>;
+  passed: boolean;
+};
+
+export function formatReport(r: FleetReport): string {
+  const lines = [
+    `fleet run: seed ${r.seed}, ${r.duration_s}s, ${r.passed ? "PASSED" : "FAILED"}`,
+    `devices   requested ${r.devices.requested}  registered ${r.devices.registered}  verified ${r.devices.verified}  unverified ${r.devices.unverified}  online ${r.devices.online}  revoked ${r.devices.revoked}  failed to start ${r.devices.failed_to_start}`,
+    `sms       received ${r.sms.received}  acknowledged ${r.sms.acknowledged}  refused ${r.sms.refused}  still queued ${r.sms.pending}  visible ${r.sms.visible}  not visible ${r.sms.not_visible}  LOST ${r.sms.lost}`,
+    `heartbeats ${r.heartbeats}   outbound sent ${r.outbound.sent} delivered ${r.outbound.delivered} failed ${r.outbound.failed}`,
+    "latency (ms)        count     p50     p95     p99     max",
+    ...Object.entries(r.latency_ms).map(
+      ([op, l]) => `  ${op.padEnd(16)} ${String(l.count).padStart(7)} ${fmt(l.p50)} ${fmt(l.p95)} ${fmt(l.p99)} ${fmt(l.max)}`,
+    ),
+    Object.keys(r.errors).length ? "errors" : "errors: none",
+    ...Object.entries(r.errors).map(([kind, n]) => `  ${String(n).padStart(7)}  ${kind}`),
+  ];
+  return lines.join("\n");
+}
+
+const fmt = (n: number) => n.toFixed(1).padStart(7);
+
+/** One line, rewritten in place on a terminal, for watching a run. */
+export function progressLine(elapsedS: number, devices: SimDevice[], stats: Stats): string {
+  const snaps = devices.map((d) => d.snapshot());
+  const active = snaps.filter((s) => s.state === "active").length;
+  const up = snaps.filter((s) => s.network && s.state === "active").length;
+  const queued = snaps.reduce((n, s) => n + s.pending, 0);
+  const sms = stats.latency("sms");
+  return (
+    `[${elapsedS.toFixed(0).padStart(4)}s] devices ${active}/${devices.length} active ${up} up | ` +
+    `sms ${stats.get("sms.received")} recv ${stats.get("sms.acknowledged")} ack ${queued} queued ${stats.get("sms.refused")} refused | ` +
+    `hb ${stats.get("heartbeats")} | errors ${stats.errorTotal()} | sms p50 ${sms.p50}ms p95 ${sms.p95}ms p99 ${sms.p99}ms`
+  );
+}

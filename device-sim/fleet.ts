@@ -1,0 +1,305 @@
+import { type Api, ApiError, type Credentials, createApi, createLimiter, signIn } from "./api";
+import { createDevice, type SimDevice } from "./device";
+import { checkVisibility, type FleetReport, formatReport, progressLine, type Tracked } from "./fleet-report";
+import { type Outbox, openOutbox } from "./outbox";
+import { startProvider } from "./provider";
+import { listenDeviceChannel } from "./pusher";
+import { createRandom, fakeWith, phoneNumber, type Random } from "./random";
+import { runScenario, type Scenario, type ScenarioStep } from "./scenario";
+import { createStats, type Stats } from "./stats";
+import type { Registration } from "./verify";
+
+export type FleetOptions = {
+  serverUrl: string;
+  accounts: Credentials[];
+  devices: number;
+  /** SMS per second arriving across the whole fleet (Poisson). */
+  smsRate: number;
+  dozeRatio: number;
+  /** Share of the fleet that drops off the network per minute, for a spell averaging 30 s. */
+  churn: number;
+  durationMs: number;
+  seed: number;
+  scenario?: Scenario;
+  /** A running `device-sim provider`; without it the fleet starts its own emulator (needs providerToken). */
+  providerUrl?: string;
+  providerToken?: string;
+  providerNumber?: string;
+  /** The server's PUBLIC_URL when it differs from serverUrl (the provider signature covers it). */
+  publicUrl?: string;
+  stateDir?: string;
+  listen?: boolean;
+  concurrency?: number;
+  timeScale?: number;
+  settleMs?: number;
+  progress?: (line: string) => void;
+};
+
+const MODELS = ["Pixel 8", "Pixel 7a", "Galaxy S23", "Galaxy A54", "Moto G84", "Redmi Note 13", "OnePlus 12", "Nokia G42"];
+
+/** The phone that simulated device `index` of a seeded run is: the same seed gives the same phones. */
+export function deviceRegistration(rng: Random, index: number): Registration {
+  const dual = rng.chance(0.25);
+  const sim_slots = dual ? [1, 2] : [1];
+  return {
+    android_id: rng.hex(16),
+    sim_slots,
+    numbers: sim_slots.map(() => phoneNumber(rng)),
+    device_model: rng.pick(MODELS),
+    app_version: `2.${rng.int(0, 9)}.${rng.int(0, 20)}`,
+    device_name: fakeWith(rng, (f) => `${f.person.firstName()}'s phone ${index + 1}`),
+  };
+}
+
+type Member = { device: SimDevice; api: Api; rng: Random; started: boolean };
+
+export async function runFleet(o: FleetOptions): Promise<FleetReport> {
+  const stats = createStats();
+  const rng = createRandom(o.seed);
+  const limiter = createLimiter(o.concurrency ?? 64);
+  const apis = await signInAll(o, stats, limiter);
+  const provider = o.providerUrl ? undefined : startEmbeddedProvider(o);
+  const providerUrl = o.providerUrl ?? provider!.url;
+  const outbox = openOutbox(o.stateDir ? `${o.stateDir}/fleet-outbox.jsonl` : undefined);
+  const tracked = new Map<string, Tracked>();
+  const members = createMembers(o, rng, apis, stats, outbox, providerUrl, tracked);
+  const listeners: { close(): void }[] = [];
+  const started = Date.now();
+  const stopProgress = showProgress(o, members, stats, started);
+
+  await startAll(o, members, stats, listeners);
+  const stopLoad = startLoad(o, rng, members, started);
+  await Bun.sleep(Math.max(0, started + o.durationMs - Date.now()));
+  stopLoad();
+  const report = await settle(o, members, tracked, stats, started);
+  stopProgress();
+  for (const m of members) m.device.stop();
+  for (const l of listeners) l.close();
+  provider?.stop();
+  return report;
+}
+
+async function signInAll(o: FleetOptions, stats: Stats, limiter: ReturnType<typeof createLimiter>) {
+  if (o.accounts.length === 0) throw new Error("a fleet needs at least one account (--account email:password)");
+  return Promise.all(
+    o.accounts.map(async (creds) => {
+      const api = createApi({ baseUrl: o.serverUrl, stats, limiter });
+      await signIn(api, creds);
+      return api;
+    }),
+  );
+}
+
+function startEmbeddedProvider(o: FleetOptions) {
+  if (!o.providerToken) throw new Error("without --provider-url the fleet runs its own provider and needs --provider-token (the server's PROVIDER_AUTH_TOKEN)");
+  return startProvider({
+    port: 0,
+    serverUrl: o.serverUrl,
+    publicUrl: o.publicUrl,
+    authToken: o.providerToken,
+    providerNumber: o.providerNumber ?? "+15005550006",
+    seed: o.seed,
+  });
+}
+
+function createMembers(o: FleetOptions, rng: Random, apis: Api[], stats: Stats, outbox: Outbox, providerUrl: string, tracked: Map<string, Tracked>) {
+  return Array.from({ length: o.devices }, (_, i): Member => {
+    const drng = rng.fork(`device-${i}`);
+    const api = apis[i % apis.length]!;
+    const reg = deviceRegistration(drng, i);
+    const track = (sms: Tracked["sms"], state: Tracked["state"], reason?: string) => {
+      const t = tracked.get(sms.message_id);
+      if (t) Object.assign(t, { state, reason });
+    };
+    const device = createDevice({
+      reg,
+      doze: drng.chance(o.dozeRatio),
+      api,
+      providerUrl,
+      outbox,
+      rng: drng,
+      stats,
+      timeScale: o.timeScale,
+      events: {
+        // Every SMS is tracked from the moment it reaches the phone.
+        onReceived: (sms) => void (tracked.has(sms.message_id) || tracked.set(sms.message_id, { device, api, sms, state: "queued" })),
+        onAcknowledged: (sms) => track(sms, "acknowledged"),
+        onRefused: (sms, reason) => track(sms, "refused", reason),
+      },
+    });
+    return { device, api, rng: drng, started: false };
+  });
+}
+
+/** Brings devices up a few at a time, like phones being set up, not all in the same millisecond. */
+async function startAll(o: FleetOptions, members: Member[], stats: Stats, listeners: { close(): void }[]) {
+  let next = 0;
+  const worker = async () => {
+    while (next < members.length) {
+      const m = members[next++]!;
+      try {
+        await m.device.start();
+        m.started = true;
+        if (o.listen) listeners.push(await listen(m));
+      } catch (e) {
+        stats.count("devices.failed_to_start");
+        stats.error("start", e instanceof ApiError ? e.kind : (e as Error).message.slice(0, 80));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(32, members.length) }, worker));
+}
+
+async function listen(m: Member) {
+  const d = m.device;
+  const l = await listenDeviceChannel(m.api, d.id()!, {
+    onSend: (data) => void d.sendOutbound(data as never),
+    onConfigChanged: () => void d.refreshConfig(),
+  });
+  await l.subscribed;
+  return l;
+}
+
+/** SMS arrivals, churn and the scenario, until stopped. */
+function startLoad(o: FleetOptions, rng: Random, members: Member[], started: number) {
+  const load = rng.fork("load");
+  const live = () => members.filter((m) => m.started && ["active", "verifying"].includes(m.device.snapshot().state));
+  let arrival: ReturnType<typeof setTimeout> | undefined;
+  const nextArrival = () => {
+    if (o.smsRate <= 0) return;
+    arrival = setTimeout(
+      () => {
+        const pool = live();
+        if (pool.length) load.pick(pool).device.receive();
+        nextArrival();
+      },
+      load.exponential(1000 / o.smsRate),
+    );
+  };
+  nextArrival();
+  const spells: ReturnType<typeof setTimeout>[] = [];
+  const churn = setInterval(() => {
+    for (const m of live()) {
+      if (!m.device.snapshot().network || !load.chance(o.churn / 60)) continue;
+      m.device.setNetwork(false);
+      spells.push(setTimeout(() => m.device.setNetwork(true), Math.min(load.exponential(30_000), started + o.durationMs - Date.now())));
+    }
+  }, 1000);
+  const cancelScenario = o.scenario ? runScenario(o.scenario, (step) => perform(step, load, members, live, spells)) : () => {};
+  return () => {
+    clearTimeout(arrival);
+    clearInterval(churn);
+    cancelScenario();
+    spells.forEach(clearTimeout);
+    for (const m of members) m.device.setNetwork(true);
+  };
+}
+
+async function perform(step: ScenarioStep, rng: Random, members: Member[], live: () => Member[], spells: ReturnType<typeof setTimeout>[]) {
+  const share = (list: Member[], percent: number) => shuffled(rng, list).slice(0, Math.round((list.length * percent) / 100));
+  switch (step.action) {
+    case "offline":
+      for (const m of share(live(), step.percent)) {
+        m.device.setNetwork(false);
+        if (step.forMs !== undefined) spells.push(setTimeout(() => m.device.setNetwork(true), step.forMs));
+      }
+      break;
+    case "online":
+      for (const m of members) m.device.setNetwork(true);
+      break;
+    case "burst": {
+      const pool = live();
+      for (let i = 0; i < step.sms && pool.length; i++) rng.pick(pool).device.receive();
+      break;
+    }
+    case "revoke": {
+      const active = live().filter((m) => m.device.snapshot().state === "active");
+      for (const m of shuffled(rng, active).slice(0, step.devices)) await m.api.revoke(m.device.id()!).catch(() => undefined);
+      break;
+    }
+    case "doze":
+      for (const m of share(live(), step.percent)) m.device.setDoze(true);
+      break;
+    case "wake":
+      for (const m of members) m.device.setDoze(false);
+  }
+}
+
+function shuffled<T>(rng: Random, list: T[]): T[] {
+  const a = [...list];
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = rng.int(0, i);
+    [a[i], a[j]] = [a[j]!, a[i]!];
+  }
+  return a;
+}
+
+function showProgress(o: FleetOptions, members: Member[], stats: Stats, started: number) {
+  if (!o.progress) return () => {};
+  const devices = members.map((m) => m.device);
+  const tick = setInterval(() => o.progress!(progressLine((Date.now() - started) / 1000, devices, stats)), 1000);
+  return () => clearInterval(tick);
+}
+
+/** Waits for outboxes to drain, then checks every acknowledged SMS through the API and counts what is missing. */
+async function settle(o: FleetOptions, members: Member[], tracked: Map<string, Tracked>, stats: Stats, started: number): Promise<FleetReport> {
+  const deadline = Date.now() + (o.settleMs ?? 60_000);
+  while (members.some((m) => m.device.snapshot().pending > 0) && Date.now() < deadline) await Bun.sleep(250);
+  await Promise.all(members.filter((m) => m.device.id()).map((m) => m.device.reload().catch(() => undefined)));
+  const all = [...tracked.values()];
+  const acknowledged = all.filter((t) => t.state === "acknowledged");
+  const visibility = await checkVisibility(acknowledged, deadline);
+  const online = await countOnline(members);
+  const snaps = members.map((m) => m.device.snapshot());
+  const pending = all.filter((t) => t.state === "queued").length;
+  const notVisible = acknowledged.length - visibility.visible;
+  const revoked = snaps.filter((s) => s.state === "revoked").length;
+  // Only live devices get revoked by a scenario, so a revoked device had been verified.
+  const verified = snaps.filter((s) => s.state === "active").length + revoked;
+  const report: FleetReport = {
+    seed: o.seed,
+    duration_s: Math.round((Date.now() - started) / 100) / 10,
+    devices: {
+      requested: members.length,
+      registered: snaps.filter((s) => s.id).length,
+      verified,
+      unverified: snaps.filter((s) => s.id && s.state !== "active" && s.state !== "revoked").length,
+      online,
+      revoked,
+      failed_to_start: stats.get("devices.failed_to_start"),
+    },
+    sms: {
+      received: all.length,
+      acknowledged: acknowledged.length,
+      refused: all.length - acknowledged.length - pending,
+      pending,
+      visible: visibility.visible,
+      not_visible: notVisible,
+      lost: pending + notVisible,
+    },
+    heartbeats: stats.get("heartbeats"),
+    outbound: { sent: stats.get("outbound.sent"), delivered: stats.get("outbound.delivered"), failed: stats.get("outbound.failed") },
+    errors: stats.errors(),
+    latency_ms: stats.latencies(),
+    passed: false,
+  };
+  report.passed = report.sms.lost === 0 && report.devices.failed_to_start === 0 && report.devices.unverified === 0;
+  return report;
+}
+
+/** Online as the server sees it (GET /api/byos/devices), not as the simulator believes. */
+async function countOnline(members: Member[]): Promise<number> {
+  const ours = new Set(members.map((m) => m.device.id()).filter(Boolean));
+  const seen = new Map<number, boolean>();
+  for (const api of new Set(members.map((m) => m.api))) {
+    for (let page = 1; page <= 1000; page++) {
+      const res = await api.listDevices({ per_page: 100, page }).catch(() => null);
+      if (!res || res.data.length === 0) break;
+      for (const d of res.data) if (ours.has(d.id)) seen.set(d.id, d.is_online === true);
+      if (res.data.length < 100) break;
+    }
+  }
+  return [...seen.values()].filter(Boolean).length;
+}
+
+export { formatReport };

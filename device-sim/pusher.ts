@@ -1,0 +1,62 @@
+import Pusher from "pusher-js/worker";
+import type { Api } from "./api";
+import type { ConnectionDetails } from "./wire";
+
+export type DeviceChannelHandlers = {
+  onSend?(data: unknown): void;
+  onConfigChanged?(data: unknown): void;
+  onOther?(event: string, data: unknown): void;
+};
+
+/**
+ * Listens on private-device.{id} with the unmodified pusher-js client, as the app does. The
+ * worker build is used because it speaks through the runtime's own WebSocket and fetch, which
+ * Bun has; the node build would pull in a polyfilled socket.
+ */
+export async function listenDeviceChannel(api: Api, deviceId: number, handlers: DeviceChannelHandlers) {
+  const details = await api.connection();
+  const pusher = new Pusher(details.key, {
+    cluster: "local",
+    ...socketOptions(details, api.baseUrl),
+    channelAuthorization: {
+      // Authorize through our own client so the Bearer token and the error handling are the app's.
+      customHandler: ({ socketId, channelName }, callback) => {
+        authorize(api, details, socketId, channelName).then(
+          (auth) => callback(null, auth),
+          (e) => callback(e as Error, null),
+        );
+      },
+    },
+  });
+  const channel = pusher.subscribe(`private-device.${deviceId}`);
+  channel.bind_global((event: string, data: unknown) => {
+    if (event === "message.send") handlers.onSend?.(data);
+    else if (event === "config.changed") handlers.onConfigChanged?.(data);
+    else if (!event.startsWith("pusher:")) handlers.onOther?.(event, data);
+  });
+  const subscribed = new Promise<void>((resolve, reject) => {
+    channel.bind("pusher:subscription_succeeded", () => resolve());
+    channel.bind("pusher:subscription_error", (e: unknown) => reject(new Error(`subscription to private-device.${deviceId} refused: ${JSON.stringify(e)}`)));
+  });
+  return { pusher, subscribed, close: () => pusher.disconnect() };
+}
+
+function socketOptions(d: ConnectionDetails, baseUrl: string) {
+  // A server behind 0.0.0.0 or without a public host name is reached where its API is.
+  const api = new URL(baseUrl);
+  const host = !d.ws_host || d.ws_host === "0.0.0.0" ? api.hostname : d.ws_host;
+  const port = d.ws_port || Number(api.port) || (api.protocol === "https:" ? 443 : 80);
+  const tls = d.force_tls || d.ws_scheme === "https" || d.ws_scheme === "wss";
+  return { wsHost: host, wsPort: port, wssPort: port, forceTLS: tls, enabledTransports: [tls ? "wss" : "ws"] as ("ws" | "wss")[], disableStats: true };
+}
+
+async function authorize(api: Api, d: ConnectionDetails, socketId: string, channelName: string) {
+  const endpoint = new URL(d.auth_endpoint ?? "/api/broadcasting/auth", api.baseUrl).toString();
+  const res = await fetch(endpoint, {
+    method: "POST",
+    headers: { authorization: `Bearer ${api.token()}`, "content-type": "application/json", accept: "application/json" },
+    body: JSON.stringify({ socket_id: socketId, channel_name: channelName }),
+  });
+  if (!res.ok) throw new Error(`channel authorization answered ${res.status}`);
+  return (await res.json()) as { auth: string };
+}
