@@ -61,18 +61,26 @@ export async function insertLog(sql: Sql, r: AttemptRecord) {
 }
 
 /**
- * Records one attempt in one statement: the delivery's new state, its log record, and (when the
- * endpoint was reached or tried: `reached`) the integration's failure run (started by a failure, broken by a success; the integration row is
- * written only when that changes, so a busy healthy endpoint never contends on it). The
- * delivery is updated only from the attempt count this worker saw, so a duplicate worker after
- * a lost claim cannot record the same attempt twice.
+ * Records one attempt in one statement: the delivery's new state, its log record, the
+ * integration's failure run when the endpoint was tried (`reached`: started by a failure,
+ * broken by a success; the integration row is written only when that changes, so a busy healthy
+ * endpoint never contends on it) and, for a final attempt, the removal of its job
+ * (`finishedJobId`), which saves the queue a commit of its own (its delete then finds nothing).
+ * The delivery is updated only from the attempt count this worker saw, so a duplicate worker
+ * after a lost claim cannot record the same attempt twice.
  */
-export async function recordAttempt(sql: Sql, r: AttemptRecord & { deliveryId: number }, reached: "succeeded" | "failed" | null) {
+export async function recordAttempt(
+  sql: Sql,
+  r: AttemptRecord & { deliveryId: number },
+  opts: { reached: "succeeded" | "failed" | null; finishedJobId: number | null },
+) {
+  const { reached, finishedJobId } = opts;
   const run =
     reached === null
-      ? sql``
+      ? sql`select 1`
       : sql`update webhook_integrations set failing_since = ${reached === "succeeded" ? null : sql`now()`}
             where id = ${r.integrationId} and failing_since is ${reached === "succeeded" ? sql`not null` : sql`null`} and exists (select 1 from d)`;
+  const job = finishedJobId === null ? sql`` : sql`, j as (delete from jobs where id = ${finishedJobId} and exists (select 1 from d))`;
   await sql`
     with d as (
       update webhook_deliveries set status = ${r.status}, attempts = ${r.attempt}, updated_at = now()
@@ -81,8 +89,8 @@ export async function recordAttempt(sql: Sql, r: AttemptRecord & { deliveryId: n
       insert into webhook_delivery_logs (webhook_integration_id, delivery_id, event_id, event_type, message_id, attempt, status,
         http_status, response_body, response_time_ms, error, next_retry_at)
       select ${logValues(sql, r)} where exists (select 1 from d)
-    )
-    ${reached === null ? sql`select 1` : run}`;
+    ) ${job}
+    ${run}`;
 }
 
 /** Turns an integration off once; returns it only to the caller that turned it off. */

@@ -51,8 +51,8 @@ export async function sendSigned(
 }
 
 async function attemptDelivery(deps: DeliveryDeps, d: DeliveryForAttempt): Promise<AttemptResult> {
-  const slot = deps.limiter.tryAcquire(String(d.integration_id));
-  // A busy endpoint sends the job back to the queue instead of holding a worker slot.
+  const slot = await deps.limiter.acquire(String(d.integration_id));
+  // A busy slow endpoint sends the job back to the queue instead of holding a worker slot.
   if ("retryInMs" in slot) throw new RetryAfter(slot.retryInMs, "endpoint at its concurrency limit");
   let result: AttemptResult | undefined;
   try {
@@ -72,7 +72,7 @@ async function attemptDelivery(deps: DeliveryDeps, d: DeliveryForAttempt): Promi
 }
 
 /** Runs the next attempt of a delivery; throws RetryAfter when another attempt is due later. */
-export async function runDelivery(deps: DeliveryDeps, deliveryId: number): Promise<void> {
+export async function runDelivery(deps: DeliveryDeps, deliveryId: number, jobId: number | null = null): Promise<void> {
   const d = await loadDeliveryForAttempt(deps.sql, deliveryId, deps.disableAfterSeconds);
   if (!d || d.status === "succeeded" || d.status === "failed") return;
   const attempt = d.attempts + 1;
@@ -80,7 +80,7 @@ export async function runDelivery(deps: DeliveryDeps, deliveryId: number): Promi
   if (!d.is_active) {
     const error = "integration is inactive; delivery abandoned";
     const record = { ...base, status: "failed" as const, httpStatus: null, responseBody: null, responseTimeMs: null, error, nextRetryInMs: null };
-    await recordAttempt(deps.sql, record, null);
+    await recordAttempt(deps.sql, record, { reached: null, finishedJobId: jobId });
     deps.metrics.webhookDeliveries.inc({ outcome: "abandoned" });
     return;
   }
@@ -99,7 +99,7 @@ export async function runDelivery(deps: DeliveryDeps, deliveryId: number): Promi
       error,
       nextRetryInMs: verdict.status === "retrying" ? verdict.delayMs : null,
     },
-    result.ok ? "succeeded" : "failed",
+    { reached: result.ok ? "succeeded" : "failed", finishedJobId: verdict.status === "retrying" ? null : jobId },
   );
   deps.metrics.webhookDeliveries.inc({ outcome: verdict.status });
   if (disable) await disableIntegration(deps, d.integration_id, disable);
@@ -108,7 +108,7 @@ export async function runDelivery(deps: DeliveryDeps, deliveryId: number): Promi
 
 /** Registers the delivery worker on the durable job queue. */
 export function registerDeliveryWorker(deps: DeliveryDeps) {
-  deps.jobs.register<{ delivery_id: number }>(DELIVERY_QUEUE, (job) => runDelivery(deps, job.payload.delivery_id), {
+  deps.jobs.register<{ delivery_id: number }>(DELIVERY_QUEUE, (job) => runDelivery(deps, job.payload.delivery_id, job.id), {
     concurrency: deps.concurrency,
     // Longer than the longest attempt (120 s timeout), so a live attempt is never claimed twice.
     visibilitySeconds: 180,

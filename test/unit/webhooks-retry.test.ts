@@ -46,24 +46,36 @@ describe("retry policy", () => {
 });
 
 describe("per-endpoint limiter", () => {
-  test("admits up to the cap per endpoint; other endpoints are unaffected", () => {
-    const limiter = createEndpointLimiter({ cap: 2, random: () => 0.5 });
-    const a1 = limiter.tryAcquire("a");
-    const a2 = limiter.tryAcquire("a");
+  test("admits up to the cap per endpoint; other endpoints are unaffected", async () => {
+    const limiter = createEndpointLimiter({ cap: 2, maxWaiting: 0, random: () => 0.5 });
+    const a1 = await limiter.acquire("a");
+    const a2 = await limiter.acquire("a");
     expect("release" in a1 && "release" in a2).toBe(true);
-    expect("retryInMs" in limiter.tryAcquire("a")).toBe(true);
-    expect("release" in limiter.tryAcquire("b")).toBe(true);
+    expect("retryInMs" in (await limiter.acquire("a"))).toBe(true);
+    expect("release" in (await limiter.acquire("b"))).toBe(true);
     if ("release" in a1) a1.release(10);
-    expect("release" in limiter.tryAcquire("a")).toBe(true);
+    expect("release" in (await limiter.acquire("a"))).toBe(true);
+    expect(limiter.inFlight("a")).toBe(2);
   });
 
-  test("the wait grows with the endpoint's latency and with how many it turned away", () => {
+  test("a fast endpoint at the cap hands its slot to a short FIFO of waiters", async () => {
+    const limiter = createEndpointLimiter({ cap: 1, maxWaiting: 1 });
+    const first = await limiter.acquire("fast");
+    const waiting = limiter.acquire("fast");
+    expect("retryInMs" in (await limiter.acquire("fast"))).toBe(true);
+    if ("release" in first) first.release(5);
+    const second = await waiting;
+    expect("release" in second).toBe(true);
+    expect(limiter.inFlight("fast")).toBe(1);
+  });
+
+  test("a slow endpoint turns deliveries away at once, with a wait that grows with its latency and backlog", async () => {
     const limiter = createEndpointLimiter({ cap: 1, random: () => 0.5 });
-    const slot = limiter.tryAcquire("slow");
+    const slot = await limiter.acquire("slow");
     if ("release" in slot) slot.release(20_000);
-    limiter.tryAcquire("slow");
-    const first = limiter.tryAcquire("slow");
-    const second = limiter.tryAcquire("slow");
+    await limiter.acquire("slow");
+    const first = await limiter.acquire("slow");
+    const second = await limiter.acquire("slow");
     expect("retryInMs" in first && first.retryInMs).toBeGreaterThanOrEqual(20_000);
     expect("retryInMs" in second && "retryInMs" in first && second.retryInMs > first.retryInMs).toBe(true);
   });

@@ -1,0 +1,192 @@
+/**
+ * Inbound SMS → delivered webhook, end to end on one machine with real PostgreSQL: messages are
+ * stored through storeInboundMessage at a fixed rate, group-committed as the device SMS path
+ * does (server/lib/group-commit.ts: what arrives while a batch is written goes in the next), the server's own job workers fan them out and deliver them, and a local
+ * receiver verifies every signature with the standardwebhooks library. Reports latency from
+ * the start of storing to receipt, and counts lost and duplicated messages.
+ *
+ *   bun bench/webhooks-e2e.ts [--rate 1000] [--seconds 60] [--integrations 1]
+ *   bun bench/webhooks-e2e.ts --drain 20000     delivery stage alone: N deliveries made up front
+ *                                               (fan-out done), then the time the workers take
+ *
+ * Uses a fresh database on BENCH_DATABASE_URL's server (default postgres://postgres@127.0.0.1:5432),
+ * dropped afterwards.
+ */
+import postgres from "postgres";
+import { Webhook } from "standardwebhooks";
+import { loadConfig } from "../server/config";
+import { createGroupCommit } from "../server/lib/group-commit";
+import { storeInboundMessage } from "../server/messages/inbound";
+import { createServices } from "../server/services";
+import { enqueueWebhookDeliveries } from "../server/webhooks/forwarding";
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const RATE = arg("rate", 1000);
+const SECONDS = arg("seconds", 60);
+const INTEGRATIONS = arg("integrations", 1);
+const DRAIN = arg("drain", 0);
+const SERVER = new URL(process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres");
+const DB = `simhost_bench_webhooks_${Date.now()}`;
+
+const admin = postgres({
+  host: SERVER.hostname,
+  port: Number(SERVER.port || 5432),
+  user: SERVER.username || "postgres",
+  database: "postgres",
+  onnotice: () => {},
+});
+await admin.unsafe(`create database "${DB}"`);
+const url = new URL(SERVER);
+url.pathname = `/${DB}`;
+
+const services = await createServices(loadConfig({ ...process.env, DATABASE_URL: url.toString(), WEBHOOK_ALLOW_PRIVATE: "true", LOG_LEVEL: "warn" }));
+const { sql } = services;
+
+// The receiver: verifies, records the first receipt time of each message and counts repeats.
+const sentAt = new Map<string, number>();
+const latencies: number[] = [];
+const seen = new Set<string>();
+let duplicates = 0;
+let unverified = 0;
+const secrets = new Map<string, Webhook>();
+const receiver = Bun.serve({
+  port: 0,
+  hostname: "127.0.0.1",
+  async fetch(req) {
+    const body = await req.text();
+    const hook = secrets.get(new URL(req.url).pathname.slice(1));
+    try {
+      hook!.verify(body, Object.fromEntries(req.headers));
+    } catch {
+      unverified++;
+    }
+    const event = JSON.parse(body);
+    const key = `${req.url}|${event.data.id}`;
+    if (seen.has(key)) duplicates++;
+    else {
+      seen.add(key);
+      latencies.push(performance.now() - sentAt.get(event.data.text)!);
+    }
+    return new Response("ok");
+  },
+});
+
+// One organization, team and number; INTEGRATIONS integrations always-mapped to the team.
+const [org] = await sql<{ id: number }[]>`insert into organizations (name, plan) values ('bench webhooks', 'enterprise') returning id`;
+const [team] = await sql<{ id: number }[]>`insert into teams (organization_id, name) values (${org!.id}, 'bench') returning id`;
+const [sim] = await sql<
+  { id: number }[]
+>`insert into hosted_sims (number, provider, type, shared_max_orgs) values ('+19995550001', 'bench', 'shared', 5) returning id`;
+await sql`insert into hosted_sim_organizations (hosted_sim_id, organization_id, team_id) values (${sim!.id}, ${org!.id}, ${team!.id})`;
+for (let i = 0; i < INTEGRATIONS; i++) {
+  const secret = `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64")}`;
+  secrets.set(`hook${i}`, new Webhook(secret));
+  const [row] = await sql<{ id: number }[]>`
+    insert into webhook_integrations (organization_id, name, url, secret_sealed)
+    values (${org!.id}, ${`bench ${i}`}, ${`http://127.0.0.1:${receiver.port}/hook${i}`}, ${await services.webhooks.secrets.seal(secret)}) returning id`;
+  await sql`insert into webhook_mappings (webhook_integration_id, team_id, forwarding_mode) values (${row!.id}, ${team!.id}, 'always')`;
+}
+if (DRAIN > 0) await drain();
+else await endToEnd();
+await finish();
+
+/** The delivery stage alone: messages stored and fanned out beforehand, then the workers started. */
+async function drain() {
+  for (let done = 0; done < DRAIN; done += 500) {
+    await sql.begin(async (tx) => {
+      for (let i = done; i < Math.min(DRAIN, done + 500); i++) {
+        const text = `bench ${i}`;
+        const stored = await storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550001111", text, source: "provider", receivedAt: new Date() });
+        await enqueueWebhookDeliveries(tx, stored!.messageId);
+      }
+      await tx`delete from jobs where queue = 'message.inbound'`;
+    });
+  }
+  const t0 = performance.now();
+  for (let i = 0; i < DRAIN; i++) sentAt.set(`bench ${i}`, t0);
+  services.start();
+  const deadline = t0 + 300_000;
+  while (seen.size < DRAIN * INTEGRATIONS && performance.now() < deadline) await Bun.sleep(20);
+  const seconds = (performance.now() - t0) / 1000;
+  console.log(JSON.stringify({ drained: seen.size, seconds: Math.round(seconds * 10) / 10, deliveries_per_second: Math.round(seen.size / seconds) }));
+}
+
+async function endToEnd() {
+  services.start();
+
+  // Open loop: every 10 ms, the messages due by now are submitted; each resolves once committed.
+  const store = createGroupCommit((texts: string[]) =>
+    sql.begin(async (tx) => {
+      const ids: number[] = [];
+      for (const text of texts) {
+        const stored = await storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550001111", text, source: "provider", receivedAt: new Date() });
+        ids.push(stored!.messageId);
+      }
+      return ids;
+    }),
+  );
+  const total = RATE * SECONDS;
+  let sent = 0;
+  let storeErrors = 0;
+  const start = performance.now();
+  const inFlight = new Set<Promise<void>>();
+  while (sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * RATE));
+    for (; sent < due; sent++) {
+      const text = `bench ${sent}`;
+      sentAt.set(text, performance.now());
+      const p = store
+        .submit(text)
+        .then(() => {
+          services.jobs.wake();
+        })
+        .catch(() => {
+          storeErrors++;
+        });
+      inFlight.add(p);
+      void p.finally(() => inFlight.delete(p));
+    }
+    await Bun.sleep(10);
+  }
+  await Promise.all(inFlight);
+  const sendSeconds = (performance.now() - start) / 1000;
+
+  const expected = (total - storeErrors) * INTEGRATIONS;
+  const deadline = performance.now() + 60_000;
+  while (seen.size < expected && performance.now() < deadline) await Bun.sleep(50);
+  await Bun.sleep(2_000); // a late duplicate would show up here
+
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const pct = (p: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN);
+  const [dead] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_deliveries where status <> 'succeeded'`;
+  console.log(
+    JSON.stringify(
+      {
+        rate_target: RATE,
+        seconds: SECONDS,
+        integrations: INTEGRATIONS,
+        stored: total - storeErrors,
+        store_errors: storeErrors,
+        send_rate_achieved: Math.round((total - storeErrors) / sendSeconds),
+        received_unique: seen.size,
+        lost: expected - seen.size,
+        duplicates,
+        unverified,
+        not_succeeded_rows: dead!.n,
+        latency_ms: { p50: pct(50), p90: pct(90), p99: pct(99), p999: pct(99.9), max: Math.round(sorted.at(-1) ?? Number.NaN) },
+      },
+      null,
+      2,
+    ),
+  );
+}
+
+async function finish() {
+  receiver.stop(true);
+  await services.close();
+  await admin.unsafe(`drop database if exists "${DB}" with (force)`);
+  await admin.end();
+}
