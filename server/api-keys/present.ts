@@ -12,4 +12,4 @@ export const presentApiKey = (k: ApiKeyRow) => ({
 });
 
 /** Permissions are kept in the enum's order, whatever order the client sent. */
-export const canonicalPermissions = (permissions: Permission[]) => PERMISSIONS.filter((p) => permissions.includes(p));
+export const canonicalPermissions = (permissions: string[]): Permission[] => PERMISSIONS.filter((p) => permissions.includes(p));

@@ -4,10 +4,13 @@ import { PERMISSIONS } from "../auth/caller";
 
 const DateTime = t.String({ format: "date-time" });
 
-const Permission = Type.Union(
-  PERMISSIONS.map((p) => Type.Literal(p)),
-  { description: `one of ${PERMISSIONS.join(", ")}` },
-);
+// A pattern rather than a union of literals: Elysia splits a string sent in place of an array of
+// literal unions into characters ("" would pass as []), while a plain string item stays strict.
+const Permission = Type.String({
+  pattern: `^(${PERMISSIONS.map((p) => p.replace(".", "\\.")).join("|")})$`,
+  enum: [...PERMISSIONS],
+  description: `one of ${PERMISSIONS.join(", ")}`,
+});
 const Permissions = Type.Array(Permission, { uniqueItems: true, maxItems: PERMISSIONS.length });
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 

@@ -223,6 +223,8 @@ describe("API keys: validation", () => {
       [{ name: 5, permissions: [] }, "name"],
       [{ name: "x" }, "permissions"],
       [{ name: "x", permissions: "numbers.read" }, "permissions"],
+      [{ name: "x", permissions: "" }, "permissions"],
+      [{ name: "x", permissions: {} }, "permissions"],
       [{ name: "x", permissions: ["numbers.write"] }, "permissions.0"],
       [{ name: "x", permissions: ["numbers.read", "numbers.read"] }, "permissions"],
     ];
@@ -232,6 +234,8 @@ describe("API keys: validation", () => {
       expectErrorShape(res.body, "validation_failed");
       expect(Object.keys(res.body.errors).some((k) => k === field || k.startsWith(`${field}.`))).toBe(true);
     }
+    const unknown = await ctx.request("POST", "/api/api-keys", { token, body: { name: "x", permissions: ["numbers.read", "numbers.write"] } });
+    expect(unknown.body.errors).toEqual({ "permissions.1": [expect.stringContaining("one of numbers.read, numbers.lock, messages.read, webhooks.receive")] });
     expect((await ctx.request("POST", "/api/api-keys", { token, body: { name: "x".repeat(255), permissions: ALL } })).status).toBe(201);
     expect((await ctx.request("GET", "/api/api-keys", { token })).body.data.length).toBe(1);
   });
