@@ -7,8 +7,37 @@ import { createFrameHandler, orgTopic, type Socket, type SocketData } from "./co
 import type { GrantStore } from "./grants";
 import { DEFAULT_LIMITS, type RealtimeLimits } from "./limits";
 import { CloseCode, errorFrame, eventFrame, newSocketId, PROTOCOL_VERSION, SUPPORTED_PROTOCOLS } from "./protocol";
+import { sweepSockets } from "./sweep";
 
 export type Realtime = ReturnType<typeof createRealtime>;
+
+/** Gauges read at scrape time; the counter of slow clients closed is returned. */
+function registerMetrics(metrics: Metrics, sockets: Set<Socket>) {
+  metrics.gauge("simhost_ws_connections", "Open WebSocket connections on this instance", () => sockets.size);
+  metrics.gauge("simhost_ws_subscriptions", "Channel subscriptions on this instance", () => {
+    let n = 0;
+    for (const ws of sockets) n += ws.data.subscriptions.size;
+    return n;
+  });
+  return new Counter({
+    name: "simhost_ws_slow_clients_closed_total",
+    help: "WebSocket connections closed because they did not read their events",
+    registers: [metrics.registry],
+  });
+}
+
+/** Why a new connection is turned away, with the close code that tells the client what to do. */
+function refuseConnection(d: SocketData, o: { closing: boolean; appKey: string; connections: number; maxConnections: number }) {
+  if (o.closing) return { code: CloseCode.reconnectNow, message: "Server is restarting; reconnect." };
+  if (d.appKey !== o.appKey) return { code: CloseCode.unknownAppKey, message: `App key ${d.appKey.slice(0, 64)} does not exist.` };
+  // No ?protocol= is taken as 7: a hand-built URL from the connection details still works.
+  if (d.protocol !== null && !/^\d{1,3}$/.test(d.protocol)) return { code: CloseCode.badProtocolVersion, message: "Invalid protocol version." };
+  if (d.protocol !== null && !SUPPORTED_PROTOCOLS.has(Number(d.protocol))) {
+    return { code: CloseCode.unsupportedProtocol, message: `Unsupported protocol version ${d.protocol}; this server speaks ${PROTOCOL_VERSION}.` };
+  }
+  if (o.connections >= o.maxConnections) return { code: CloseCode.overQuota, message: "Over connection quota." };
+  return null;
+}
 
 /**
  * The WebSocket side of one instance: its connections, and delivery of every bus event to the
@@ -32,17 +61,7 @@ export function createRealtime(deps: {
   let sweepTimer: ReturnType<typeof setTimeout> | undefined;
 
   const { wsMessages } = deps.metrics;
-  const slowClosed = new Counter({
-    name: "simhost_ws_slow_clients_closed_total",
-    help: "WebSocket connections closed because they did not read their events",
-    registers: [deps.metrics.registry],
-  });
-  deps.metrics.gauge("simhost_ws_connections", "Open WebSocket connections on this instance", () => sockets.size);
-  deps.metrics.gauge("simhost_ws_subscriptions", "Channel subscriptions on this instance", () => {
-    let n = 0;
-    for (const ws of sockets) n += ws.data.subscriptions.size;
-    return n;
-  });
+  const slowClosed = registerMetrics(deps.metrics, sockets);
 
   const handleFrame = createFrameHandler({
     credentials: deps.credentials,
@@ -53,7 +72,7 @@ export function createRealtime(deps: {
   });
 
   function open(ws: Socket) {
-    const refusal = refuse(ws.data);
+    const refusal = refuseConnection(ws.data, { closing, appKey: deps.credentials.key, connections: sockets.size, maxConnections: limits.maxConnections });
     if (refusal) {
       ws.send(errorFrame(refusal.message, refusal.code));
       ws.close(refusal.code, refusal.message);
@@ -61,19 +80,6 @@ export function createRealtime(deps: {
     }
     sockets.add(ws);
     ws.send(eventFrame("pusher:connection_established", { socket_id: ws.data.id, activity_timeout: limits.activityTimeoutSeconds }));
-  }
-
-  /** Why a new connection is turned away, with the close code that tells the client what to do. */
-  function refuse(d: SocketData): { code: number; message: string } | null {
-    if (closing) return { code: CloseCode.reconnectNow, message: "Server is restarting; reconnect." };
-    if (d.appKey !== deps.credentials.key) return { code: CloseCode.unknownAppKey, message: `App key ${d.appKey.slice(0, 64)} does not exist.` };
-    // No ?protocol= is taken as 7: a hand-built URL from the connection details still works.
-    if (d.protocol !== null && !/^\d{1,3}$/.test(d.protocol)) return { code: CloseCode.badProtocolVersion, message: "Invalid protocol version." };
-    if (d.protocol !== null && !SUPPORTED_PROTOCOLS.has(Number(d.protocol))) {
-      return { code: CloseCode.unsupportedProtocol, message: `Unsupported protocol version ${d.protocol}; this server speaks ${PROTOCOL_VERSION}.` };
-    }
-    if (sockets.size >= limits.maxConnections) return { code: CloseCode.overQuota, message: "Over connection quota." };
-    return null;
   }
 
   const handlers = {
@@ -102,28 +108,7 @@ export function createRealtime(deps: {
     if (receivers > 0) wsMessages.inc({ direction: "out" }, receivers);
   }
 
-  /** Pings silent clients, closes those that do not answer, and closes clients that stopped reading. */
-  function sweep() {
-    const t = now();
-    for (const ws of sockets) {
-      const d = ws.data;
-      if (ws.getBufferedAmount() > limits.slowClientBytes) {
-        d.slowSweeps += 1;
-        // A client that does not read will not read a close frame either: cut it at the next sweep.
-        if (d.slowSweeps >= 3) ws.terminate();
-        if (d.slowSweeps === 2) {
-          slowClosed.inc();
-          ws.close(CloseCode.overCapacity, "Client too slow: events were not read.");
-        }
-        if (d.slowSweeps >= 2) continue;
-      } else d.slowSweeps = 0;
-      if (d.pingSentAt && t - d.pingSentAt >= limits.pongTimeoutSeconds * 1000) ws.close(CloseCode.pongNotReceived, "Pong reply not received.");
-      else if (!d.pingSentAt && t - d.lastSeen >= limits.idleSeconds * 1000) {
-        d.pingSentAt = t;
-        ws.send(eventFrame("pusher:ping", {}));
-      }
-    }
-  }
+  const sweep = () => sweepSockets(sockets, limits, now(), () => slowClosed.inc());
 
   function scheduleSweep() {
     sweepTimer = setTimeout(() => {

@@ -16,6 +16,11 @@ const CORS = {
   "access-control-max-age": "600",
 };
 
+const preflight = ({ set }: { set: { status?: number | string } }) => {
+  set.status = 204;
+  return "";
+};
+
 /** SPEC.md 2.13 from PUBLIC_URL: what pusher-js (or Laravel Echo) needs to connect. */
 export function connectionDetails(publicUrl: string, key: string): ConnectionDetails {
   const url = new URL(publicUrl);
@@ -56,14 +61,8 @@ export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql
       },
       { response: { 200: ConnectionDetails }, detail: { tags, summary: "Broadcaster connection details (SPEC.md 2.13)" } },
     )
-    .options("/api/broadcasting/auth", ({ set }) => {
-      set.status = 204;
-      return "";
-    })
-    .options("/api/broadcasting/connection", ({ set }) => {
-      set.status = 204;
-      return "";
-    })
+    .options("/api/broadcasting/auth", preflight, { detail: { tags, summary: "CORS preflight of the channel authorization endpoint" } })
+    .options("/api/broadcasting/connection", preflight, { detail: { tags, summary: "CORS preflight of the connection details" } })
     .post(
       "/api/broadcasting/auth",
       async ({ caller, body }) => {

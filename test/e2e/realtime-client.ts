@@ -138,7 +138,11 @@ export async function stalledClient(port: number, path: string) {
   });
   const waitFor = (needle: string) =>
     awaitCallback<void>(needle, (done) => {
-      const check = () => text.includes(needle) && (listeners.delete(check), done());
+      const check = () => {
+        if (!text.includes(needle)) return;
+        listeners.delete(check);
+        done();
+      };
       listeners.add(check);
       check();
     });

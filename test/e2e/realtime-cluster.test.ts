@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import type Pusher from "pusher-js";
@@ -59,6 +60,9 @@ describe.skipIf(!enabled)("two server instances on one PostgreSQL and Redis", ()
       REDIS_PREFIX: `simhost-test-${randomString(8)}:`,
       PUSHER_APP_KEY: ctx.services.realtime.credentials.key,
       PUSHER_APP_SECRET: ctx.services.realtime.credentials.secret,
+      // Devices go offline 2 s after their last heartbeat on any instance.
+      OFFLINE_AFTER_SECONDS: "2",
+      HEARTBEAT_SECONDS: "1",
     };
     // Only A runs jobs: whatever the fan-out job publishes is raised on A.
     [a, b] = await Promise.all([spawnInstance({ ...shared, WORKERS: "2" }), spawnInstance({ ...shared, WORKERS: "0" })]);
@@ -96,6 +100,52 @@ describe.skipIf(!enabled)("two server instances on one PostgreSQL and Redis", ()
     expect(x.message.text).toBe("across instances");
     expect(y.message.id).toBe(x.message.id);
   }, 30_000);
+
+  test("heartbeats alternating between A and B: exactly one online and one offline event per spell, seen on B", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const call = async (instance: Instance, method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${instance.baseUrl}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const registered = await call(a, "POST", "/api/byos/devices/register", {
+      android_id: randomBytes(8).toString("hex"),
+      sim_slots: [1],
+      device_model: "Pixel 8",
+      app_version: "1.0.0",
+    });
+    expect(registered.status).toBe(201);
+    const deviceId: number = registered.body.id ?? registered.body.data?.id;
+    const details = (await call(b, "GET", "/api/broadcasting/connection")).body as ConnectionDetails;
+    const pusher = connectPusher(b.baseUrl, details, token);
+    clients.push(pusher);
+    const channel = await subscribed(pusher, `private-device.${deviceId}`);
+    const seen: boolean[] = [];
+    const waiters: { online: boolean; done: () => void }[] = [];
+    channel.bind("device.status_changed", (e: any) => {
+      seen.push(e.is_online);
+      const i = waiters.findIndex((w) => w.online === e.is_online);
+      if (i >= 0) waiters.splice(i, 1)[0]!.done();
+    });
+    const next = (online: boolean) => awaitCallback(online ? "online" : "offline", (done) => waiters.push({ online, done: () => done(undefined) }), 10_000);
+    const heartbeat = async (instance: Instance) => expect((await call(instance, "POST", `/api/byos/devices/${deviceId}/heartbeat`, {})).status).toBe(200);
+
+    for (const spell of [1, 2]) {
+      const online = next(true);
+      for (const instance of [a, b, a, b]) await heartbeat(instance);
+      await online;
+      await next(false); // no heartbeat on either instance for 2 s
+      expect(seen).toEqual(spell === 1 ? [true, false] : [true, false, true, false]);
+    }
+    // A late duplicate from the losing instance would land before this last online event.
+    const back = next(true);
+    await heartbeat(b);
+    await back;
+    expect(seen).toEqual([true, false, true, false, true]);
+  }, 60_000);
 
   test("SIGTERM closes an instance's sockets with 4200 so clients reconnect at once elsewhere", async () => {
     const raw = await openRaw(`ws://127.0.0.1:${b.port}/app/${ctx.services.realtime.credentials.key}?protocol=7`);

@@ -179,7 +179,11 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     // The hub listens to the bus before this test does: once the marker reaches us, every event
     // has been handed to the sockets (with Redis, publishing is asynchronous).
     const delivered = awaitCallback("the marker event", (done) => {
-      const stop = ctx.services.bus.subscribe((m) => m.event === "test.marker" && (stop(), done(undefined)));
+      const stop = ctx.services.bus.subscribe((m) => {
+        if (m.event !== "test.marker") return;
+        stop();
+        done(undefined);
+      });
     });
     for (let i = 0; i < 3000; i++) ctx.services.publish(channel, "device.updated", payload);
     ctx.services.publish(channel, "test.marker", {});
