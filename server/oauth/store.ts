@@ -56,6 +56,16 @@ export async function revokeGrantOfCode(sql: Sql, codeId: number) {
   if (row) await revokeGrant(sql, row.id);
 }
 
+/**
+ * Bounded cleanup, run as codes are redeemed. Codes stay a day past expiry so a late replay
+ * still revokes its grant; an expired refresh token can no longer be used or replayed usefully.
+ */
+export async function pruneExpired(sql: Sql) {
+  await sql`delete from oauth_authorization_codes where id in (
+    select id from oauth_authorization_codes where expires_at < now() - interval '1 day' limit 500)`;
+  await sql`delete from oauth_refresh_tokens where id in (select id from oauth_refresh_tokens where expires_at < now() limit 500)`;
+}
+
 export async function linkAccessToken(sql: Sql, sessionId: number, grantId: string) {
   await sql`insert into oauth_access_tokens (session_id, grant_id) values (${sessionId}, ${grantId})`;
 }

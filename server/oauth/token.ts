@@ -41,6 +41,7 @@ export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number
   async function exchangeCode(p: AuthorizationCodeGrant): Promise<TokenBody> {
     const client = await clientOrFail(p.client_id);
     if (!isValidVerifier(p.code_verifier)) throw invalidRequest("code_verifier must be 43 to 128 characters of [A-Za-z0-9-._~].");
+    await store.pruneExpired(sql);
     return commitThen(async (tx) => {
       const code = await store.lockCode(tx, p.code);
       if (!code || code.client_id !== client.id) return invalidGrant("The authorization code is invalid.");

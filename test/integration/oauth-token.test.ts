@@ -253,3 +253,24 @@ describe("OAuth refresh and revocation", () => {
     expect(await rfcError(unknown)).toBe("invalid_client");
   });
 });
+
+describe("OAuth housekeeping", () => {
+  test("codes a day past expiry and expired refresh tokens are pruned when codes are redeemed", async () => {
+    const f = await newFlow();
+    await approveViaPage(f);
+    const clientRow = ctx.sql`(select id from oauth_clients where client_id = ${f.client.client_id})`;
+    await ctx.sql`update oauth_authorization_codes set expires_at = now() - interval '2 days' where client_id = ${clientRow}`;
+    const g = await newFlow();
+    const tokens = await oauth.processAuthorizationCodeResponse(as, g.client, await exchange(g, await approveViaPage(g)));
+    const [codes] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from oauth_authorization_codes where client_id = ${clientRow}`;
+    expect(codes!.n).toBe(0);
+    await ctx.sql`update oauth_refresh_tokens set expires_at = now() - interval '1 second'
+      where grant_id in (select id from oauth_grants where user_id = ${g.userId})`;
+    expect(await rfcError(await oauth.refreshTokenGrantRequest(as, g.client, oauth.None(), tokens.refresh_token!, opts()))).toBe("invalid_grant");
+    const h = await newFlow();
+    await exchange(h, await approveViaPage(h));
+    const [left] = await ctx.sql<{ n: number }[]>`
+      select count(*)::int as n from oauth_refresh_tokens where grant_id in (select id from oauth_grants where user_id = ${g.userId})`;
+    expect(left!.n).toBe(0);
+  }, 30_000);
+});
