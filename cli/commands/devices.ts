@@ -2,6 +2,7 @@ import { type Command, Option } from "commander";
 import { type ApiClient, createApiClient } from "../api-client";
 import { globals, orgOption, positiveInt } from "../args";
 import { colors, details, emit, statusColor, table } from "../output";
+import { subscribe, untilStopped } from "../realtime";
 
 const STATUSES = ["active", "disabled", "revoked", "pending_verification"];
 
@@ -126,4 +127,65 @@ export function registerDevices(program: Command): void {
   stateChange(devices, "enable", "let a disabled device receive messages again");
   stateChange(devices, "disable", "stop a device from receiving messages");
   stateChange(devices, "revoke", "revoke a device for good: its SIM cards and numbers become inactive");
+
+  orgOption(devices.command("watch"))
+    .description("live table of the devices, updated as they go online, offline or change (--json: one event per line)")
+    .option("--count <n>", "stop after this many events", positiveInt)
+    .action(async (_opts, cmd: Command) => {
+      const o = globals<{ count?: number }>(cmd);
+      await watchDevices(createApiClient(o), o);
+    });
+}
+
+const DEVICE_EVENTS = new Set(["device.status_changed", "device.updated", "sim.verified"]);
+
+async function watchDevices(api: ApiClient, o: { json?: boolean; count?: number }) {
+  const { body: me } = await api.get<{ organization: { id: number; name: string } }>("/api/me");
+  const devices = new Map((await listAllDevices(api)).map((d) => [d.id, d]));
+  const live = Boolean(process.stdout.isTTY) && !o.json;
+  const render = (note: string) => {
+    const rows = [...devices.values()].sort((a, b) => a.id - b.id);
+    process.stdout.write(`\x1b[2J\x1b[H${colors.bold(me.organization.name)}  ${colors.dim(note)}\n${table(rows, deviceColumns)}\n`);
+  };
+  const stop = untilStopped();
+  let events = 0;
+  let queue = Promise.resolve();
+  const onEvent = (_channel: string, event: string, data: { device_id?: number; status?: string; is_online?: boolean; last_seen_at?: string | null }) => {
+    if (!DEVICE_EVENTS.has(event) || typeof data?.device_id !== "number") return;
+    const id = data.device_id;
+    // Status events carry the new state; other changes are read back from the API, in order.
+    queue = queue
+      .then(async () => {
+        const known = devices.get(id);
+        if (event === "device.status_changed" && known) {
+          devices.set(id, {
+            ...known,
+            status: data.status ?? known.status,
+            is_online: data.is_online ?? known.is_online,
+            last_seen_at: data.last_seen_at ?? known.last_seen_at,
+          });
+        } else {
+          const { body } = await api.get<{ data: Device }>(`/api/byos/devices/${id}`);
+          devices.set(id, body.data);
+        }
+        const d = devices.get(id)!;
+        if (live) render(`${event} device ${id} at ${new Date().toISOString()}; Ctrl-C to stop`);
+        else if (o.json) console.log(JSON.stringify({ event, data, device: d }));
+        else console.log(`${new Date().toISOString()}  ${event}  device ${id}  ${d.status}  ${online(d)}`);
+        if (o.count && ++events >= o.count) stop.done();
+      })
+      .catch((e: Error) => {
+        process.stderr.write(`${e.message}\n`);
+      });
+  };
+  const subscription = await subscribe(api, [`private-organization.${me.organization.id}`], onEvent);
+  try {
+    await subscription.subscribed;
+    if (live) render("waiting for changes; Ctrl-C to stop");
+    else process.stderr.write(`Watching the devices of ${me.organization.name}; Ctrl-C to stop.\n`);
+    await stop.stopped;
+    await queue;
+  } finally {
+    subscription.close();
+  }
 }

@@ -1,7 +1,8 @@
 import { type Command, Option } from "commander";
 import { createApiClient } from "../api-client";
 import { e164, globals, instant, numberRef, orgOption, positiveInt } from "../args";
-import { emit, statusColor, table } from "../output";
+import { colors, emit, statusColor, table } from "../output";
+import { subscribe, untilStopped } from "../realtime";
 import { resolveNumberId } from "./numbers";
 
 type Message = {
@@ -30,6 +31,15 @@ const columns = [
   { header: "STATUS", value: (m: Message) => m.status, color: (s: string) => statusColor(s.trim()) + s.slice(s.trimEnd().length) },
   { header: "TEXT", value: (m: Message) => oneLine(m.text) },
 ];
+
+const tailLine = (event: string, m: Message) =>
+  [
+    colors.dim(m.received_at ?? m.sent_at ?? m.created_at),
+    m.direction === "inbound" ? "in " : "out",
+    `${m.from} → ${m.to}`,
+    statusColor(m.status),
+    event === "message.received" ? oneLine(m.text, 120) : colors.dim(oneLine(m.text, 60)),
+  ].join("  ");
 
 type ListOptions = { number: number | string; since?: string; until?: string; direction?: string; search?: string; limit?: number; page?: number };
 
@@ -70,5 +80,35 @@ export function registerMessages(program: Command): void {
       const hostedSim = await resolveNumberId(api, o.number);
       const { body } = await api.post<{ data: Message }>("/api/messages", { hosted_sim: hostedSim, to: o.to, text: o.text });
       emit(o, body, () => `Message ${body.data.id} to ${body.data.to} is ${body.data.status}.`);
+    });
+
+  orgOption(messages.command("tail"))
+    .description("follow a number live: messages received and status changes of those sent (--json: one JSON object per line)")
+    .requiredOption("--number <number>", "hosted SIM id or E.164 number", numberRef)
+    .option("--count <n>", "stop after this many events", positiveInt)
+    .action(async (_opts, cmd: Command) => {
+      const o = globals<{ number: number | string; count?: number }>(cmd);
+      const api = createApiClient(o);
+      const id = await resolveNumberId(api, o.number);
+      const { body: sim } = await api.get<{ data: { number: string } }>(`/api/numbers/${id}`); // a clear "not found" before listening
+      const stop = untilStopped();
+      const seen = new Set<string>();
+      let events = 0;
+      const subscription = await subscribe(api, [`private-number.${id}`], (_channel, event, data: { message?: Message }) => {
+        const m = data?.message;
+        if (!m || (event !== "message.received" && event !== "message.status_changed")) return;
+        const key = `${m.id}:${m.status}`; // events come at least once
+        if (seen.has(key)) return;
+        seen.add(key);
+        console.log(o.json ? JSON.stringify({ event, message: m }) : tailLine(event, m));
+        if (o.count && ++events >= o.count) stop.done();
+      });
+      try {
+        await subscription.subscribed;
+        process.stderr.write(`Following number ${sim.data.number}; Ctrl-C to stop.\n`);
+        await stop.stopped;
+      } finally {
+        subscription.close();
+      }
     });
 }

@@ -89,3 +89,41 @@ export async function attachNumber(ctx: TestContext, orgId: number, opts: { alia
   await ctx.sql`insert into hosted_sim_organizations (hosted_sim_id, organization_id, alias) values (${sim!.id}, ${orgId}, ${opts.alias ?? null})`;
   return { id: sim!.id, number };
 }
+
+/** A long-running CLI command (tail, watch): output read as it comes, waited on with a deadline. */
+export function spawnCli(args: string[], env: Record<string, string>) {
+  const proc = Bun.spawn([process.execPath, "cli/main.ts", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, NO_COLOR: "1", ...env } as Record<string, string>,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const out = { stdout: "", stderr: "" };
+  const pump = async (stream: ReadableStream<Uint8Array>, key: "stdout" | "stderr") => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) out[key] += decoder.decode(chunk, { stream: true });
+  };
+  const pumped = Promise.all([pump(proc.stdout, "stdout"), pump(proc.stderr, "stderr")]);
+  return {
+    proc,
+    out,
+    async waitFor(key: "stdout" | "stderr", re: RegExp, ms = 20_000) {
+      const deadline = Date.now() + ms;
+      while (!re.test(out[key])) {
+        if (proc.exitCode !== null) throw new Error(`CLI exited (${proc.exitCode}) before ${re}: ${out.stderr}`);
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${re}; stdout: ${out.stdout}; stderr: ${out.stderr}`);
+        await Bun.sleep(20);
+      }
+    },
+    async exited(ms = 20_000) {
+      const code = await Promise.race([proc.exited, Bun.sleep(ms).then(() => "timeout" as const)]);
+      if (code === "timeout") {
+        proc.kill();
+        throw new Error(`CLI did not exit; stdout: ${out.stdout}; stderr: ${out.stderr}`);
+      }
+      await pumped;
+      return code;
+    },
+  };
+}
