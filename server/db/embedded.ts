@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
@@ -82,10 +82,49 @@ function createSessionQueue(db: PGlite) {
 
 export type EmbeddedPostgres = { socketDir: string; port: number; stop(): Promise<void> };
 
+export class EmbeddedInUseError extends Error {}
+
+const isRunning = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === "EPERM";
+  }
+};
+
+/**
+ * PGlite's files must never be open in two processes. A lock file holds the owner's pid; a
+ * lock whose process is gone is stale and taken over. Others connect to the owner's socket.
+ */
+function takeLock(dir: string): () => void {
+  const lockPath = join(dir, "simhost.pid");
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lockPath, String(process.pid), { flag: "wx" });
+      return () => rmSync(lockPath, { force: true });
+    } catch (e) {
+      if ((e as { code?: string }).code !== "EEXIST") throw e;
+      const owner = Number(readFileSync(lockPath, "utf8"));
+      if (owner && owner !== process.pid && isRunning(owner))
+        throw new EmbeddedInUseError(`the embedded database in ${dir} is open in process ${owner}; connect to its socket instead`);
+      rmSync(lockPath, { force: true });
+    }
+  }
+  throw new EmbeddedInUseError(`could not lock the embedded database in ${dir}`);
+}
+
 /** Open (or create) the embedded database in `dir` and serve it on a Unix socket in that folder. */
 export async function startEmbeddedPostgres(dir: string): Promise<EmbeddedPostgres> {
   mkdirSync(dir, { recursive: true });
-  const db = await PGlite.create(join(dir, "data"));
+  const unlock = takeLock(dir);
+  let db: PGlite;
+  try {
+    db = await PGlite.create(join(dir, "data"));
+  } catch (e) {
+    unlock();
+    throw e;
+  }
   const queue = createSessionQueue(db);
   const port = 5432;
   const socketPath = join(dir, `.s.PGSQL.${port}`);
@@ -111,6 +150,7 @@ export async function startEmbeddedPostgres(dir: string): Promise<EmbeddedPostgr
       await new Promise<void>((resolve) => server.close(() => resolve()));
       rmSync(socketPath, { force: true });
       await db.close();
+      unlock();
     },
   };
 }
