@@ -75,13 +75,18 @@ export function createDevice(o: DeviceOptions) {
     o.events?.onState?.(next);
   }
 
-  /** Keeps trying while the server is away (the app would); gives up only on a definite refusal. */
+  /**
+   * Keeps trying while the server is away (the app would); gives up on a definite refusal, and
+   * after a few tries on anything else (a provider that refuses our texts is a setup problem).
+   */
   async function persist<T>(fn: () => Promise<T>): Promise<T> {
+    let other = 0;
     for (let attempt = 0; ; attempt++) {
       try {
         if (networkUp) return await fn();
       } catch (e) {
         if (e instanceof ApiError && !e.retryable) throw e;
+        if (!(e instanceof ApiError) && ++other >= 3) throw e;
       }
       if (!alive()) throw new Error("device stopped");
       await Bun.sleep(backoffMs(attempt));

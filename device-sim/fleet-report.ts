@@ -63,12 +63,13 @@ export type FleetReport = {
   outbound: { sent: number; delivered: number; failed: number };
   errors: Record<string, number>;
   latency_ms: Record<string, { count: number; p50: number; p95: number; p99: number; max: number }>;
+  failures: string[];
   passed: boolean;
 };
 
 export function formatReport(r: FleetReport): string {
   const lines = [
-    `fleet run: seed ${r.seed}, ${r.duration_s}s, ${r.passed ? "PASSED" : "FAILED"}`,
+    `fleet run: seed ${r.seed}, ${r.duration_s}s, ${r.passed ? "PASSED" : `FAILED: ${r.failures.join("; ")}`}`,
     `devices   requested ${r.devices.requested}  registered ${r.devices.registered}  verified ${r.devices.verified}  unverified ${r.devices.unverified}  online ${r.devices.online}  revoked ${r.devices.revoked}  failed to start ${r.devices.failed_to_start}`,
     `sms       received ${r.sms.received}  acknowledged ${r.sms.acknowledged}  refused ${r.sms.refused}  still queued ${r.sms.pending}  visible ${r.sms.visible}  not visible ${r.sms.not_visible}  LOST ${r.sms.lost}`,
     `heartbeats ${r.heartbeats}   outbound sent ${r.outbound.sent} delivered ${r.outbound.delivered} failed ${r.outbound.failed}`,
@@ -93,7 +94,34 @@ export function progressLine(elapsedS: number, devices: SimDevice[], stats: Stat
   const sms = stats.latency("sms");
   return (
     `[${elapsedS.toFixed(0).padStart(4)}s] devices ${active}/${devices.length} active ${up} up | ` +
-    `sms ${stats.get("sms.received")} recv ${stats.get("sms.acknowledged")} ack ${queued} queued ${stats.get("sms.refused")} refused | ` +
+    `sms recv ${stats.get("sms.received")} ack ${stats.get("sms.acknowledged")} queued ${queued} refused ${stats.get("sms.refused")} | ` +
     `hb ${stats.get("heartbeats")} | errors ${stats.errorTotal()} | sms p50 ${sms.p50}ms p95 ${sms.p95}ms p99 ${sms.p99}ms`
   );
+}
+
+/** Why a run counts as failed: anything lost, and any device that did not come up as a real phone would. */
+export function failuresOf(r: FleetReport): string[] {
+  const d = r.devices;
+  const failures: string[] = [];
+  if (r.sms.pending > 0) failures.push(`${r.sms.pending} SMS never acknowledged`);
+  if (r.sms.not_visible > 0) failures.push(`${r.sms.not_visible} acknowledged SMS not visible through GET /api/messages`);
+  if (d.failed_to_start > 0) failures.push(`${d.failed_to_start} devices failed to start`);
+  if (d.unverified > 0) failures.push(`${d.unverified} devices not verified`);
+  if (d.online < d.verified - d.revoked) failures.push(`${d.verified - d.revoked - d.online} verified devices not online on the server`);
+  return failures;
+}
+
+/** Online as the server sees it (GET /api/byos/devices), not as the simulator believes. */
+export async function countOnline(members: { device: SimDevice; api: Api }[]): Promise<number> {
+  const ours = new Set(members.map((m) => m.device.id()).filter(Boolean));
+  const seen = new Map<number, boolean>();
+  for (const api of new Set(members.map((m) => m.api))) {
+    for (let page = 1; page <= 1000; page++) {
+      const res = await api.listDevices({ per_page: 100, page }).catch(() => null);
+      if (!res || res.data.length === 0) break;
+      for (const d of res.data) if (ours.has(d.id)) seen.set(d.id, d.is_online === true);
+      if (res.data.length < 100) break;
+    }
+  }
+  return [...seen.values()].filter(Boolean).length;
 }

@@ -1,13 +1,13 @@
 import { type Api, ApiError, type Credentials, createApi, createLimiter, signIn } from "./api";
 import { createDevice, type SimDevice } from "./device";
-import { checkVisibility, type FleetReport, formatReport, progressLine, type Tracked } from "./fleet-report";
+import { checkVisibility, countOnline, type FleetReport, failuresOf, formatReport, progressLine, type Tracked } from "./fleet-report";
 import { type Outbox, openOutbox } from "./outbox";
+import { deviceRegistration } from "./phones";
 import { startProvider } from "./provider";
 import { listenDeviceChannel } from "./pusher";
-import { createRandom, fakeWith, phoneNumber, type Random } from "./random";
+import { createRandom, type Random } from "./random";
 import { runScenario, type Scenario, type ScenarioStep } from "./scenario";
 import { createStats, type Stats } from "./stats";
-import type { Registration } from "./verify";
 
 export type FleetOptions = {
   serverUrl: string;
@@ -34,22 +34,6 @@ export type FleetOptions = {
   settleMs?: number;
   progress?: (line: string) => void;
 };
-
-const MODELS = ["Pixel 8", "Pixel 7a", "Galaxy S23", "Galaxy A54", "Moto G84", "Redmi Note 13", "OnePlus 12", "Nokia G42"];
-
-/** The phone that simulated device `index` of a seeded run is: the same seed gives the same phones. */
-export function deviceRegistration(rng: Random, index: number): Registration {
-  const dual = rng.chance(0.25);
-  const sim_slots = dual ? [1, 2] : [1];
-  return {
-    android_id: rng.hex(16),
-    sim_slots,
-    numbers: sim_slots.map(() => phoneNumber(rng)),
-    device_model: rng.pick(MODELS),
-    app_version: `2.${rng.int(0, 9)}.${rng.int(0, 20)}`,
-    device_name: fakeWith(rng, (f) => `${f.person.firstName()}'s phone ${index + 1}`),
-  };
-}
 
 type Member = { device: SimDevice; api: Api; rng: Random; started: boolean };
 
@@ -281,25 +265,12 @@ async function settle(o: FleetOptions, members: Member[], tracked: Map<string, T
     outbound: { sent: stats.get("outbound.sent"), delivered: stats.get("outbound.delivered"), failed: stats.get("outbound.failed") },
     errors: stats.errors(),
     latency_ms: stats.latencies(),
+    failures: [],
     passed: false,
   };
-  report.passed = report.sms.lost === 0 && report.devices.failed_to_start === 0 && report.devices.unverified === 0;
+  report.failures = failuresOf(report);
+  report.passed = report.failures.length === 0;
   return report;
 }
 
-/** Online as the server sees it (GET /api/byos/devices), not as the simulator believes. */
-async function countOnline(members: Member[]): Promise<number> {
-  const ours = new Set(members.map((m) => m.device.id()).filter(Boolean));
-  const seen = new Map<number, boolean>();
-  for (const api of new Set(members.map((m) => m.api))) {
-    for (let page = 1; page <= 1000; page++) {
-      const res = await api.listDevices({ per_page: 100, page }).catch(() => null);
-      if (!res || res.data.length === 0) break;
-      for (const d of res.data) if (ours.has(d.id)) seen.set(d.id, d.is_online === true);
-      if (res.data.length < 100) break;
-    }
-  }
-  return [...seen.values()].filter(Boolean).length;
-}
-
-export { formatReport };
+export { deviceRegistration, formatReport };

@@ -2,8 +2,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Credentials, createApi, signIn } from "./api";
 import { createDevice } from "./device";
-import { deviceRegistration } from "./fleet";
 import { openOutbox, type ReceivedSms } from "./outbox";
+import { deviceRegistration } from "./phones";
 import { listenDeviceChannel } from "./pusher";
 import { createRandom, type Random } from "./random";
 import { createStats } from "./stats";
@@ -65,6 +65,7 @@ export async function runDevice(o: DeviceRunOptions) {
     timeScale: o.timeScale,
     events: {
       onState: (s) => o.log(`state ${s}`),
+      onReceived: (sms) => o.log(`sms ${sms.message_id} received from ${sms.from} on slot ${sms.sim_slot}`),
       onAcknowledged: (sms) => o.log(`sms ${sms.message_id} acknowledged`),
       onRefused: (sms, reason) => o.log(`sms ${sms.message_id} refused: ${reason}`),
     },

@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Webhook } from "standardwebhooks";
+import { runFleet } from "../../device-sim/fleet";
+import { parseScenario } from "../../device-sim/scenario";
+import { createTenant, TEST_PASSWORD } from "../fixtures";
+import { call, PROVIDER_NUMBER, PROVIDER_TOKEN, ROOT, startTestServer, type TestServer, waitFor } from "./device-sim-server";
+
+const DEVICES = 50;
+const OFFLINE_PERCENT = 20;
+let server: TestServer;
+
+beforeAll(async () => {
+  // Short device timing so a run of seconds shows heartbeats and the offline rule (defaults stay 60/360/960 s).
+  server = await startTestServer({ HEARTBEAT_SECONDS: "1", OFFLINE_AFTER_SECONDS: "4", DOZE_OFFLINE_AFTER_SECONDS: "8", WEBHOOK_ALLOW_PRIVATE: "true" });
+}, 60_000);
+afterAll(async () => {
+  await server?.close();
+});
+
+/** A webhook receiver that accepts only correctly signed deliveries (Standard Webhooks) and keeps the texts. */
+async function webhookReceiver(token: string) {
+  const texts: string[] = [];
+  let bad = 0;
+  let verifier: Webhook | undefined;
+  const receiver = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(req) {
+      const payload = await req.text();
+      try {
+        const event = verifier!.verify(payload, Object.fromEntries(req.headers)) as { type: string; data: { text?: string; message?: { text: string } } };
+        if (event.type === "message.received") texts.push(event.data.text ?? event.data.message?.text ?? "");
+      } catch {
+        bad++;
+        return new Response("bad signature", { status: 400 });
+      }
+      return new Response("ok");
+    },
+  });
+  const team = await call(server, token, "POST", "/api/teams", { name: "Fleet QA" });
+  const hook = await call(server, token, "POST", "/api/webhook-integrations", {
+    name: "fleet receiver",
+    url: `http://127.0.0.1:${receiver.port}/hook`,
+    retry_count: 5,
+  });
+  verifier = new Webhook(hook.data.secret);
+  await call(server, token, "POST", `/api/webhook-integrations/${hook.data.id}/mappings`, { team_id: team.data.id, forwarding_mode: "always" });
+  return { texts, bad: () => bad, stop: () => receiver.stop(true) };
+}
+
+async function cliDevices(token: string) {
+  const proc = Bun.spawn([process.execPath, "cli/main.ts", "devices", "list", "--json"], {
+    cwd: ROOT,
+    env: { ...process.env, SIMHOST_URL: server.url, SIMHOST_TOKEN: token, NO_COLOR: "1" } as Record<string, string>,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+  expect(code).toBe(0);
+  return (JSON.parse(out) as { data: { id: number; is_online: boolean }[] }).data;
+}
+
+describe("device-sim fleet against the real server", () => {
+  test(`${DEVICES} devices: all verified and online, every SMS acknowledged, visible through the API and delivered to a webhook; a share goes offline and is seen offline`, async () => {
+    const tenant = await createTenant(server.sql, { plan: "enterprise" });
+    const hooks = await webhookReceiver(tenant.token);
+    // Sent to a device on its private channel while the fleet runs: it must come back delivered.
+    let outboundId: number | undefined;
+    let maxOffline = 0;
+    const scenario = parseScenario({
+      steps: [
+        { at: "3s", action: "offline", percent: OFFLINE_PERCENT },
+        { at: "4s", action: "burst", sms: 100 },
+      ],
+    });
+    const watch = (async () => {
+      await waitFor(async () => (await call(server, tenant.token, "GET", "/api/numbers")).data.length >= DEVICES, 60_000, 500);
+      const numbers = (await call(server, tenant.token, "GET", "/api/numbers")).data as { id: number }[];
+      outboundId = (
+        await call(server, tenant.token, "POST", "/api/messages", { hosted_sim: numbers[0]!.id, to: "+15557654321", text: "outbound from the API" })
+      ).data.id;
+      // The CLI an operator uses shows the devices that dropped off as offline.
+      await waitFor(
+        async () =>
+          (maxOffline = Math.max(maxOffline, (await cliDevices(tenant.token)).filter((d) => !d.is_online).length)) >= (DEVICES * OFFLINE_PERCENT) / 100,
+        25_000,
+        1000,
+      );
+    })();
+    const report = await runFleet({
+      serverUrl: server.url,
+      accounts: [{ email: tenant.user.email, password: TEST_PASSWORD }],
+      devices: DEVICES,
+      smsRate: 10,
+      dozeRatio: 0.2,
+      churn: 0,
+      durationMs: 25_000,
+      seed: 20261122,
+      scenario,
+      providerToken: PROVIDER_TOKEN,
+      providerNumber: PROVIDER_NUMBER,
+      publicUrl: server.url,
+      listen: true,
+      settleMs: 30_000,
+    });
+    await watch;
+
+    expect(report.failures).toEqual([]);
+    expect(report.passed).toBe(true);
+    expect(report.devices).toMatchObject({ requested: DEVICES, registered: DEVICES, verified: DEVICES, unverified: 0, online: DEVICES, failed_to_start: 0 });
+    expect(report.sms.received).toBeGreaterThan(100);
+    expect(report.sms).toMatchObject({ acknowledged: report.sms.received, visible: report.sms.received, pending: 0, not_visible: 0, lost: 0 });
+    expect(maxOffline).toBeGreaterThanOrEqual((DEVICES * OFFLINE_PERCENT) / 100);
+    expect(report.heartbeats).toBeGreaterThan(DEVICES);
+    expect(report.latency_ms.sms!.count).toBeGreaterThanOrEqual(report.sms.received);
+
+    expect(outboundId).toBeDefined();
+    expect(report.outbound.delivered).toBe(1);
+    const outbound = await call(server, tenant.token, "GET", `/api/messages/${outboundId}`);
+    expect(outbound.data.status).toBe("delivered");
+
+    const delivered = await waitFor(() => hooks.texts.length >= report.sms.acknowledged, 30_000, 500);
+    hooks.stop();
+    expect(delivered).toBe(true);
+    expect(hooks.bad()).toBe(0);
+  }, 180_000);
+});

@@ -1,0 +1,95 @@
+import { join } from "node:path";
+import postgres from "postgres";
+import { freshDatabase } from "../helpers";
+
+export const ROOT = join(import.meta.dir, "../..");
+const BASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/simhost_dev";
+export const PROVIDER_TOKEN = "device-sim-e2e-provider-token";
+export const PROVIDER_NUMBER = "+15005550006";
+
+export async function freePort() {
+  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+  const port = probe.port!;
+  probe.stop(true);
+  return port;
+}
+
+export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 200): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() >= deadline) return false;
+    await Bun.sleep(everyMs);
+  }
+}
+
+/**
+ * The real server (`bun server/main.ts`) as a child process on its own fresh PostgreSQL
+ * database, so the simulator meets it exactly as it would in production: over HTTP and
+ * WebSocket only. `restart` stops it hard and starts it again on the same port and data.
+ */
+export async function startTestServer(env: Record<string, string> = {}) {
+  const databaseUrl = await freshDatabase(BASE_URL);
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const spawn = () =>
+    Bun.spawn([process.execPath, "server/main.ts"], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? "",
+        PORT: String(port),
+        PUBLIC_URL: url,
+        DATABASE_URL: databaseUrl,
+        PROVIDER_AUTH_TOKEN: PROVIDER_TOKEN,
+        PROVIDER_NUMBER,
+        LOG_LEVEL: "warn",
+        DATA_DIR: join(ROOT, ".data", `device-sim-${port}`),
+        ...env,
+      },
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+  const healthy = async () => {
+    try {
+      return (await fetch(`${url}/api/health`)).ok;
+    } catch {
+      return false;
+    }
+  };
+  let proc = spawn();
+  if (!(await waitFor(healthy, 30_000))) throw new Error("server did not start");
+  const sql = postgres(databaseUrl, { max: 2, onnotice: () => {}, types: { int8: { to: 20, from: [20], serialize: String, parse: Number } } as never });
+  return {
+    url,
+    sql,
+    async stop(signal: "SIGKILL" | "SIGTERM" = "SIGKILL") {
+      proc.kill(signal);
+      await proc.exited;
+    },
+    async start() {
+      proc = spawn();
+      if (!(await waitFor(healthy, 30_000))) throw new Error("server did not restart");
+    },
+    async close() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+      await sql.end();
+      const admin = postgres(BASE_URL, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`drop database if exists "${new URL(databaseUrl).pathname.slice(1)}" with (force)`).catch(() => {});
+      await admin.end();
+    },
+  };
+}
+export type TestServer = Awaited<ReturnType<typeof startTestServer>>;
+
+/** JSON over HTTP with a Bearer token, failing loudly on anything but the expected status. */
+export async function call(server: TestServer, token: string, method: string, path: string, body?: unknown, expected = [200, 201, 202]) {
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = (await res.json().catch(() => null)) as any;
+  if (!expected.includes(res.status)) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(json)}`);
+  return json;
+}
