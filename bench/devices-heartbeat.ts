@@ -9,6 +9,8 @@
  * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/simhost_dev);
  * a fresh database is created and dropped.
  */
+import { loadConfig } from "../server/config";
+import { createServices } from "../server/services";
 import { arg, closedLoop, connect, dropDatabase, freshBenchDatabase, seedDevices, spawnServer } from "./devices-load";
 
 const DEVICES = arg("devices", 1000);
@@ -16,6 +18,27 @@ const SECONDS = arg("seconds", 10);
 const CONCURRENCY = arg("concurrency", 64);
 
 const body = JSON.stringify({ battery_level: 77, signal_strength: 60, is_in_doze_mode: false });
+
+/** The device part alone, in this process: actor + coalesced write, no HTTP, no authentication. */
+async function heartbeatCore(url: string, deviceIds: number[]) {
+  const services = await createServices(loadConfig({ DATABASE_URL: url, LOG_LEVEL: "error" }));
+  const { actors } = services.devices;
+  const end = performance.now() + SECONDS * 1000;
+  const start = performance.now();
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async (_, w) => {
+      for (let i = w; performance.now() < end; i += CONCURRENCY) {
+        const state = (await actors.get(deviceIds[i % deviceIds.length]!))!;
+        await actors.heartbeat(state, { doze: false, batteryLevel: 77 });
+        n++;
+      }
+    }),
+  );
+  const perSecond = Math.round(n / ((performance.now() - start) / 1000));
+  await services.close();
+  return { heartbeats: n, perSecond };
+}
 
 const dbUrl = await freshBenchDatabase("hb");
 const baseline = await spawnServer("bench/devices-baseline-server.ts", {}, "/ready");
@@ -39,6 +62,8 @@ try {
     seconds: SECONDS,
   });
   const [online] = await sql<{ n: number }[]>`select count(*)::int as n from devices where is_online`;
+  server.proc.kill();
+  const core = await heartbeatCore(dbUrl, deviceIds);
   console.log(
     JSON.stringify(
       {
@@ -50,6 +75,7 @@ try {
         authOnly: me,
         ratio: +(real.rps / base.rps).toFixed(3),
         ratioToAuthOnly: +(real.rps / me.rps).toFixed(3),
+        devicePartAlone: core,
         devicesOnline: online!.n,
       },
       null,
