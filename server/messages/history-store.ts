@@ -23,45 +23,63 @@ function messageConditions(sql: Sql, f: HistoryFilter) {
     ${f.q !== undefined ? sql`and m.text ilike ${likePattern(f.q)}` : sql``}`;
 }
 
-/**
- * One page of what an organization may see on a number, newest (highest id) first. Without
- * message filters the page's ids come from an index-only scan of message_visibility's primary
- * key (organization, number, message) and the total from message_visibility_counts, so a page
- * costs the same on a number with a million messages; only the page's 50 messages are read.
- */
-export async function messageHistory(
-  sql: Sql,
-  q: { organizationId: number; hostedSimId: number; filter: HistoryFilter; page: number; perPage: number },
-): Promise<{ rows: Message[]; total: number }> {
-  const { organizationId: org, hostedSimId: sim, filter: f } = q;
-  const offset = (q.page - 1) * q.perPage;
-  const direction = f.direction === undefined ? sql`` : sql`and v.outbound = ${f.direction === "outbound"}`;
-  const ids = hasMessageFilters(f)
-    ? sql`
-        select v.message_id from message_visibility v join messages m on m.id = v.message_id
-        where v.organization_id = ${org} and v.hosted_sim_id = ${sim} ${direction} ${messageConditions(sql, f)}
-        order by v.message_id desc limit ${q.perPage} offset ${offset}`
-    : sql`
-        select v.message_id from message_visibility v
-        where v.organization_id = ${org} and v.hosted_sim_id = ${sim} ${direction}
-        order by v.message_id desc limit ${q.perPage} offset ${offset}`;
-  const rows = await sql<Row[]>`
-    select ${messageColumns(sql)}, v.team_id as viewer_team_id
-    from (${ids}) p
-    join message_visibility v on v.organization_id = ${org} and v.hosted_sim_id = ${sim} and v.message_id = p.message_id
-    join messages m on m.id = p.message_id
-    order by m.id desc`;
-  return { rows: rows.map(asMessage), total: await historyTotal(sql, org, sim, f) };
+type Counts = { total: number; inbound: number; last_seq: number };
+
+async function countsOf(sql: Sql, org: number, sim: number): Promise<Counts> {
+  const [c] = await sql<Counts[]>`
+    select total, inbound, last_seq from message_visibility_counts where organization_id = ${org} and hosted_sim_id = ${sim}`;
+  return c ?? { total: 0, inbound: 0, last_seq: 0 };
 }
 
-async function historyTotal(sql: Sql, org: number, sim: number, f: HistoryFilter): Promise<number> {
+type PageQuery = { organizationId: number; hostedSimId: number; filter: HistoryFilter; page: number; perPage: number };
+
+/**
+ * The seq values of one page, newest first. Unfiltered, with no visibility row ever removed
+ * (last_seq = total), page p is the seq range (total - p*n, total - (p-1)*n]: a range of n
+ * index entries whatever the page (keyset under the page interface, see migration 0021).
+ * Otherwise an offset over the (organization, number, seq) index, joined to messages when the
+ * filters need their columns.
+ */
+function pageIds(sql: Sql, q: PageQuery, counts: Counts) {
+  const { organizationId: org, hostedSimId: sim, filter: f } = q;
+  const offset = (q.page - 1) * q.perPage;
+  if (!hasMessageFilters(f) && f.direction === undefined && counts.last_seq === counts.total) {
+    const high = counts.total - offset;
+    return sql`
+      select v.message_id, v.seq from message_visibility v
+      where v.organization_id = ${org} and v.hosted_sim_id = ${sim} and v.seq between ${Math.max(1, high - q.perPage + 1)} and ${high}`;
+  }
+  const direction = f.direction === undefined ? sql`` : sql`and v.outbound = ${f.direction === "outbound"}`;
+  const join = hasMessageFilters(f) ? sql`join messages m on m.id = v.message_id` : sql``;
+  return sql`
+    select v.message_id, v.seq from message_visibility v ${join}
+    where v.organization_id = ${org} and v.hosted_sim_id = ${sim} ${direction} ${hasMessageFilters(f) ? messageConditions(sql, f) : sql``}
+    order by v.seq desc limit ${q.perPage} offset ${offset}`;
+}
+
+/**
+ * One page of what an organization may see on a number, newest first (the order messages
+ * became visible to it). Only the page's messages are read; the unfiltered total comes from
+ * message_visibility_counts, so a page costs the same on a number with a million messages.
+ */
+export async function messageHistory(sql: Sql, q: PageQuery): Promise<{ rows: Message[]; total: number }> {
+  const { organizationId: org, hostedSimId: sim } = q;
+  const counts = await countsOf(sql, org, sim);
+  const rows = await sql<Row[]>`
+    select ${messageColumns(sql)}, v.team_id as viewer_team_id
+    from (${pageIds(sql, q, counts)}) p
+    join message_visibility v on v.organization_id = ${org} and v.hosted_sim_id = ${sim} and v.seq = p.seq
+    join messages m on m.id = p.message_id
+    order by p.seq desc`;
+  return { rows: rows.map(asMessage), total: await historyTotal(sql, q, counts) };
+}
+
+async function historyTotal(sql: Sql, q: PageQuery, counts: Counts): Promise<number> {
+  const { organizationId: org, hostedSimId: sim, filter: f } = q;
   if (!hasMessageFilters(f)) {
-    const [c] = await sql<{ total: number; inbound: number }[]>`
-      select total, inbound from message_visibility_counts where organization_id = ${org} and hosted_sim_id = ${sim}`;
-    if (!c) return 0;
-    if (f.direction === "inbound") return c.inbound;
-    if (f.direction === "outbound") return c.total - c.inbound;
-    return c.total;
+    if (f.direction === "inbound") return counts.inbound;
+    if (f.direction === "outbound") return counts.total - counts.inbound;
+    return counts.total;
   }
   const direction = f.direction === undefined ? sql`` : sql`and v.outbound = ${f.direction === "outbound"}`;
   const [row] = await sql<{ total: number }[]>`

@@ -60,6 +60,18 @@ describe("GET /api/messages pagination", () => {
     expect(past.body.meta).toMatchObject({ current_page: 99, total: 120, last_page: 3, from: null, to: null });
   });
 
+  test("pages stay contiguous after a message is removed (gap in seq: offset fallback)", async () => {
+    const t = await numberWithMessages(120);
+    await ctx.sql`
+      delete from messages where hosted_sim_id = ${t.sim.id} and text = 'msg 60'`;
+    const page2 = await get(t.token, `hosted_sim=${t.sim.id}&page=2`);
+    expect(page2.body.meta.total).toBe(119);
+    const expected = Array.from({ length: 51 }, (_, i) => `msg ${70 - i}`).filter((x) => x !== "msg 60");
+    expect(page2.body.data.map((m: any) => m.text)).toEqual(expected);
+    const page3 = await get(t.token, `hosted_sim=${t.sim.id}&page=3`);
+    expect(page3.body.data.map((m: any) => m.text)).toEqual(Array.from({ length: 19 }, (_, i) => `msg ${19 - i}`));
+  });
+
   test("hosted_sim is required and must be an id", async () => {
     const t = await createTenant(ctx.sql);
     for (const q of ["", "hosted_sim=", "hosted_sim=x", "hosted_sim=0", "hosted_sim=99999999999999999999"]) {
