@@ -255,3 +255,48 @@ describe("device list", () => {
     expect((await ctx.request("GET", "/api/byos/devices?status=lost", { token })).status).toBe(422);
   });
 });
+
+describe("SIM cards and heartbeat bounds", () => {
+  test("add SIM: 201 with a code, config_version + 1; an occupied slot: 409; update SIM syncs the hosted SIM number", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(ctx, token);
+    const before = (await ctx.request("GET", `/api/byos/devices/${device.id}`, { token })).body.data;
+    const added = await ctx.request("POST", `/api/byos/devices/${device.id}/sims`, { token, body: { sim_slot: 2 } });
+    expect(added.status).toBe(201);
+    expect(added.body.data).toMatchObject({ sim_slot: 2, status: "pending", phone_number: null, provider_number: ctx.config.PROVIDER_NUMBER });
+    expect(added.body.data.verification_code).toMatch(/^SIM-/);
+    expect((await ctx.request("GET", `/api/byos/devices/${device.id}`, { token })).body.data.config_version).toBe(before.config_version + 1);
+    const taken = await ctx.request("POST", `/api/byos/devices/${device.id}/sims`, { token, body: { sim_slot: 2 } });
+    expect(taken.status).toBe(409);
+    expectErrorShape(taken.body, "invalid_state");
+    expect((await ctx.request("POST", `/api/byos/devices/${device.id}/sims`, { token, body: { sim_slot: 11 } })).status).toBe(422);
+
+    const card = before.sim_cards[0];
+    const number = randomSimNumber();
+    const moved = await ctx.request("PATCH", `/api/byos/devices/${device.id}/sims/${card.id}`, { token, body: { phone_number: number, sim_slot: 3 } });
+    expect(moved.status).toBe(200);
+    expect(moved.body.data).toMatchObject({ id: card.id, phone_number: number, sim_slot: 3, status: "active", is_active: true });
+    const [sim] = await ctx.sql<{ number: string }[]>`select number from hosted_sims where id = ${card.hosted_sim_id}`;
+    expect(sim!.number).toBe(number);
+    const clash = await ctx.request("PATCH", `/api/byos/devices/${device.id}/sims/${card.id}`, { token, body: { sim_slot: 2 } });
+    expect(clash.status).toBe(409);
+  });
+
+  test("heartbeat bounds: 422 with dotted field paths; sim_cards entries update their card's signal", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device, numbers } = await activeDevice(ctx, token);
+    const bad = await ctx.request("POST", `/api/byos/devices/${device.id}/heartbeat`, {
+      token,
+      body: { battery_level: 101, signal_strength: -1, is_in_doze_mode: "yes", sim_cards: [{ phone_number: numbers[0], signal_strength: 101 }] },
+    });
+    expect(bad.status).toBe(422);
+    expect(Object.keys(bad.body.errors).sort()).toEqual(["battery_level", "is_in_doze_mode", "signal_strength", "sim_cards.0.signal_strength"]);
+    const ok = await ctx.request("POST", `/api/byos/devices/${device.id}/heartbeat`, {
+      token,
+      body: { sim_cards: [{ phone_number: numbers[0], signal_strength: 42 }] },
+    });
+    expect(ok.status).toBe(200);
+    const shown = await ctx.request("GET", `/api/byos/devices/${device.id}`, { token });
+    expect(shown.body.data.sim_cards[0].signal_strength).toBe(42);
+  });
+});
