@@ -114,7 +114,14 @@ describe("device actor presence (fake clock, no I/O)", () => {
     const [p, q] = await Promise.all([t.actors.get(3), t.actors.get(3)]);
     expect(p).toBe(q!);
     const order: number[] = [];
-    await Promise.all([1, 2, 3].map((n) => t.actors.run(p!, async () => void (await Bun.sleep(3 - n), order.push(n)))));
+    await Promise.all(
+      [1, 2, 3].map((n) =>
+        t.actors.run(p!, async () => {
+          await Bun.sleep(3 - n);
+          order.push(n);
+        }),
+      ),
+    );
     expect(order).toEqual([1, 2, 3]);
     expect(t.actors.size()).toBe(1);
   });
