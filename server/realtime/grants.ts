@@ -14,19 +14,23 @@ export type GrantStore = {
 
 const TTL_SECONDS = 300;
 
+/**
+ * Grants in Redis, shared by every instance. A copy stays in this process too, so while Redis is
+ * unreachable a client that authorizes and connects on the same instance still gets its events.
+ */
 export function createRedisGrantStore(redis: Redis, prefix: string): GrantStore {
   const key = (socketId: string, channel: string) => `${prefix}ws-grant:${socketId}:${channel}`;
+  const local = createLocalGrantStore();
   return {
     async put(socketId, channel, organizationId) {
-      await redis.set(key(socketId, channel), String(organizationId), "EX", TTL_SECONDS);
+      await local.put(socketId, channel, organizationId);
+      await redis.set(key(socketId, channel), String(organizationId), "EX", TTL_SECONDS).catch(() => {});
     },
     async take(socketId, channel) {
-      try {
-        const value = await redis.get(key(socketId, channel));
-        return value === null ? null : Number(value);
-      } catch {
-        return null;
-      }
+      const here = await local.take(socketId, channel);
+      if (here !== null) return here;
+      const value = await redis.get(key(socketId, channel)).catch(() => null);
+      return value === null ? null : Number(value);
     },
   };
 }

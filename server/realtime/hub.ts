@@ -132,10 +132,15 @@ export function createRealtime(deps: {
     },
     connections: () => sockets.size,
     sweep,
-    /** Graceful shutdown: every client is told to reconnect at once (to another instance). */
-    shutdown(code: number = CloseCode.reconnectNow) {
+    /** Every client is told to reconnect at once: behind a load balancer, to any instance (rebalancing). */
+    reconnectAll() {
+      for (const ws of sockets) ws.close(CloseCode.reconnectNow, "Reconnect, please.");
+      sockets.clear();
+    },
+    /** Graceful shutdown: clients reconnect at once, to another instance; new ones are sent away the same way. */
+    shutdown() {
       closing = true;
-      for (const ws of sockets) ws.close(code, "Server is restarting; reconnect.");
+      for (const ws of sockets) ws.close(CloseCode.reconnectNow, "Server is restarting; reconnect.");
       sockets.clear();
     },
     close() {

@@ -113,6 +113,26 @@ describe("pusher-js against the server", () => {
     expect(seenByB.map((d) => d.message.id)).toEqual([2]);
   });
 
+  test("told to reconnect (4200), pusher-js reconnects at once, resubscribes and keeps receiving", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const pusher = pusherFor(token);
+    const firstId = await connected(pusher);
+    const channel = await subscribed(pusher, `private-organization.${org.id}`);
+    const resubscribed = awaitCallback("resubscription", (done) => channel.bind("pusher:subscription_succeeded", () => done(undefined)));
+    ctx.services.realtime.reconnectAll();
+    await resubscribed;
+    expect(pusher.connection.socket_id).not.toBe(firstId);
+    const received = awaitCallback<any>("event after reconnecting", (done) => channel.bind("number.unlocked", done));
+    ctx.services.publish(`private-organization.${org.id}`, "number.unlocked", {
+      hosted_sim_id: 1,
+      number: "+15550000001",
+      locked: false,
+      lock: null,
+      reason: "unlock",
+    });
+    expect((await received).reason).toBe("unlock");
+  });
+
   test("a client of another organization is refused the channel", async () => {
     const a = await createTenant(ctx.sql);
     const b = await createTenant(ctx.sql);
