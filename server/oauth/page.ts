@@ -81,7 +81,8 @@ export function signInPage(c: FormContext, o: { email?: string; errors?: SignInE
   const e = o.errors ?? {};
   const focusPassword = !!e.password || (!e.email && !!o.email);
   return layout(
-    "Sign in",
+    // Screen readers announce the title first: say at once that the page came back with an error.
+    e.email || e.password || e.form ? "Error: Sign in" : "Sign in",
     h`<h1>Sign in to continue to ${c.clientName}</h1>${alert(e.form)}
 <form method="post" action="/oauth/authorize" novalidate>${hiddenFields(c, "sign_in")}
 ${field({ name: "email", label: "Email", type: "email", value: o.email, error: e.email, focus: !focusPassword, attrs: 'autocomplete="username" spellcheck="false"' })}
@@ -92,7 +93,7 @@ ${field({ name: "password", label: "Password", type: "password", error: e.passwo
 
 export function totpPage(c: FormContext, o: { ticket: string; error?: string; formError?: string }): string {
   return layout(
-    "Two-factor authentication",
+    o.error || o.formError ? "Error: Two-factor authentication" : "Two-factor authentication",
     h`<h1>Enter your authentication code</h1>${alert(o.formError)}
 <p class="muted" id="code-help">Open your authenticator app and enter the 6-digit code for simhost.</p>
 <form method="post" action="/oauth/authorize" novalidate>${hiddenFields(c, "totp", [hidden("ticket", o.ticket)])}

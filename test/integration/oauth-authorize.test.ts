@@ -122,6 +122,7 @@ describe("POST /oauth/authorize (the page's steps)", () => {
     expect(res.text).toContain('aria-invalid="true" aria-describedby="password-error"');
     expect(res.text).toContain('id="password-error"');
     expect(res.text).toContain(`value="${user.email}"`);
+    expect(res.text).toContain("<title>Error: Sign in · simhost</title>");
   });
 
   test("empty fields: one message per field", async () => {

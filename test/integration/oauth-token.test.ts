@@ -155,6 +155,29 @@ describe("OAuth token endpoint", () => {
     expect(await rfcError(refreshed)).toBe("invalid_grant");
   });
 
+  test("plain PKCE method: the redirect carries invalid_request, which the client library reports", async () => {
+    const f = await newFlow();
+    const url = new URLSearchParams({
+      response_type: "code",
+      client_id: f.client.client_id,
+      redirect_uri: f.redirectUri,
+      code_challenge: f.verifier,
+      code_challenge_method: "plain",
+      state: f.state,
+    });
+    const res = await ctx.request("GET", `/oauth/authorize?${url}`);
+    expect(res.status).toBe(303);
+    const callback = new URL(res.headers.get("location")!);
+    let error: unknown;
+    try {
+      oauth.validateAuthResponse(as, f.client, callback, f.state);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(oauth.AuthorizationResponseError);
+    expect((error as oauth.AuthorizationResponseError).error).toBe("invalid_request");
+  });
+
   test("unknown client: invalid_client (401)", async () => {
     const f = await newFlow();
     const callback = await approveViaPage(f);
