@@ -55,7 +55,7 @@ function announce(deps: Deps, organizationId: number, deviceId: number, configVe
 
 /** SPEC.md 4.2 update: a new phone number follows to the device's card and its hosted SIM. */
 export async function updateDevice(deps: Deps, organizationId: number, deviceId: number, body: UpdateDevice) {
-  await onDevice(deps, organizationId, deviceId, async (tx) => {
+  const changed = await onDevice(deps, organizationId, deviceId, async (tx) => {
     const device = (await findDevice(tx, organizationId, deviceId))!;
     assertEditable(device.status);
     if (body.phone_number && body.phone_number !== device.phone_number) {
@@ -70,14 +70,17 @@ export async function updateDevice(deps: Deps, organizationId: number, deviceId:
         });
       }
     }
-    await updateDeviceFields(tx, deviceId, body);
+    // config_version counts changes: a PATCH that changes nothing leaves it as it is.
+    const changed = (Object.keys(body) as (keyof UpdateDevice)[]).some((k) => body[k] !== undefined && body[k] !== device[k]);
+    if (changed) await updateDeviceFields(tx, deviceId, body);
+    return changed;
   });
-  return finish(deps, organizationId, deviceId);
+  return finish(deps, organizationId, deviceId, changed);
 }
 
-async function finish(deps: Deps, organizationId: number, deviceId: number) {
+async function finish(deps: Deps, organizationId: number, deviceId: number, changed = true) {
   const device = (await findDevice(deps.sql, organizationId, deviceId))!;
-  announce(deps, organizationId, deviceId, device.config_version);
+  if (changed) announce(deps, organizationId, deviceId, device.config_version);
   return device;
 }
 

@@ -300,3 +300,13 @@ describe("SIM cards and heartbeat bounds", () => {
     expect(shown.body.data.sim_cards[0].signal_strength).toBe(42);
   });
 });
+
+test("a PATCH that changes nothing leaves config_version alone", async () => {
+  const { token } = await createTenant(ctx.sql);
+  const device = await registerDevice(ctx, token);
+  const before = (await ctx.request("GET", `/api/byos/devices/${device.id}`, { token })).body.data;
+  const same = await ctx.request("PATCH", `/api/byos/devices/${device.id}`, { token, body: { device_name: before.device_name } });
+  expect(same.body.data.config_version).toBe(before.config_version);
+  const renamed = await ctx.request("PATCH", `/api/byos/devices/${device.id}`, { token, body: { device_name: "other" } });
+  expect(renamed.body.data.config_version).toBe(before.config_version + 1);
+});
