@@ -1,0 +1,281 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type Pusher from "pusher-js";
+import { type ConnectionDetails, connected, connectPusher, startServer, stopServer, subscribed } from "../e2e/realtime-client";
+import { eventually } from "../fixtures-numbers";
+import type { TestContext } from "../helpers";
+import { bodyFor, forEachLimit, foreignFindings, idsFor, loadOperations, type Operation, pathsFor } from "./probe";
+import { buildWorld, credentialsOf, secretsOf, sendSharedMessages, type Tenant, type World } from "./world";
+
+/**
+ * Tenant isolation (issue 9, item 3): two organizations with full data; every route of the
+ * OpenAPI document called by each with the other's ids, with a session of every role and an API
+ * key of every permission set; no foreign data in any body, realtime event or webhook.
+ */
+let ctx: TestContext & { baseUrl: string };
+let ops: Operation[];
+let world: World;
+type Probed = Tenant & { messageIds: number[]; events: { channel: string; event: string; data: string }[]; pusher: Pusher };
+let a: Probed;
+let b: Probed;
+
+const DENIED_403 = new Set(["permission_denied", "api_key_not_allowed"]);
+const others = (t: Tenant) => ({ strings: secretsOf(t), orgIds: [t.org.id] });
+
+async function messageTexts(t: Tenant, simId: number): Promise<string[]> {
+  const res = await ctx.request("GET", `/api/messages?hosted_sim=${simId}&per_page=100`, { token: t.users.owner.token });
+  return res.status === 200 ? res.body.data.map((m: { text: string }) => m.text) : [];
+}
+
+beforeAll(async () => {
+  const started = performance.now();
+  ctx = await startServer();
+  ctx.services.start();
+  ops = await loadOperations(ctx);
+  world = await buildWorld(ctx);
+  const details = (await ctx.request("GET", "/api/broadcasting/connection", { token: world.a.users.owner.token })).body as ConnectionDetails;
+  for (const t of [world.a, world.b]) {
+    const probed = Object.assign(t, {
+      messageIds: [] as number[],
+      events: [] as Probed["events"],
+      pusher: connectPusher(ctx.baseUrl, details, t.users.owner.token),
+    });
+    probed.pusher.bind_global((event: string, data: unknown) => probed.events.push({ channel: "", event, data: JSON.stringify(data) }));
+    await connected(probed.pusher);
+    for (const channel of [`private-organization.${t.org.id}`, `private-team.${t.team.id}`, `private-number.${world.shared.id}`]) {
+      const ch = await subscribed(probed.pusher, channel);
+      ch.bind_global((event: string, data: unknown) => probed.events.push({ channel, event, data: JSON.stringify(data) }));
+    }
+  }
+  [a, b] = [world.a as Probed, world.b as Probed];
+  if (process.env.ISOLATION_TIMING) console.log(`world built in ${Math.round(performance.now() - started)} ms`);
+  await sendSharedMessages(ctx, world);
+  const { open, locked, after } = world.texts;
+  await eventually(
+    async () => {
+      const [seenA, seenB, byosA, byosB] = await Promise.all([
+        messageTexts(a, world.shared.id),
+        messageTexts(b, world.shared.id),
+        messageTexts(a, a.byosSim.id),
+        messageTexts(b, b.byosSim.id),
+      ]);
+      return [open, locked, after].every((x) => seenA.includes(x)) && seenB.includes(after) && byosA.includes(a.inboundText) && byosB.includes(b.inboundText);
+    },
+    20_000,
+    "every message stored and attributed",
+  );
+  for (const t of [a, b]) {
+    const rows = await ctx.sql<{ id: number }[]>`select id from messages where text in ${ctx.sql(t.privateTexts)} order by id`;
+    t.messageIds = rows.map((r) => r.id);
+  }
+}, 60_000);
+
+afterAll(async () => {
+  for (const t of [a, b]) {
+    t?.pusher.disconnect();
+    t?.receiver.stop();
+  }
+  await stopServer(ctx);
+});
+
+describe("the world the probes run in", () => {
+  test("both see the open messages; the one that arrived under A's lock is A's alone; B sees the lock but not its holder", async () => {
+    const { open, locked, after } = world.texts;
+    expect(await messageTexts(a, world.shared.id)).toEqual(expect.arrayContaining([open, locked, after]));
+    const seenB = await messageTexts(b, world.shared.id);
+    expect(seenB).toEqual(expect.arrayContaining([open, after]));
+    expect(seenB).not.toContain(locked);
+    const number = await ctx.request("GET", `/api/numbers/${world.shared.id}`, { token: b.users.owner.token });
+    expect(number.status).toBe(200);
+    expect(number.body.data).toMatchObject({ locked: true, lock: null });
+    expect(number.body.data.organizations).toEqual([{ id: b.org.id, name: b.org.name, alias: `Shared ${b.tag}`, team_id: b.team.id }]);
+    expect(a.messageIds.length).toBe(a.privateTexts.length);
+    expect(ops.filter((op) => op.params.length > 0).length).toBeGreaterThan(20);
+  });
+});
+
+describe("every route with path parameters, called with the other organization's ids", () => {
+  test("answers 404 (or 403 for a credential the operation refuses), never foreign data, and changes nothing", async () => {
+    const failures: string[] = [];
+    const probes: { caller: Probed; owner: Probed; op: Operation; credential: string; token: string; url: string }[] = [];
+    for (const [caller, owner] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      for (const op of ops.filter((o) => o.params.length > 0)) {
+        const paths = pathsFor(
+          op,
+          (p) => idsFor(owner, op.path, p),
+          (p) => idsFor(caller, op.path, p),
+        );
+        for (const [credential, token] of Object.entries(credentialsOf(caller))) {
+          for (const path of paths) probes.push({ caller, owner, op, credential, token, url: path });
+        }
+      }
+    }
+    await forEachLimit(probes, 6, async ({ caller, owner, op, credential, token, url }) => {
+      const res = await ctx.request(op.method, url, { token, body: bodyFor(op, caller) });
+      const where = `${caller.label} ${credential}: ${op.method} ${url} → ${res.status} ${res.text.slice(0, 160)}`;
+      const denied = res.status === 404 ? res.body?.code === "not_found" : res.status === 403 && DENIED_403.has(res.body?.code);
+      if (!denied) failures.push(where);
+      const leaks = foreignFindings(res.text, res.body, others(owner));
+      if (leaks.length) failures.push(`${where}: ${leaks.join(", ")}`);
+    });
+    expect(failures).toEqual([]);
+    expect(probes.length).toBeGreaterThan(500);
+
+    // Nothing of either organization was touched by the other's attempts.
+    for (const t of [a, b]) {
+      const token = t.users.owner.token;
+      expect((await ctx.request("GET", `/api/teams/${t.team.id}`, { token })).body.data.name).toBe(`Team ${t.tag}`);
+      for (const k of Object.values(t.keys)) expect((await ctx.request("GET", "/api/me", { token: k.key })).status).toBe(200);
+      expect((await ctx.request("GET", `/api/byos/devices/${t.device.id}`, { token })).body.data.status).toBe("active");
+      expect((await ctx.request("GET", `/api/webhook-integrations/${t.hook.id}`, { token })).body.data.name).toBe(`Hook ${t.tag}`);
+      expect((await ctx.request("GET", `/api/webhook-integrations/${t.hook.id}/mappings/${t.hook.mappingId}`, { token })).status).toBe(200);
+      expect((await ctx.request("GET", `/api/numbers/${t.byosSim.id}`, { token })).body.data.organizations[0].alias).toBe(`Byos ${t.tag}`);
+      expect((await ctx.request("GET", `/api/numbers/${world.shared.id}`, { token })).body.data.organizations[0].alias).toBe(`Shared ${t.tag}`);
+    }
+  }, 60_000);
+});
+
+// Base values for body fields, by name; ids are the caller's own unless the probe swaps one for the other's.
+const ID_FIELDS = ["team_id", "hosted_sim_id", "hosted_sim", "user_id"] as const;
+function ownValue(t: Tenant, field: string): unknown {
+  if (field === "team_id") return t.team.id;
+  if (field === "hosted_sim_id" || field === "hosted_sim") return t.byosSim.id;
+  if (field === "user_id") return t.users.member.id;
+  return { to: "+15550002222", text: "probe", alias: "probe", forwarding_mode: "always", name: "probe" }[field];
+}
+
+describe("the other organization's ids in bodies and queries", () => {
+  test("every body field or query parameter naming a team, number or user answers a foreign id exactly as an id that does not exist", async () => {
+    const failures: string[] = [];
+    let probes = 0;
+    for (const [caller, owner] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      for (const op of ops) {
+        const props = Object.keys(op.bodySchema?.properties ?? {});
+        const fields = [...props, ...op.query].filter((f) => (ID_FIELDS as readonly string[]).includes(f));
+        for (const field of fields) {
+          const path = pathsFor(
+            op,
+            (p) => idsFor(caller, op.path, p).slice(0, 1),
+            () => [],
+          )[0]!;
+          const inQuery = op.query.includes(field);
+          const call = (token: string, id: unknown) => {
+            const body = inQuery ? undefined : Object.fromEntries(props.filter((p) => p !== "email").map((p) => [p, p === field ? id : ownValue(caller, p)]));
+            return ctx.request(op.method, inQuery ? `${path}?${field}=${id}` : path, { token, body });
+          };
+          for (const credential of ["owner", "keyAll"]) {
+            const token = credentialsOf(caller)[credential]!;
+            const res = await call(token, ownValue(owner, field));
+            const missing = await call(token, 2_000_000_000);
+            probes++;
+            const where = `${caller.label} ${credential}: ${op.method} ${path} ${field}=${ownValue(owner, field)} → ${res.status} ${res.text.slice(0, 160)}`;
+            const refused =
+              res.status === 404 || (res.status === 403 && DENIED_403.has(res.body?.code)) || (res.status === 422 && res.body?.errors?.[field] !== undefined);
+            // A list filtered by a foreign team may answer an empty list instead.
+            const emptyList = op.method === "GET" && res.status === 200 && Array.isArray(res.body?.data) && res.body.data.length === 0;
+            if (!refused && !emptyList) failures.push(where);
+            // Never reveal which: the answer for the other's id is the answer for an id nobody has.
+            if (
+              res.status !== missing.status ||
+              JSON.stringify(res.body) !== JSON.stringify(missing.body).replaceAll("2000000000", String(ownValue(owner, field)))
+            )
+              failures.push(`${where} differs from a missing id: ${missing.status} ${missing.text.slice(0, 160)}`);
+            const leaks = foreignFindings(res.text, res.body, others(owner));
+            if (leaks.length) failures.push(`${where}: ${leaks.join(", ")}`);
+          }
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(probes).toBeGreaterThan(10);
+  }, 30_000);
+});
+
+describe("reading with own ids and lists", () => {
+  test("no GET answer of any credential carries anything of the other organization", async () => {
+    const failures: string[] = [];
+    for (const [caller, owner] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      for (const op of ops.filter((o) => o.method === "GET")) {
+        const paths = pathsFor(
+          op,
+          (p) => idsFor(caller, op.path, p),
+          () => [],
+        );
+        const urls = op.query.includes("hosted_sim")
+          ? paths.flatMap((p) => [world.shared.id, caller.byosSim.id].map((id) => `${p}?hosted_sim=${id}&per_page=100`))
+          : paths;
+        for (const [credential, token] of Object.entries(credentialsOf(caller))) {
+          for (const url of urls) {
+            const res = await ctx.request("GET", url, { token });
+            const leaks = foreignFindings(res.text, res.body, others(owner));
+            if (leaks.length) failures.push(`${caller.label} ${credential}: GET ${url} → ${res.status}: ${leaks.join(", ")}`);
+            if (res.status >= 500) failures.push(`${caller.label} ${credential}: GET ${url} → ${res.status}`);
+          }
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+  }, 30_000);
+});
+
+describe("realtime", () => {
+  test("B's pusher-js is refused every private channel of A, and the auth endpoint answers 403", async () => {
+    const channels = [
+      `private-organization.${a.org.id}`,
+      `private-team.${a.team.id}`,
+      `private-device.${a.device.id}`,
+      `private-device.${a.pendingDevice.id}`,
+      `private-number.${a.byosSim.id}`,
+    ];
+    for (const channel of channels) {
+      const refused = await subscribed(b.pusher, channel).then(
+        () => null,
+        (e: Error & { data?: { status?: number } }) => e,
+      );
+      expect(refused?.data?.status).toBe(403);
+      b.pusher.unsubscribe(channel);
+      for (const [credential, token] of Object.entries(credentialsOf(b))) {
+        const res = await ctx.request("POST", "/api/broadcasting/auth", { token, body: { socket_id: "1234.5678", channel_name: channel } });
+        if (res.status !== 403) throw new Error(`${credential} on ${channel}: ${res.status} ${res.text}`);
+      }
+    }
+  });
+
+  test("B receives the open messages but never one that arrived under A's lock, nor anything else of A", async () => {
+    const { open, locked, after } = world.texts;
+    const got = (t: Probed, text: string) => t.events.some((e) => e.event === "message.received" && e.data.includes(text));
+    // Events of one channel arrive in order: once the later message is in, the earlier would be too.
+    await eventually(() => got(b, after) && got(b, open) && got(a, locked) && got(a, after), 10_000, "message.received events");
+    const leaks = b.events.flatMap((e) => foreignFindings(e.data, JSON.parse(e.data), others(a)).map((f) => `${e.channel} ${e.event}: ${f}`));
+    leaks.push(...a.events.flatMap((e) => foreignFindings(e.data, JSON.parse(e.data), others(b)).map((f) => `${e.channel} ${e.event}: ${f}`)));
+    expect(leaks).toEqual([]);
+  });
+});
+
+describe("webhooks", () => {
+  test("B's receiver never gets A's messages (nor the one under A's lock), and every delivery verifies", async () => {
+    const { locked, after } = world.texts;
+    const got = (t: Tenant, text: string) => t.receiver.received.some((r) => r.event?.data?.text === text);
+    await eventually(() => got(b, after) && got(a, locked) && got(a, after) && got(b, b.inboundText), 20_000, "webhook deliveries");
+    for (const [mine, theirs] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      for (const r of mine.receiver.received) {
+        expect(r.verifiedWith).toBe(mine.hook.secret);
+        expect(foreignFindings(r.body, r.event, others(theirs))).toEqual([]);
+      }
+    }
+    const forB = await ctx.sql`
+      select 1 from webhook_deliveries d join messages m on m.id = d.message_id where d.webhook_integration_id = ${b.hook.id} and m.text = ${locked}`;
+    expect(forB.length).toBe(0);
+  });
+});
