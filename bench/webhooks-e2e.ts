@@ -172,7 +172,7 @@ async function endToEnd() {
         store_errors: storeErrors,
         send_rate_achieved: Math.round((total - storeErrors) / sendSeconds),
         received_unique: seen.size,
-        lost: expected - seen.size,
+        missing_after_60s_grace: expected - seen.size,
         duplicates,
         unverified,
         not_succeeded_rows: dead!.n,

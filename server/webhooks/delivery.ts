@@ -50,13 +50,28 @@ export async function sendSigned(
   return postWebhook({ url: t.url, headers, body: t.body, timeoutMs: t.timeoutSeconds * 1000 });
 }
 
+/**
+ * The signing secret, or a failed attempt when it cannot be opened (SECRETS_KEY changed or lost):
+ * such a delivery is retried and logged like any failure instead of looping on the job queue.
+ */
+export async function openSecret(deps: Pick<DeliveryDeps, "secrets" | "logger">, sealed: string): Promise<string | AttemptResult> {
+  try {
+    return await deps.secrets.open(sealed);
+  } catch (e) {
+    deps.logger.error({ err: (e as Error).message }, "webhook secret cannot be opened; regenerate it or restore SECRETS_KEY");
+    const error = "the signing secret cannot be read (was SECRETS_KEY changed?); regenerate the secret";
+    return { ok: false, httpStatus: null, responseBody: null, responseTimeMs: 0, error, retryAfterMs: null };
+  }
+}
+
 async function attemptDelivery(deps: DeliveryDeps, d: DeliveryForAttempt): Promise<AttemptResult> {
   const slot = await deps.limiter.acquire(String(d.integration_id));
   // A busy slow endpoint sends the job back to the queue instead of holding a worker slot.
   if ("retryInMs" in slot) throw new RetryAfter(slot.retryInMs, "endpoint at its concurrency limit");
   let result: AttemptResult | undefined;
   try {
-    const secret = await deps.secrets.open(d.secret_sealed);
+    const secret = await openSecret(deps, d.secret_sealed);
+    if (typeof secret !== "string") return (result = secret);
     result = await sendSigned(deps, {
       url: d.url,
       headers: d.headers,

@@ -4,7 +4,7 @@ import type { Pool } from "../db/client";
 import type { JobQueue } from "../jobs/queue";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
-import { type DeliveryDeps, registerDeliveryWorker, sendSigned } from "./delivery";
+import { type DeliveryDeps, openSecret, registerDeliveryWorker, sendSigned } from "./delivery";
 import { insertLog } from "./delivery-store";
 import { createEndpointLimiter } from "./endpoint-limiter";
 import { newEventId, testEvent } from "./events";
@@ -48,15 +48,9 @@ export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: Job
   }) {
     const eventId = newEventId();
     const body = JSON.stringify(testEvent(eventId, new Date().toISOString(), integration));
-    const secret = await secrets.open(integration.secret_sealed);
-    const r = await sendSigned(delivery, {
-      url: integration.url,
-      headers: integration.headers,
-      timeoutSeconds: integration.timeout_seconds,
-      secret,
-      eventId,
-      body,
-    });
+    const secret = await openSecret(delivery, integration.secret_sealed);
+    const target = { url: integration.url, headers: integration.headers, timeoutSeconds: integration.timeout_seconds, eventId, body };
+    const r = typeof secret === "string" ? await sendSigned(delivery, { ...target, secret }) : secret;
     await insertLog(deps.sql, {
       integrationId: integration.id,
       deliveryId: null,

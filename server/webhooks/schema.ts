@@ -1,4 +1,4 @@
-import { type Static, Type } from "@sinclair/typebox";
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { t } from "elysia";
 
 const DateTime = t.String({ format: "date-time" });
@@ -51,83 +51,83 @@ export const LogsQuery = t.Object({
   page: t.Optional(t.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
 });
 
-export const Mapping = t.Object({
-  id: t.Integer(),
-  team_id: t.Integer(),
-  team_name: t.String(),
+export const Mapping = Type.Object({
+  id: Type.Integer(),
+  team_id: Type.Integer(),
+  team_name: Type.String(),
   forwarding_mode: ForwardingMode,
-  is_active: t.Boolean(),
+  is_active: Type.Boolean(),
   created_at: DateTime,
   updated_at: DateTime,
 });
 
 const integrationFields = {
-  id: t.Integer(),
-  name: t.String(),
-  url: t.String(),
-  has_secret: t.Boolean(),
-  headers: t.Record(t.String(), t.String()),
-  timeout_seconds: t.Integer(),
-  retry_count: t.Integer(),
-  is_active: t.Boolean(),
-  mappings: t.Array(Mapping),
+  id: Type.Integer(),
+  name: Type.String(),
+  url: Type.String(),
+  has_secret: Type.Boolean(),
+  headers: Type.Record(Type.String(), Type.String()),
+  timeout_seconds: Type.Integer(),
+  retry_count: Type.Integer(),
+  is_active: Type.Boolean(),
+  mappings: Type.Array(Mapping),
   created_at: DateTime,
   updated_at: DateTime,
 };
-export const Integration = t.Object(integrationFields);
-export const IntegrationWithSecret = t.Object({ ...integrationFields, secret: t.String({ description: "whsec_ signing secret, shown only now" }) });
+export const Integration = Type.Object(integrationFields);
+export const IntegrationWithSecret = Type.Object({ ...integrationFields, secret: Type.String({ description: "whsec_ signing secret, shown only now" }) });
 
-const Message = t.String();
-export const IntegrationList = t.Object({ data: t.Array(Integration), organization: t.Object({ id: t.Integer(), name: t.String() }) });
-export const IntegrationData = t.Object({ data: Integration });
-export const IntegrationCreated = t.Object({ message: Message, data: IntegrationWithSecret });
-export const IntegrationUpdated = t.Object({ message: Message, data: Integration });
-export const MessageOnly = t.Object({ message: Message });
-export const SecretRegenerated = t.Object({
+const Message = Type.String();
+export const IntegrationList = Type.Object({ data: Type.Array(Integration), organization: Type.Object({ id: Type.Integer(), name: Type.String() }) });
+export const IntegrationData = Type.Object({ data: Integration });
+export const IntegrationCreated = Type.Object({ message: Message, data: IntegrationWithSecret });
+export const IntegrationUpdated = Type.Object({ message: Message, data: Integration });
+export const MessageOnly = Type.Object({ message: Message });
+export const SecretRegenerated = Type.Object({
   message: Message,
-  data: t.Object({ id: t.Integer(), name: t.String(), secret: t.String(), updated_at: DateTime }),
+  data: Type.Object({ id: Type.Integer(), name: Type.String(), secret: Type.String(), updated_at: DateTime }),
 });
-export const TeamIntegrationList = t.Object({ data: t.Array(Integration), team: t.Object({ id: t.Integer(), name: t.String() }) });
+export const TeamIntegrationList = Type.Object({ data: Type.Array(Integration), team: Type.Object({ id: Type.Integer(), name: Type.String() }) });
 
-export const MappingList = t.Object({ data: t.Array(Mapping), webhook_integration: t.Object({ id: t.Integer(), name: t.String() }) });
-export const MappingData = t.Object({ data: Mapping });
-export const MappingChanged = t.Object({ message: Message, data: Mapping });
+export const MappingList = Type.Object({ data: Type.Array(Mapping), webhook_integration: Type.Object({ id: Type.Integer(), name: Type.String() }) });
+export const MappingData = Type.Object({ data: Mapping });
+export const MappingChanged = Type.Object({ message: Message, data: Mapping });
 
-export const TestOutcome = t.Object({
-  success: t.Boolean(),
-  http_status: t.Integer({ description: "the receiver's status code; 0 when no answer arrived" }),
-  response_body: t.String({ description: "first 4 KiB of the answer" }),
-  response_time_ms: t.Integer(),
-  error: t.Union([t.String(), t.Null()], { description: "why it failed (timeout, connection refused, non-2xx ...)" }),
+export const TestOutcome = Type.Object({
+  success: Type.Boolean(),
+  http_status: Type.Integer({ description: "the receiver's status code; 0 when no answer arrived" }),
+  response_body: Type.String({ description: "first 4 KiB of the answer" }),
+  response_time_ms: Type.Integer(),
+  error: Type.Union([Type.String(), Type.Null()], { description: "why it failed (timeout, connection refused, non-2xx ...)" }),
 });
 
-const Nullable = <T extends ReturnType<typeof t.Integer> | ReturnType<typeof t.String>>(s: T) => t.Union([s, t.Null()]);
-export const LogEntry = t.Object({
-  id: t.Integer(),
-  webhook_integration_id: t.Integer(),
-  event_id: t.String({ description: "also the webhook-id header; the same on every attempt" }),
-  event_type: t.String(),
-  message_id: Nullable(t.Integer()),
-  attempt: t.Integer(),
+const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
+export const LogEntry = Type.Object({
+  id: Type.Integer(),
+  webhook_integration_id: Type.Integer(),
+  event_id: Type.String({ description: "also the webhook-id header; the same on every attempt" }),
+  event_type: Type.String(),
+  message_id: Nullable(Type.Integer()),
+  attempt: Type.Integer(),
   status: DeliveryStatus,
-  http_status: Nullable(t.Integer()),
-  response_body: Nullable(t.String()),
-  response_time_ms: Nullable(t.Integer()),
-  error: Nullable(t.String()),
-  next_retry_at: t.Union([DateTime, t.Null()]),
+  http_status: Nullable(Type.Integer()),
+  response_body: Nullable(Type.String()),
+  response_time_ms: Nullable(Type.Integer()),
+  error: Nullable(Type.String()),
+  next_retry_at: Type.Union([DateTime, Type.Null()]),
   created_at: DateTime,
 });
-const Link = t.Union([t.String(), t.Null()]);
-export const LogPage = t.Object({
-  data: t.Array(LogEntry),
-  meta: t.Object({
-    current_page: t.Integer(),
-    per_page: t.Integer(),
-    total: t.Integer(),
-    last_page: t.Integer(),
-    from: t.Union([t.Integer(), t.Null()]),
-    to: t.Union([t.Integer(), t.Null()]),
-    path: t.String(),
+const Link = Type.Union([Type.String(), Type.Null()]);
+export const LogPage = Type.Object({
+  data: Type.Array(LogEntry),
+  meta: Type.Object({
+    current_page: Type.Integer(),
+    per_page: Type.Integer(),
+    total: Type.Integer(),
+    last_page: Type.Integer(),
+    from: Type.Union([Type.Integer(), Type.Null()]),
+    to: Type.Union([Type.Integer(), Type.Null()]),
+    path: Type.String(),
   }),
-  links: t.Object({ first: Link, last: Link, prev: Link, next: Link }),
+  links: Type.Object({ first: Link, last: Link, prev: Link, next: Link }),
 });

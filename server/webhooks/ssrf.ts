@@ -4,7 +4,20 @@ import ipaddr from "ipaddr.js";
 /** Resolves a host name to every address it has (A and AAAA). Swappable in tests. */
 export type Lookup = (host: string) => Promise<string[]>;
 
-export const systemLookup: Lookup = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
+const LOOKUP_TIMEOUT_MS = 5_000;
+
+/** The system resolver, bounded: a resolver that hangs must not hang a request or a worker. */
+export const systemLookup: Lookup = async (host) => {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("DNS lookup timed out")), LOOKUP_TIMEOUT_MS);
+  });
+  try {
+    return (await Promise.race([dnsLookup(host, { all: true, verbatim: true }), timeout])).map((a) => a.address);
+  } finally {
+    clearTimeout(timer);
+  }
+};
 
 const READABLE: Record<string, string> = {
   loopback: "a loopback",

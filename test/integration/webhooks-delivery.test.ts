@@ -170,6 +170,24 @@ describe("webhook deliveries", () => {
     expect(s.receiver.received[0]!.verifiedWith).toBe(s.secret);
     s.receiver.stop();
   });
+  test("a secret that cannot be opened (SECRETS_KEY changed) is a logged failure, not a job looping forever", async () => {
+    const s = await setup({ retry_count: 0 });
+    await ctx.sql`update webhook_integrations set secret_sealed = ${`v1:${Buffer.alloc(48, 1).toString("base64")}`} where id = ${s.id}`;
+    await receiveSms(ctx, s.sim.id);
+    const log = await waitFor(async () => (await logsOf(ctx, s.token, s.id)).data[0]);
+    expect(log).toMatchObject({ status: "failed", http_status: null });
+    expect(log.error).toContain("SECRETS_KEY");
+    const test = await ctx.request("POST", `/api/webhook-integrations/${s.id}/test`, { token: s.token });
+    expect(test.status).toBe(200);
+    expect(test.body).toMatchObject({ success: false, http_status: 0 });
+    expect(s.receiver.received).toHaveLength(0);
+    // Regenerating makes it work again.
+    const regen = await ctx.request("POST", `/api/webhook-integrations/${s.id}/regenerate-secret`, { token: s.token });
+    s.receiver.secrets.push(regen.body.data.secret);
+    expect((await ctx.request("POST", `/api/webhook-integrations/${s.id}/test`, { token: s.token })).body.success).toBe(true);
+    expect(s.receiver.received[0]!.verifiedWith).toBe(regen.body.data.secret);
+    s.receiver.stop();
+  });
 });
 
 describe("test event", () => {
