@@ -12,7 +12,7 @@ const tags = ["Realtime"];
 const CORS = {
   "access-control-allow-origin": "*",
   "access-control-allow-methods": "GET, POST, OPTIONS",
-  "access-control-allow-headers": "Authorization, Content-Type, X-Organization-Id, X-Requested-With",
+  "access-control-allow-headers": "Authorization, Content-Type, X-Organization-Id, X-Requested-With, X-Socket-Id",
   "access-control-max-age": "600",
 };
 

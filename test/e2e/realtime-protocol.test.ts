@@ -161,6 +161,24 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     raw.ws.close();
   });
 
+  test("over the connection quota: pusher:error and close 4004; no ?protocol= is taken as 7; a non-numeric one is 4006", async () => {
+    const limits = ctx.services.realtime.limits;
+    const saved = limits.maxConnections;
+    limits.maxConnections = 0;
+    try {
+      const refused = await openRaw(url);
+      expect((await refused.event("pusher:error")).data.code).toBe(4004);
+      expect((await refused.closed()).code).toBe(4004);
+    } finally {
+      limits.maxConnections = saved;
+    }
+    const bare = await openRaw(url.split("?")[0]!);
+    await bare.event("pusher:connection_established");
+    bare.ws.close();
+    const bad = await openRaw(url.replace("protocol=7", "protocol=seven"));
+    expect((await bad.closed()).code).toBe(4006);
+  });
+
   test("unsupported protocol version: 4007", async () => {
     const raw = await openRaw(url.replace("protocol=7", "protocol=99"));
     expect((await raw.event("pusher:error")).data.code).toBe(4007);
