@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 /** The sign-in and consent page of GET/POST /oauth/authorize: plain HTML and CSS, no script. */
 
 const escapeHtml = (s: string) => s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;").replaceAll('"', "&quot;").replaceAll("'", "&#39;");
@@ -45,6 +47,9 @@ button.secondary{background:transparent;color:var(--text);border-color:var(--bor
 :focus-visible{outline:3px solid var(--focus);outline-offset:2px}
 ul{margin:0 0 1rem;padding-left:1.25rem}
 `;
+
+/** For the Content-Security-Policy: this one stylesheet is allowed, nothing else inline. */
+export const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`;
 
 function layout(title: string, body: Html): string {
   return `<!doctype html>${

@@ -6,6 +6,7 @@ import { createAuthorizeFlow, type Outcome } from "./authorize";
 import { createFormSigner } from "./form-signer";
 import { invalidRequest, jsonNoStore, OAuthError, oauthErrorResponse } from "./oauth-error";
 import { docs } from "./openapi";
+import { STYLE_HASH } from "./page";
 import { AuthorizationCodeGrant, firstInvalidField, paramsToFields, RefreshTokenGrant, RevokeRequest, readForm } from "./schema";
 import { createSignIn } from "./sign-in";
 import { loadFormKey } from "./store";
@@ -20,7 +21,7 @@ const PAGE_HEADERS = {
   "x-frame-options": "DENY",
   "referrer-policy": "no-referrer",
   "x-content-type-options": "nosniff",
-  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
+  "content-security-policy": `default-src 'none'; style-src ${STYLE_HASH}; frame-ancestors 'none'; base-uri 'none'`,
 };
 
 function cookieValue(request: Request, name: string): string | undefined {
@@ -53,6 +54,13 @@ async function rfc(fn: () => Promise<Response>): Promise<Response> {
     if (e instanceof OAuthError) return oauthErrorResponse(e);
     throw e;
   }
+}
+
+/** The request log and metrics read `set.status`; a returned Response does not update it. */
+async function withStatus(set: { status?: number | string }, response: Promise<Response>): Promise<Response> {
+  const res = await response;
+  set.status = res.status;
+  return res;
 }
 
 type Server = { requestIP(r: Request): { address: string } | null } | null;
@@ -119,8 +127,8 @@ export function oauthRoutes(services: Pick<Services, "sql" | "limiter" | "clock"
   // Bodies are read by hand (parse: "none"): a malformed one must get an RFC error or the page, not API.md §1.
   return new Elysia()
     .get("/.well-known/oauth-authorization-server", metadata, { detail: docs.metadata })
-    .get("/oauth/authorize", ({ request }) => showPage(request), { detail: docs.authorize })
-    .post("/oauth/authorize", ({ request, server }) => submitPage(request, server), { parse: "none", detail: docs.authorizeForm })
-    .post("/oauth/token", ({ request }) => token(request), { parse: "none", detail: docs.token })
-    .post("/oauth/revoke", ({ request }) => revoke(request), { parse: "none", detail: docs.revoke });
+    .get("/oauth/authorize", ({ request, set }) => withStatus(set, showPage(request)), { detail: docs.authorize })
+    .post("/oauth/authorize", ({ request, server, set }) => withStatus(set, submitPage(request, server)), { parse: "none", detail: docs.authorizeForm })
+    .post("/oauth/token", ({ request, set }) => withStatus(set, token(request)), { parse: "none", detail: docs.token })
+    .post("/oauth/revoke", ({ request, set }) => withStatus(set, revoke(request)), { parse: "none", detail: docs.revoke });
 }
