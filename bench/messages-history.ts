@@ -11,6 +11,7 @@ import postgres from "postgres";
 import { buildApp } from "../server/app";
 import { issueSession } from "../server/auth/tokens";
 import { loadConfig } from "../server/config";
+import { messageHistory } from "../server/messages/history-store";
 import { createServices } from "../server/services";
 
 const arg = (name: string, fallback: number) => {
@@ -77,21 +78,49 @@ async function ensureDataSet(sql: Sql) {
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
-async function measure(app: ReturnType<typeof buildApp>, token: string, query: string, runs: number) {
-  const call = async () => {
+/** HTTP through the whole app; the queries take turns, so load from other processes hits them alike. */
+async function measure(app: ReturnType<typeof buildApp>, token: string, queries: string[], runs: number) {
+  const call = async (query: string) => {
     const res = await app.handle(new Request(`http://localhost/api/messages?${query}`, { headers: { authorization: `Bearer ${token}` } }));
     if (res.status !== 200) throw new Error(`${query}: ${res.status} ${await res.text()}`);
     await res.arrayBuffer();
   };
-  for (let i = 0; i < Math.min(50, runs); i++) await call();
-  const times: number[] = [];
+  for (let i = 0; i < Math.min(50, runs); i++) for (const q of queries) await call(q);
+  const times = queries.map(() => [] as number[]);
   for (let i = 0; i < runs; i++) {
-    const t0 = performance.now();
-    await call();
-    times.push(performance.now() - t0);
+    for (const [k, q] of queries.entries()) {
+      const t0 = performance.now();
+      await call(q);
+      times[k]!.push(performance.now() - t0);
+    }
   }
-  times.sort((a, b) => a - b);
-  return { query, runs, p50: pct(times, 50), p95: pct(times, 95), p99: pct(times, 99), max: times[times.length - 1]! };
+  return queries.map((query, k) => summary(query, times[k]!));
+}
+
+function summary(query: string, samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { query, runs: sorted.length, p50: pct(sorted, 50), p95: pct(sorted, 95), p99: pct(sorted, 99), max: sorted[sorted.length - 1]! };
+}
+
+/** Execution time inside PostgreSQL (EXPLAIN ANALYZE of the page query), without round trips or client scheduling. */
+async function measureDatabase(runs: number) {
+  const [c] = await sql<{ last_seq: number }[]>`select last_seq from message_visibility_counts where organization_id = ${org} and hosted_sim_id = ${sim}`;
+  const times: Record<number, number[]> = { 1: [], 1000: [] };
+  for (let i = 0; i < runs; i++) {
+    for (const page of [1, 1000]) {
+      const high = c!.last_seq - (page - 1) * 50;
+      const plan = await sql.unsafe(
+        `explain (analyze, timing off, summary on)
+         select m.id, v.team_id from (select v.message_id, v.seq from message_visibility v
+           where v.organization_id = ${org} and v.hosted_sim_id = ${sim} and v.seq between ${high - 49} and ${high}) p
+         join message_visibility v on v.organization_id = ${org} and v.hosted_sim_id = ${sim} and v.seq = p.seq
+         join messages m on m.id = p.message_id order by p.seq desc`,
+      );
+      const line = plan.map((r) => String(r["QUERY PLAN"])).find((l) => l.startsWith("Execution Time"));
+      times[page]!.push(Number(line?.match(/[\d.]+/)?.[0]));
+    }
+  }
+  return [1, 1000].map((page) => summary(`database only: page=${page}`, times[page]!));
 }
 
 await ensureDatabase(URL_);
@@ -107,13 +136,35 @@ const [user] = await sql<{ id: number }[]>`
 await sql`insert into memberships (user_id, organization_id, role) values (${user!.id}, ${org}, 'owner')`;
 const { token } = await issueSession(sql, user!.id, { ttlSeconds: 3600 });
 
+/** The store alone (the page's SQL, no HTTP or authentication), pages 1 and 1,000 interleaved. */
+async function measureStore(runs: number) {
+  const times: Record<number, number[]> = { 1: [], 1000: [] };
+  for (let i = 0; i < runs; i++) {
+    for (const page of [1, 1000]) {
+      const t0 = performance.now();
+      const { rows } = await messageHistory(sql, { organizationId: org, hostedSimId: sim, filter: {}, page, perPage: 50 });
+      times[page]!.push(performance.now() - t0);
+      if (rows.length !== 50) throw new Error(`page ${page}: ${rows.length} rows`);
+    }
+  }
+  return [1, 1000].map((page) => summary(`store only: page=${page}`, times[page]!));
+}
+
 const results = [
-  await measure(app, token, `hosted_sim=${sim}&per_page=50&page=1`, RUNS),
-  await measure(app, token, `hosted_sim=${sim}&per_page=50&page=1000`, RUNS),
-  await measure(app, token, `hosted_sim=${sim}&per_page=50&page=10000`, Math.min(RUNS, 200)),
-  await measure(app, token, `hosted_sim=${sim}&per_page=50&page=1&direction=inbound`, Math.min(RUNS, 200)),
-  await measure(app, token, `hosted_sim=${sim}&per_page=50&page=1000&direction=inbound`, Math.min(RUNS, 200)),
-  await measure(app, token, `hosted_sim=${sim}&per_page=50&page=1&q=code`, Math.min(RUNS, 20)),
+  ...(await measureDatabase(RUNS)),
+  ...(await measureStore(RUNS)),
+  ...(await measure(app, token, [`hosted_sim=${sim}&per_page=50&page=1`, `hosted_sim=${sim}&per_page=50&page=1000`], RUNS)),
+  ...(await measure(
+    app,
+    token,
+    [
+      `hosted_sim=${sim}&per_page=50&page=10000`,
+      `hosted_sim=${sim}&per_page=50&page=1&direction=inbound`,
+      `hosted_sim=${sim}&per_page=50&page=1000&direction=inbound`,
+    ],
+    Math.min(RUNS, 200),
+  )),
+  ...(await measure(app, token, [`hosted_sim=${sim}&per_page=50&page=1&q=code`], Math.min(RUNS, 20))),
 ];
 console.log(`messages on the number: ${MESSAGES}`);
 console.log("query | runs | p50 ms | p95 ms | p99 ms | max ms");

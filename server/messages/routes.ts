@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound, validationFailed } from "../errors";
 import { paginate } from "../lib/pagination";
-import { requireNumber } from "../numbers/locks";
+import { isAttached } from "../numbers/store";
 import type { Services } from "../services";
 import { findVisibleMessage, type HistoryFilter, messageHistory } from "./history-store";
 import { reportDeviceStatus, sendMessage } from "./outbound";
@@ -30,7 +30,7 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
       "/api/messages",
       async ({ caller, query, request }) => {
         const c = await caller({ apiKey: "messages.read" });
-        await requireNumber(sql, c, query.hosted_sim);
+        if (!(await isAttached(sql, c.organization.id, query.hosted_sim))) throw notFound("Number");
         const perPage = query.per_page ?? query.limit ?? 50;
         const page = query.page ?? 1;
         const filter: HistoryFilter = {
