@@ -4,6 +4,7 @@ import { isDatabaseUnavailable } from "./db/client";
 import { AppError, errorResponse, unavailable, validationFailed } from "./errors";
 import { healthRoutes } from "./health/routes";
 import { createDeprecations, DEPRECATIONS, type Deprecation } from "./lib/deprecations";
+import { toOpenApi30 } from "./lib/openapi";
 import { fieldErrors } from "./lib/validation";
 import { websocketServerOptions } from "./realtime/limits";
 import { featureRoutes } from "./routes";
@@ -49,7 +50,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       return errorResponse(appError, id);
     })
     .onAfterHandle(({ request, route, set, response }) => {
-      if (route === "/openapi.json") return deprecations.annotate(response as never);
+      if (route === "/openapi.json") return deprecations.annotate(toOpenApi30(response as never));
       const headers = deprecations.signal(request.method, route, request.url);
       if (headers) Object.assign(set.headers, headers);
     })
