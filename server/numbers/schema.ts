@@ -8,8 +8,8 @@ const Alias = Type.String({ minLength: 1, maxLength: 64, pattern: "^[^\\u0000]*$
 export const NumberParams = t.Object({ id: t.Numeric(Id) });
 
 export const NumberListQuery = t.Object({
-  type: t.Optional(t.String({ maxLength: 32 })),
-  status: t.Optional(t.String({ maxLength: 32 })),
+  type: t.Optional(t.String({ maxLength: 32, pattern: "^[^\\u0000]*$" })),
+  status: t.Optional(t.String({ maxLength: 32, pattern: "^[^\\u0000]*$" })),
   team_id: t.Optional(t.Numeric(Id)),
 });
 

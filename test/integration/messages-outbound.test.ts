@@ -109,7 +109,7 @@ describe("POST /api/messages through the provider API (pool numbers)", () => {
 });
 
 describe("POST /api/messages through the device (BYOS numbers)", () => {
-  test("message.send on the device's channel; the device reports sent → delivered", async () => {
+  test("message.send on the device's channel; the device reports sending → sent → delivered", async () => {
     const t = await createTenant(ctx.sql);
     const byos = await createByosNumber(ctx.sql, t.org.id);
     const res = await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770001", text: "via the phone" });
@@ -123,6 +123,7 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
 
     const report = (status: string, extra: Record<string, unknown> = {}, token = t.token, device = byos.deviceId) =>
       ctx.request("POST", `/api/byos/devices/${device}/messages/${id}/status`, { token, body: { status, ...extra } });
+    expect((await report("sending")).body.data.status).toBe("sending");
     const sent = await report("sent");
     expect(sent.status).toBe(200);
     expect(sent.body.data.sent_at).not.toBeNull();
@@ -139,9 +140,9 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     expect((await report("sent", {}, other.token)).status).toBe(404);
     const announced = await eventually(() => {
       const statuses = new Set(statusEvents(id).map((e) => (e.data as any).message.status));
-      return statuses.size >= 2 && [...statuses];
+      return statuses.size >= 3 && [...statuses];
     });
-    expect(announced).toEqual(["sent", "delivered"]);
+    expect(announced).toEqual(["sending", "sent", "delivered"]);
   });
 
   test("a device failure is kept with its error", async () => {

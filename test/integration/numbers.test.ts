@@ -56,7 +56,9 @@ describe("GET /api/numbers and /api/numbers/{id}", () => {
     expect(await ids("?type=virtual")).toEqual([byos.hostedSimId]);
     expect(await ids("?status=inactive")).toEqual([inactive.id]);
     expect(await ids(`?team_id=${team.id}`)).toEqual([inactive.id]);
-    expect((await ctx.request("GET", "/api/numbers?team_id=abc", { token: a.token })).status).toBe(422);
+    for (const q of ["team_id=abc", "team_id=0", "type=%00", "status=a%00b"]) {
+      expect(`${q} ${(await ctx.request("GET", `/api/numbers?${q}`, { token: a.token })).status}`).toBe(`${q} 422`);
+    }
   });
 
   test("another organization's number answers 404 on every route", async () => {
