@@ -7,7 +7,7 @@ import { createDeprecations, DEPRECATIONS, type Deprecation } from "./lib/deprec
 import { toOpenApi30 } from "./lib/openapi";
 import { fieldErrors } from "./lib/validation";
 import { websocketServerOptions } from "./realtime/limits";
-import { featureRoutes } from "./routes";
+import { featureRoutes, v2Routes } from "./routes";
 import type { Services } from "./services";
 
 type Issue = { path: string; value: unknown; schema?: never; message?: string };
@@ -97,7 +97,8 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       detail: { hide: true },
     })
     .use(healthRoutes(services))
-    .use(featureRoutes(services));
+    .use(featureRoutes(services))
+    .use(v2Routes(services));
   return app;
 }
 
@@ -118,6 +119,6 @@ function unversioned(request: Request): Request | null {
   return new Request(url.toString(), request);
 }
 
-const SUPPORTED_VERSIONS = new Set([1]);
+const SUPPORTED_VERSIONS = new Set([1, 2]);
 
 export type App = ReturnType<typeof buildApp>;

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { apiKeyRoutes } from "./api-keys/routes";
 import { authRoutes } from "./auth/routes";
+import { authRoutesV2 } from "./auth/routes-v2";
 import { deviceRoutes } from "./devices/routes";
 import { messageRoutes } from "./messages/routes";
 import { numberRoutes } from "./numbers/routes";
@@ -24,4 +25,12 @@ export function featureRoutes(services: Services) {
     .use(deviceRoutes(services))
     .use(providerRoutes(services))
     .use(webhookRoutes(services));
+}
+
+/**
+ * Routes of API v2 that differ from v1. Every other /api/v2 path is answered by the current
+ * route (server/app.ts `unversioned`), so v2 holds only what changed, on the same stores.
+ */
+export function v2Routes(services: Services) {
+  return new Elysia().use(authRoutesV2(services));
 }

@@ -1,4 +1,4 @@
-import type { OrganizationRow, UserRow } from "./caller";
+import type { Caller, OrganizationRow, UserRow } from "./caller";
 
 function iso(d: Date | string): string;
 function iso(d: Date | string | null): string | null;
@@ -17,3 +17,11 @@ export const presentUser = (u: UserRow) => ({
 });
 
 export const presentOrganization = (o: OrganizationRow) => ({ id: o.id, name: o.name, created_at: iso(o.created_at), updated_at: iso(o.updated_at) });
+
+/** GET /api/me (SPEC.md 4.2 "Current identity"). */
+export const presentIdentity = (c: Caller) => ({
+  user: c.user ? presentUser(c.user) : null,
+  auth_type: c.kind,
+  organization: presentOrganization(c.organization),
+  ...(c.apiKey ? { api_key: c.apiKey } : {}),
+});

@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import type { Services } from "../services";
 import { createLoginFlow } from "./login";
 import { callerPlugin } from "./plugin";
-import { presentOrganization, presentUser } from "./present";
+import { presentIdentity, presentUser } from "./present";
 import { ChallengeResponse, CodeBody, LoginBody, MeResponse, SetupResponse, TokenResponse, UserData, VerifyBody } from "./schema";
 import { deleteSession } from "./store";
 import { createTwoFactor } from "./two-factor";
@@ -21,19 +21,10 @@ export function authRoutes(services: Deps) {
 
   return new Elysia()
     .use(callerPlugin(services.auth))
-    .get(
-      "/api/me",
-      async ({ caller }) => {
-        const c = await caller({ apiKey: "any" });
-        return {
-          user: c.user ? presentUser(c.user) : null,
-          auth_type: c.kind,
-          organization: presentOrganization(c.organization),
-          ...(c.apiKey ? { api_key: c.apiKey } : {}),
-        };
-      },
-      { response: { 200: MeResponse }, detail: { tags, summary: "Current identity" } },
-    )
+    .get("/api/me", async ({ caller }) => presentIdentity(await caller({ apiKey: "any" })), {
+      response: { 200: MeResponse },
+      detail: { tags, summary: "Current identity" },
+    })
     .post("/api/auth/login", ({ body, server, request }) => flow.login(body.email, body.password, clientAddress(server, request)), {
       body: LoginBody,
       response: { 200: t.Union([TokenResponse, ChallengeResponse]) },

@@ -71,3 +71,10 @@ export async function setTotpEnabled(sql: Sql, userId: number, enabled: boolean)
     returning id, name, email, email_verified_at, totp_enabled, created_at, updated_at`;
   return row!;
 }
+
+/** Every organization a user belongs to, with their role, oldest membership first. */
+export async function listMemberships(sql: Sql, userId: number) {
+  return sql<{ id: number; name: string; role: string }[]>`
+    select o.id, o.name, m.role from memberships m join organizations o on o.id = m.organization_id
+    where m.user_id = ${userId} order by m.created_at, o.id`;
+}

@@ -27,6 +27,28 @@ describe("/api/v1 is the current API under its version prefix", () => {
     }
   });
 
+  test("every operation of the document answers the same without a token, with a bad token and with a bad body", async () => {
+    const doc = (await ctx.request("GET", "/openapi.json")).body;
+    let compared = 0;
+    for (const [path, item] of Object.entries<Record<string, unknown>>(doc.paths)) {
+      if (!path.startsWith("/api/")) continue;
+      const concrete = path.replace(/\{[^}]+\}/g, "999999999");
+      for (const method of Object.keys(item).filter((m) => ["get", "post", "put", "patch", "delete"].includes(m))) {
+        for (const opts of [{}, { token: "st_not-a-token" }, { token: "st_not-a-token", body: "{not json" }]) {
+          const a = await ctx.request(method.toUpperCase(), concrete, opts);
+          const b = await ctx.request(method.toUpperCase(), concrete.replace(/^\/api\//, "/api/v1/"), opts);
+          expect({ route: `${method} ${path}`, status: b.status, body: stable(b.body) }).toEqual({
+            route: `${method} ${path}`,
+            status: a.status,
+            body: stable(a.body),
+          });
+          compared++;
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(100);
+  });
+
   test("errors and unknown routes behave the same", async () => {
     const a = await ctx.request("GET", "/api/me");
     const b = await ctx.request("GET", "/api/v1/me");
@@ -34,5 +56,36 @@ describe("/api/v1 is the current API under its version prefix", () => {
     expect(b.body).toEqual(a.body);
     expect((await ctx.request("GET", "/api/v1/nope", { token })).status).toBe(404);
     expect((await ctx.request("GET", "/api/v9/me", { token })).status).toBe(404);
+  });
+});
+
+describe("/api/v2 holds only what changed", () => {
+  test("GET /api/v2/me lists every organization with its role instead of one organization", async () => {
+    const a = await createTenant(ctx.sql);
+    const other = await createTenant(ctx.sql);
+    await ctx.sql`insert into memberships (user_id, organization_id, role) values (${a.user.id}, ${other.org.id}, 'member')`;
+    const v1 = await ctx.request("GET", "/api/v1/me", { token: a.token });
+    const v2 = await ctx.request("GET", "/api/v2/me", { token: a.token });
+    expect(v2.status).toBe(200);
+    expect(v2.body.organization).toBeUndefined();
+    expect(v2.body.current_organization_id).toBe(v1.body.organization.id);
+    expect(v2.body.organizations).toEqual([
+      { id: a.org.id, name: a.org.name, role: "owner" },
+      { id: other.org.id, name: other.org.name, role: "member" },
+    ]);
+    expect(v2.body.user).toEqual(v1.body.user);
+  });
+
+  test("routes v2 does not change answer as in v1", async () => {
+    const v1 = await ctx.request("GET", "/api/v1/teams", { token });
+    const v2 = await ctx.request("GET", "/api/v2/teams", { token });
+    expect(v2.status).toBe(v1.status);
+    expect(v2.body).toEqual(v1.body);
+  });
+
+  test("the v1 OpenAPI document does not expose v2", async () => {
+    const doc = (await ctx.request("GET", "/openapi.json")).body;
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith("/api/v2"))).toEqual([]);
+    expect(doc.paths["/api/me"].get).toBeDefined();
   });
 });
