@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 
-const Id = { minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
+const Id = { minimum: 1, maximum: Number.MAX_SAFE_INTEGER, multipleOf: 1 };
 // NUL cannot be stored in (or compared with) PostgreSQL text: a validation error, not a 500.
 const NO_NUL = "^[^\\u0000]*$";
 const E164 = "^\\+[1-9]\\d{6,14}$";
@@ -11,9 +11,9 @@ export const StatusParams = t.Object({ device: t.Numeric(Id), message: t.Numeric
 
 export const HistoryQuery = t.Object({
   hosted_sim: t.Numeric(Id),
-  per_page: t.Optional(t.Numeric({ minimum: 1, maximum: 100, description: "1 to 100, default 50" })),
-  limit: t.Optional(t.Numeric({ minimum: 1, maximum: 100, description: "1 to 100, default 50; per_page wins when both are given" })),
-  page: t.Optional(t.Numeric({ minimum: 1, maximum: 10_000_000, description: "at least 1, default 1" })),
+  per_page: t.Optional(t.Numeric({ minimum: 1, maximum: 100, multipleOf: 1, description: "1 to 100, default 50" })),
+  limit: t.Optional(t.Numeric({ minimum: 1, maximum: 100, multipleOf: 1, description: "1 to 100, default 50; per_page wins when both are given" })),
+  page: t.Optional(t.Numeric({ minimum: 1, maximum: 10_000_000, multipleOf: 1, description: "at least 1, default 1" })),
   direction: t.Optional(t.Union([t.Literal("inbound"), t.Literal("outbound")])),
   from: t.Optional(t.String({ minLength: 1, maxLength: 20, pattern: NO_NUL, description: "exact sender" })),
   since: t.Optional(t.String({ format: "date-time", description: "an ISO 8601 date-time (inclusive)" })),

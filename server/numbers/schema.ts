@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 
-const Id = { minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
+const Id = { minimum: 1, maximum: Number.MAX_SAFE_INTEGER, multipleOf: 1 };
 // NUL cannot be stored in PostgreSQL text: refused as a validation error, not a 500.
 const Alias = Type.String({ minLength: 1, maxLength: 64, pattern: "^[^\\u0000]*$", description: "1 to 64 characters" });
 

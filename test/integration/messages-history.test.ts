@@ -45,7 +45,7 @@ describe("GET /api/messages pagination", () => {
 
   test("bounds: per_page and limit 1..100 (0 and 101 refused), per_page wins over limit, page past the end is empty", async () => {
     const t = await numberWithMessages(120);
-    for (const q of ["per_page=0", "per_page=101", "limit=0", "limit=101", "page=0", "page=-1", "per_page=abc", "page=1.5"]) {
+    for (const q of ["per_page=0", "per_page=101", "limit=0", "limit=101", "page=0", "page=-1", "per_page=abc", "page=1.5", "per_page=2.5", "limit=1.5"]) {
       const res = await get(t.token, `hosted_sim=${t.sim.id}&${q}`);
       expect(`${q} ${res.status}`).toBe(`${q} 422`);
       expectErrorShape(res.body, "validation_failed");
@@ -74,7 +74,7 @@ describe("GET /api/messages pagination", () => {
 
   test("hosted_sim is required and must be an id", async () => {
     const t = await createTenant(ctx.sql);
-    for (const q of ["", "hosted_sim=", "hosted_sim=x", "hosted_sim=0", "hosted_sim=99999999999999999999"]) {
+    for (const q of ["", "hosted_sim=", "hosted_sim=x", "hosted_sim=0", "hosted_sim=1.5", "hosted_sim=99999999999999999999"]) {
       const res = await get(t.token, q);
       expect(`${q} ${res.status}`).toBe(`${q} 422`);
     }

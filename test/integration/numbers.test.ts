@@ -56,6 +56,9 @@ describe("GET /api/numbers and /api/numbers/{id}", () => {
     expect(await ids("?type=virtual")).toEqual([byos.hostedSimId]);
     expect(await ids("?status=inactive")).toEqual([inactive.id]);
     expect(await ids(`?team_id=${team.id}`)).toEqual([inactive.id]);
+    for (const path of ["/api/numbers/1.5", "/api/numbers/0", "/api/messages/1.5", "/api/numbers?team_id=2.5"]) {
+      expect(`${path} ${(await ctx.request("GET", path, { token: a.token })).status}`).toBe(`${path} 422`);
+    }
     for (const q of ["team_id=abc", "team_id=0", "type=%00", "status=a%00b"]) {
       expect(`${q} ${(await ctx.request("GET", `/api/numbers?${q}`, { token: a.token })).status}`).toBe(`${q} 422`);
     }
