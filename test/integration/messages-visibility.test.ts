@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { providerSignature } from "../../server/provider/signature";
 import type { BusMessage } from "../../server/realtime/bus";
 import { createTenant } from "../fixtures";
 import { attachNumber, createSharedNumber, createTeam, eventually, receiveSms } from "../fixtures-numbers";
@@ -134,5 +135,22 @@ describe("visibility matrix", () => {
     expect(await canRead(b, after.messageId)).toBe(false);
     // The history of a number it no longer has is 404, like any number that is not its own.
     expect((await ctx.request("GET", `/api/messages?hosted_sim=${sim.id}`, { token: b.token })).status).toBe(404);
+  });
+
+  test("an SMS the provider posts to a pool number follows the same rules (callback of API.md)", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    const post = async (text: string) => {
+      const form = { From: "+15550002222", To: sim.number, Body: text, MessageSid: `SM${crypto.randomUUID().replaceAll("-", "")}`, AccountSid: "AC1" };
+      const signature = providerSignature(ctx.config.PROVIDER_AUTH_TOKEN, `${ctx.config.PUBLIC_URL}/api/provider/sms`, form);
+      const res = await ctx.request("POST", "/api/provider/sms", { form, headers: { "x-provider-signature": signature } });
+      expect(res.status).toBe(200);
+    };
+    await post("provider open");
+    await lock(b, sim.id);
+    await post("provider during B's lock");
+    expect(await historyTexts(a, sim.id)).toEqual(["provider open"]);
+    expect(await historyTexts(b, sim.id)).toEqual(["provider open", "provider during B's lock"]);
   });
 });
