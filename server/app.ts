@@ -23,7 +23,22 @@ export function toAppError(code: string | number, error: unknown): AppError {
   if (code === "NOT_FOUND") return new AppError(404, "not_found", "No such route.");
   if (code === "INVALID_COOKIE_SIGNATURE") return new AppError(400, "malformed_body", "Invalid cookie.");
   if (isDatabaseUnavailable(error)) return unavailable();
+  // Text PostgreSQL cannot store (a NUL byte that slipped past the request check): bad input.
+  if ((error as { code?: string })?.code === "22021" || (error as { code?: string })?.code === "22P05")
+    return validationFailed({ request: ["must not contain NUL characters"] });
   return new AppError(500, "internal_error", "Something went wrong on our side; the request id identifies it in our logs.");
+}
+
+/**
+ * PostgreSQL text cannot hold NUL characters, so any request field carrying one is refused up
+ * front with its path, before a handler could write part of its work.
+ */
+function nulFields(value: unknown, path: string, out: Record<string, string[]> = {}): Record<string, string[]> {
+  if (typeof value === "string") {
+    if (value.includes("\u0000")) out[path.replace(/^(body|query)\./, "")] = ["must not contain NUL characters"];
+  } else if (Array.isArray(value)) value.forEach((v, i) => nulFields(v, `${path}.${i}`, out));
+  else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) nulFields(v, `${path}.${k}`, out);
+  return out;
 }
 
 const timings = new WeakMap<Request, { id: string; start: number }>();
@@ -37,6 +52,10 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       const id = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
       timings.set(request, { id, start: performance.now() });
       set.headers["x-request-id"] = id;
+    })
+    .onTransform(({ body, query }) => {
+      const errors = { ...nulFields(body, "body"), ...nulFields(query, "query") };
+      if (Object.keys(errors).length > 0) throw validationFailed(errors);
     })
     .onError(({ code, error, request, route, set }) => {
       const versioned = code === "NOT_FOUND" ? unversioned(request) : null;

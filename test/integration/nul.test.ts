@@ -1,0 +1,34 @@
+import { beforeAll, describe, expect, test } from "bun:test";
+import { createTenant } from "../fixtures";
+import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
+
+let ctx: TestContext;
+let token: string;
+beforeAll(async () => {
+  ctx = await sharedTestContext();
+  token = (await createTenant(ctx.sql)).token;
+});
+
+describe("NUL characters (PostgreSQL cannot store them)", () => {
+  test("a body field with NUL answers 422 naming the field, on any route, and writes nothing", async () => {
+    const before = await ctx.sql`select count(*)::int as n from teams`;
+    const res = await ctx.request("POST", "/api/teams", { token, body: { name: "a\u0000b" } });
+    expect(res.status).toBe(422);
+    expectErrorShape(res.body, "validation_failed");
+    expect(res.body.errors).toEqual({ name: ["must not contain NUL characters"] });
+    const after = await ctx.sql`select count(*)::int as n from teams`;
+    expect(after[0]!.n).toBe(before[0]!.n);
+  });
+
+  test("nested fields and query parameters are named by their path", async () => {
+    const nested = await ctx.request("POST", "/api/webhook-integrations", {
+      token,
+      body: { name: "x", url: "https://example.com/", headers: { "x-a": "v\u0000" } },
+    });
+    expect(nested.status).toBe(422);
+    expect(nested.body.errors).toEqual({ "headers.x-a": ["must not contain NUL characters"] });
+    const query = await ctx.request("GET", "/api/byos/devices?status=%00", { token });
+    expect(query.status).toBe(422);
+    expectErrorShape(query.body, "validation_failed");
+  });
+});
