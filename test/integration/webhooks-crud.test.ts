@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
 import { createTestContext, expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
-import { createTeam } from "./webhooks-helpers";
+import { createNumber, createTeam, logsOf, receiveSms, startReceiver, waitFor } from "./webhooks-helpers";
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -266,6 +266,25 @@ describe("SSRF guard at create and update (WEBHOOK_ALLOW_PRIVATE=false)", () => 
     expect(ok.status).toBe(201);
     const upd = await guarded.request("PATCH", `/api/webhook-integrations/${ok.body.data.id}`, { token, body: { name: "x", url: "http://192.168.0.10/" } });
     expect(upd.status).toBe(422);
+  });
+
+  test("a delivery to an address that became internal after create is refused at send time", async () => {
+    const { org, token } = await createTenant(guarded.sql);
+    const team = await createTeam(guarded.sql, org.id);
+    const receiver = startReceiver();
+    const made = await guarded.request("POST", `/api/teams/${team.id}/webhooks`, {
+      token,
+      body: { name: "x", url: "http://93.184.216.34/hook", retry_count: 0 },
+    });
+    await guarded.sql`update webhook_integrations set url = ${receiver.url} where id = ${made.body.data.id}`;
+    const sim = await createNumber(guarded.sql, [{ orgId: org.id, teamId: team.id }]);
+    guarded.services.start();
+    await receiveSms(guarded, sim.id);
+    const log = await waitFor(async () => (await logsOf(guarded, token, made.body.data.id)).data[0]);
+    expect(log).toMatchObject({ status: "failed", http_status: null });
+    expect(log.error).toContain("target refused: resolves to a loopback address");
+    expect(receiver.received).toHaveLength(0);
+    receiver.stop();
   });
 
   test("the test event to a refused address answers success false, never a 500", async () => {

@@ -189,9 +189,9 @@ describe("isolation", () => {
       "webhook isolation (ms):",
       JSON.stringify(figures, (_k, v) => (typeof v === "number" ? Math.round(v) : v)),
     );
-    // The dead endpoint holds its 16 slots for 5 s each; healthy deliveries beside it stay far below that.
+    // The dead endpoint holds its 16 slots for 5 s each: behind it, a healthy delivery would take 5 s or more.
     expect(dead.received.length).toBeGreaterThanOrEqual(10);
-    expect(figures.besideMax).toBeLessThan(2_000);
+    expect(figures.besideMax).toBeLessThan(4_000);
     await ctx.request("PATCH", `/api/webhook-integrations/${deadHook.id}`, { token: a.token, body: { name: "dead", url: dead.url, is_active: false } });
     for (const release of hung) release();
     dead.stop();
