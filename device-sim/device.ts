@@ -95,7 +95,7 @@ export function createDevice(o: DeviceOptions) {
 
   async function start() {
     setState("registering");
-    device = await persist(() => registerDevice(o.api, o.reg, o.deviceId));
+    device = await persist(() => registerDevice(o.api, o.reg, o.deviceId, () => o.stats.count("devices.resumed")));
     // A pending device may heartbeat and submit already (API.md): its SMS wait for the SIM.
     void beat();
     void flush();

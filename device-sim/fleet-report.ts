@@ -57,7 +57,17 @@ async function missingOn(api: Api, hostedSim: number, wanted: Tracked[]): Promis
 export type FleetReport = {
   seed: number;
   duration_s: number;
-  devices: { requested: number; registered: number; verified: number; unverified: number; online: number; revoked: number; failed_to_start: number };
+  /** resumed: registered by an earlier run with the same seed and account, carried on (409 device_already_registered). */
+  devices: {
+    requested: number;
+    registered: number;
+    resumed: number;
+    verified: number;
+    unverified: number;
+    online: number;
+    revoked: number;
+    failed_to_start: number;
+  };
   sms: { received: number; acknowledged: number; refused: number; pending: number; visible: number; not_visible: number; lost: number };
   heartbeats: number;
   outbound: { sent: number; delivered: number; failed: number };
@@ -70,7 +80,7 @@ export type FleetReport = {
 export function formatReport(r: FleetReport): string {
   const lines = [
     `fleet run: seed ${r.seed}, ${r.duration_s}s, ${r.passed ? "PASSED" : `FAILED: ${r.failures.join("; ")}`}`,
-    `devices   requested ${r.devices.requested}  registered ${r.devices.registered}  verified ${r.devices.verified}  unverified ${r.devices.unverified}  online ${r.devices.online}  revoked ${r.devices.revoked}  failed to start ${r.devices.failed_to_start}`,
+    `devices   requested ${r.devices.requested}  registered ${r.devices.registered} (resumed ${r.devices.resumed})  verified ${r.devices.verified}  unverified ${r.devices.unverified}  online ${r.devices.online}  revoked ${r.devices.revoked}  failed to start ${r.devices.failed_to_start}`,
     `sms       received ${r.sms.received}  acknowledged ${r.sms.acknowledged}  refused ${r.sms.refused}  still queued ${r.sms.pending}  visible ${r.sms.visible}  not visible ${r.sms.not_visible}  LOST ${r.sms.lost}`,
     `heartbeats ${r.heartbeats}   outbound sent ${r.outbound.sent} delivered ${r.outbound.delivered} failed ${r.outbound.failed}`,
     "latency (ms)        count     p50     p95     p99     max",

@@ -246,6 +246,7 @@ async function settle(o: FleetOptions, members: Member[], tracked: Map<string, T
     devices: {
       requested: members.length,
       registered: snaps.filter((s) => s.id).length,
+      resumed: stats.get("devices.resumed"),
       verified,
       unverified: snaps.filter((s) => s.id && s.state !== "active" && s.state !== "revoked").length,
       online,

@@ -8,13 +8,16 @@ export type Registration = RegisterRequest & { numbers: string[] };
  * Registers the phone. A phone that registered before (same android_id, e.g. a restarted
  * simulator) gets 409 with its device_id and carries on with that device, as the app would.
  */
-export async function registerDevice(api: Api, reg: Registration, knownId?: number): Promise<Device> {
+export async function registerDevice(api: Api, reg: Registration, knownId?: number, onResume?: () => void): Promise<Device> {
   if (knownId) return api.getDevice(knownId);
   const { numbers: _numbers, ...body } = reg;
   try {
     return await api.register(body);
   } catch (e) {
-    if (e instanceof ApiError && e.code === "device_already_registered" && e.body?.device_id) return api.getDevice(e.body.device_id);
+    if (e instanceof ApiError && e.code === "device_already_registered" && e.body?.device_id) {
+      onResume?.();
+      return api.getDevice(e.body.device_id);
+    }
     throw e;
   }
 }

@@ -79,6 +79,9 @@ describe("device-sim fleet against the real server", () => {
       outboundId = (
         await call(server, tenant.token, "POST", "/api/messages", { hosted_sim: numbers[0]!.id, to: "+15557654321", text: "outbound from the API" })
       ).data.id;
+      // A rename is a config change: the listening device is told (config.changed) and re-reads its config.
+      const [first] = (await call(server, tenant.token, "GET", "/api/byos/devices?per_page=1")).data as { id: number }[];
+      await call(server, tenant.token, "PATCH", `/api/byos/devices/${first!.id}`, { device_name: "renamed by QA" });
       // The CLI an operator uses shows the devices that dropped off as offline.
       await waitFor(
         async () =>
@@ -113,6 +116,7 @@ describe("device-sim fleet against the real server", () => {
     expect(maxOffline).toBeGreaterThanOrEqual((DEVICES * OFFLINE_PERCENT) / 100);
     expect(report.heartbeats).toBeGreaterThan(DEVICES);
     expect(report.latency_ms.sms!.count).toBeGreaterThanOrEqual(report.sms.received);
+    expect(report.latency_ms.config!.count).toBeGreaterThan(DEVICES);
 
     expect(outboundId).toBeDefined();
     expect(report.outbound.delivered).toBe(1);

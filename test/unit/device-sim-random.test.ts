@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import { deviceRegistration } from "../../device-sim/phones";
 import { createRandom, fakeWith, phoneNumber, resolveSeed } from "../../device-sim/random";
+import { randomSender, randomText } from "../../device-sim/texts";
 
 const draw = (seed: number) => {
   const r = createRandom(seed);
@@ -47,5 +49,27 @@ describe("seeded random", () => {
     expect(resolveSeed("123")).toBe(123);
     expect(resolveSeed("qa-run")).toBe(resolveSeed("qa-run"));
     expect(typeof resolveSeed(undefined)).toBe("number");
+  });
+});
+
+describe("simulated phones", () => {
+  test("a seed and an index always make the same phone; other indexes make other phones", () => {
+    const phone = (seed: number, i: number) => deviceRegistration(createRandom(seed).fork(`device-${i}`), i);
+    expect(phone(42, 3)).toEqual(phone(42, 3));
+    expect(phone(42, 3).android_id).not.toBe(phone(42, 4).android_id);
+    const p = phone(42, 3);
+    expect(p.android_id).toMatch(/^[0-9a-f]{16}$/);
+    expect(p.numbers).toHaveLength(p.sim_slots.length);
+    for (const n of p.numbers) expect(n).toMatch(/^\+[1-9]\d{6,14}$/);
+  });
+
+  test("random SMS look like SMS: senders up to 20 characters, bodies 1..1600", () => {
+    const rng = createRandom(8);
+    for (let i = 0; i < 300; i++) {
+      expect(randomSender(rng).length).toBeLessThanOrEqual(20);
+      const body = randomText(rng);
+      expect(body.length).toBeGreaterThan(0);
+      expect(body.length).toBeLessThanOrEqual(1600);
+    }
   });
 });
