@@ -101,6 +101,49 @@ describe.skipIf(!enabled)("two server instances on one PostgreSQL and Redis", ()
     expect(y.message.id).toBe(x.message.id);
   }, 30_000);
 
+  test("a number shared by two organizations: a message that arrived under A's lock never reaches B's client on B", async () => {
+    const tenantA = await createTenant(ctx.sql);
+    const tenantB = await createTenant(ctx.sql);
+    const [sim] = await ctx.sql<{ id: number }[]>`
+      insert into hosted_sims (number, provider, type, shared_max_orgs)
+      values (${`+1667${String(Date.now()).slice(-7)}`}, 'test', 'shared', 5) returning id`;
+    for (const t of [tenantA, tenantB]) {
+      await ctx.sql`insert into hosted_sim_organizations (hosted_sim_id, organization_id) values (${sim!.id}, ${t.org.id})`;
+    }
+    const channelName = `private-number.${sim!.id}`;
+    const join = async (token: string, authVia: Instance) => {
+      const details = (await (
+        await fetch(`${b.baseUrl}/api/broadcasting/connection`, { headers: { authorization: `Bearer ${token}` } })
+      ).json()) as ConnectionDetails;
+      const pusher = connectPusher(authVia.baseUrl, details, token);
+      clients.push(pusher);
+      return subscribed(pusher, channelName);
+    };
+    const [chA, chB] = await Promise.all([join(tenantA.token, a), join(tenantB.token, b)]);
+    const textsB: string[] = [];
+    chB.bind("message.received", (e: any) => textsB.push(e.message.text));
+    const store = (text: string) =>
+      ctx.sql.begin((tx) => storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550003333", text, source: "provider", receivedAt: new Date() }));
+
+    await ctx.sql`update hosted_sims set lock_organization_id = ${tenantA.org.id}, locked_until = now() + interval '10 minutes' where id = ${sim!.id}`;
+    const lockedSeenByA = awaitCallback<any>(
+      "A's locked message",
+      (done) => chA.bind("message.received", (e: any) => e.message.text === "under lock" && done(e)),
+      10_000,
+    );
+    await store("under lock");
+    await lockedSeenByA;
+    await ctx.sql`update hosted_sims set lock_organization_id = null, locked_until = null where id = ${sim!.id}`;
+    const openSeenByB = awaitCallback<any>(
+      "the open message on B",
+      (done) => chB.bind("message.received", (e: any) => e.message.text === "open" && done(e)),
+      10_000,
+    );
+    await store("open");
+    await openSeenByB;
+    expect(textsB).toEqual(["open"]);
+  }, 30_000);
+
   test("heartbeats alternating between A and B: exactly one online and one offline event per spell, seen on B", async () => {
     const { token } = await createTenant(ctx.sql);
     const call = async (instance: Instance, method: string, path: string, body?: unknown) => {
