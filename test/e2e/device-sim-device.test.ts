@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { generateSync } from "otplib";
+import { startProvider } from "../../device-sim/provider";
+import { createTenant, TEST_PASSWORD } from "../fixtures";
+import { attachNumber, createPoolNumber } from "../fixtures-numbers";
+import { call, PROVIDER_NUMBER, PROVIDER_TOKEN, ROOT, startTestServer, type TestServer, waitFor } from "./device-sim-server";
+
+let server: TestServer;
+let provider: ReturnType<typeof startProvider>;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  provider = startProvider({ port: 0, serverUrl: server.url, publicUrl: server.url, authToken: PROVIDER_TOKEN, providerNumber: PROVIDER_NUMBER });
+}, 60_000);
+afterAll(async () => {
+  provider?.stop();
+  await server?.close();
+});
+
+async function sim(args: string[]) {
+  const proc = Bun.spawn([process.execPath, "device-sim/main.ts", ...args], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { stdout, stderr, code };
+}
+
+async function inboundTexts(token: string, hostedSim: number) {
+  return ((await call(server, token, "GET", `/api/messages?hosted_sim=${hostedSim}&per_page=100`)).data as { text: string; from: string }[]).map((m) => m.text);
+}
+
+describe("device-sim device and provider inject as subprocesses", () => {
+  test("an account with 2FA signs in with --totp-secret; scripted SMS arrive on the verified number", async () => {
+    const tenant = await createTenant(server.sql, { plan: "pro" });
+    const { secret } = await call(server, tenant.token, "POST", "/api/auth/2fa/setup");
+    await call(server, tenant.token, "POST", "/api/auth/2fa/enable", { code: generateSync({ secret }) });
+    // The code just used may not be used twice; let the device's sign-in use the same time step.
+    await server.sql`update users set totp_last_step = null where id = ${tenant.user.id}`;
+    const dir = mkdtempSync(join(tmpdir(), "device-sim-script-"));
+    const script = join(dir, "script.json");
+    writeFileSync(
+      script,
+      JSON.stringify([
+        { at: "0s", from: "+15551112222", body: "scripted one" },
+        { at: "300ms", from: "Bank", body: "scripted two", sim_slot: 1 },
+      ]),
+    );
+    const args = ["device", "--server", server.url, "--provider-url", provider.url, "--email", tenant.user.email, "--password", TEST_PASSWORD];
+    const run = await sim([...args, "--totp-secret", secret, "--script", script, "--exit-when-idle", "--no-listen", "--state", join(dir, "state"), "--json"]);
+    expect(run.code).toBe(0);
+    const summary = JSON.parse(run.stdout);
+    expect(summary).toMatchObject({ state: "stopped", pending: 0, counters: { "sms.received": 2, "sms.acknowledged": 2 } });
+
+    const device = (await call(server, tenant.token, "GET", `/api/byos/devices/${summary.device_id}`)).data;
+    expect(device.status).toBe("active");
+    const hostedSim = device.sim_cards[0].hosted_sim_id as number;
+    let texts: string[] = [];
+    await waitFor(async () => (texts = await inboundTexts(tenant.token, hostedSim)).length >= 2, 15_000, 300);
+    expect(texts.sort()).toEqual(["scripted one", "scripted two"]);
+
+    const without = await sim([...args, "--exit-when-idle", "--no-listen"]);
+    expect(without.code).toBe(1);
+    expect(without.stderr).toContain("--totp-secret");
+  }, 60_000);
+
+  test("provider inject delivers a signed SMS to a pool number; a wrong token exits 1 with the API's message", async () => {
+    const tenant = await createTenant(server.sql);
+    const pool = await createPoolNumber(server.sql);
+    await attachNumber(server.sql, pool.id, tenant.org.id);
+    const common = ["provider", "inject", "--server", server.url, "--public-url", server.url, "--to", pool.number, "--from", "+15557654321"];
+    const ok = await sim([...common, "--token", PROVIDER_TOKEN, "--body", "hello from QA", "--json"]);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ status: 200, ok: true });
+    let texts: string[] = [];
+    await waitFor(async () => (texts = await inboundTexts(tenant.token, pool.id)).length >= 1, 15_000, 300);
+    expect(texts).toEqual(["hello from QA"]);
+
+    const bad = await sim([...common, "--token", "not-the-provider-token", "--body", "forged"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/403/);
+    expect(await inboundTexts(tenant.token, pool.id)).toEqual(["hello from QA"]);
+  }, 30_000);
+});
