@@ -18,20 +18,31 @@ export function rateLimited(retryAfter: number) {
 
 /** Failure counters over fixed windows; a key with MAX_FAILURES failures refuses further attempts until its window ends. */
 export function createFailureLimits(limiter: RateLimiter) {
-  return {
-    async assertAllowed(keys: string[]) {
-      for (const key of keys) {
-        const { count, resetIn } = await limiter.peek(key);
-        if (count >= MAX_FAILURES) throw rateLimited(resetIn);
-      }
-    },
-    async recordFailure(keys: string[]) {
-      await Promise.all(keys.map((key) => limiter.hit(key, WINDOW_SECONDS)));
-    },
-    async clear(key: string) {
-      await limiter.reset(key);
-    },
-  };
+  /**
+   * Counts the attempt as a failure before it is judged, so a burst of parallel attempts cannot
+   * all pass a check made before any of them failed: at most MAX_FAILURES are judged per window.
+   * A refused attempt takes its counts back (`retryIn` set); one that succeeds calls `release`.
+   */
+  async function tryReserve(keys: string[]): Promise<{ release: () => Promise<void>; retryIn?: number }> {
+    const counts = await Promise.all(keys.map((key) => limiter.hit(key, WINDOW_SECONDS)));
+    const release = async () => {
+      await Promise.all(keys.map((key) => limiter.release(key)));
+    };
+    const over = counts.find((c) => c.count > MAX_FAILURES);
+    if (!over) return { release };
+    await release();
+    return { release: async () => {}, retryIn: Math.max(1, over.resetIn) };
+  }
+  /** tryReserve that answers 429 when a key is used up. */
+  async function reserve(keys: string[]): Promise<{ release: () => Promise<void> }> {
+    const attempt = await tryReserve(keys);
+    if (attempt.retryIn) throw rateLimited(attempt.retryIn);
+    return attempt;
+  }
+  async function clear(key: string) {
+    await limiter.reset(key);
+  }
+  return { tryReserve, reserve, clear };
 }
 
 export type FailureLimits = ReturnType<typeof createFailureLimits>;

@@ -4,7 +4,7 @@ import type { Clock } from "../lib/clock";
 import { randomString, sha256 } from "../lib/crypto";
 import type { RateLimiter } from "../lib/rate-limit";
 import type { UserRow } from "./caller";
-import { addressKey, createFailureLimits, emailKey } from "./limits";
+import { addressKey, createFailureLimits, emailKey, rateLimited } from "./limits";
 import { presentUser } from "./present";
 import { acceptTotpStep, claimChallengeAttempt, completeChallenge, findTotpUser, findUserByEmail, insertChallenge } from "./store";
 import { issueSession } from "./tokens";
@@ -36,14 +36,12 @@ export function createLoginFlow(deps: LoginDeps) {
   }
 
   async function login(email: string, password: string, address: string): Promise<TokenResult | ChallengeResult> {
-    const keys = [emailKey(email), addressKey(address)];
-    await limits.assertAllowed(keys);
+    // Counted as a failure until the password is right (see reserve).
+    const attempt = await limits.reserve([emailKey(email), addressKey(address)]);
     const user = await findUserByEmail(sql, email);
     const ok = await Bun.password.verify(password, user?.password_hash ?? (await getDummyHash()));
-    if (!user || !ok) {
-      await limits.recordFailure(keys);
-      throw invalidCredentials();
-    }
+    if (!user || !ok) throw invalidCredentials();
+    await attempt.release();
     // With 2FA on, only a correct code clears the failures: wrong codes must add up across tmp_tokens.
     if (!user.totp_enabled) {
       await limits.clear(emailKey(email));
@@ -56,25 +54,27 @@ export function createLoginFlow(deps: LoginDeps) {
 
   /** Second step of a 2FA login. Every wrong code spends one of the tmp_token's attempts and counts as a failed sign-in. */
   async function verifyTwoFactor(tmpToken: string, code: string, address: string): Promise<TokenResult> {
-    await limits.assertAllowed([addressKey(address)]);
+    // Each reservation counts as a failure until the code is right (see reserve).
+    const byAddress = await limits.reserve([addressKey(address)]);
     const challenge = await claimChallengeAttempt(sql, sha256(tmpToken), CHALLENGE_MAX_ATTEMPTS);
-    if (!challenge) {
-      await limits.recordFailure([addressKey(address)]);
+    if (!challenge) throw invalidTwoFactor();
+    const user = await findTotpUser(sql, challenge.user_id);
+    const byEmail = user ? await limits.tryReserve([emailKey(user.email)]) : undefined;
+    if (!user || byEmail?.retryIn) {
+      await byAddress.release();
+      if (byEmail?.retryIn) throw rateLimited(byEmail.retryIn);
       throw invalidTwoFactor();
     }
-    const user = await findTotpUser(sql, challenge.user_id);
-    if (!user) throw invalidTwoFactor();
-    const keys = [emailKey(user.email), addressKey(address)];
-    await limits.assertAllowed(keys);
     const step =
       user.totp_enabled && user.totp_secret
         ? await checkTotp({ secret: user.totp_secret, code, nowMs: deps.clock.now(), afterStep: user.totp_last_step })
         : null;
-    if (step === null || !(await acceptTotpStep(sql, user.id, step))) {
-      await limits.recordFailure(keys);
+    if (step === null || !(await acceptTotpStep(sql, user.id, step))) throw invalidTwoFactor();
+    await byAddress.release();
+    if (!(await completeChallenge(sql, challenge.id))) {
+      await byEmail?.release();
       throw invalidTwoFactor();
     }
-    if (!(await completeChallenge(sql, challenge.id))) throw invalidTwoFactor();
     await limits.clear(emailKey(user.email));
     return tokenFor(user);
   }

@@ -21,13 +21,11 @@ export function createTwoFactor(deps: { sql: Pool; limiter: RateLimiter; clock: 
 
   /** Wrong codes from a session are limited per user like sign-ins, so a stolen session cannot guess its way to disabling 2FA. */
   async function requireCode(user: TotpUserRow, code: string) {
-    const key = totpUserKey(user.id);
-    await limits.assertAllowed([key]);
+    // Counted as a failure until the code is right (see reserve).
+    const attempt = await limits.reserve([totpUserKey(user.id)]);
     const step = user.totp_secret ? await checkTotp({ secret: user.totp_secret, code, nowMs: deps.clock.now(), afterStep: user.totp_last_step }) : null;
-    if (step === null || !(await acceptTotpStep(sql, user.id, step))) {
-      await limits.recordFailure([key]);
-      throw invalidTwoFactor();
-    }
+    if (step === null || !(await acceptTotpStep(sql, user.id, step))) throw invalidTwoFactor();
+    await attempt.release();
   }
 
   // A new secret replaces an unconfirmed one; once 2FA is on, it must be disabled (with a code) first.

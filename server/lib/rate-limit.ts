@@ -5,6 +5,8 @@ export type RateLimiter = {
   /** Counts one hit on `key`; returns the count in the current window and seconds until it resets. */
   hit(key: string, windowSeconds: number): Promise<{ count: number; resetIn: number }>;
   peek(key: string): Promise<{ count: number; resetIn: number }>;
+  /** Takes back one hit of the current window (an attempt counted in advance that turned out fine). */
+  release(key: string): Promise<void>;
   reset(key: string): Promise<void>;
 };
 
@@ -28,11 +30,18 @@ export function createLocalRateLimiter(now: () => number = Date.now): RateLimite
       const w = current(key);
       return { count: w?.count ?? 0, resetIn: w ? Math.ceil((w.resetAt - now()) / 1000) : 0 };
     },
+    async release(key) {
+      const w = current(key);
+      if (w && --w.count <= 0) windows.delete(key);
+    },
     async reset(key) {
       windows.delete(key);
     },
   };
 }
+
+// Decrements only a live window (never creates a key without expiry) and drops it at zero.
+const RELEASE_SCRIPT = `if redis.call('exists', KEYS[1]) == 1 and redis.call('decr', KEYS[1]) <= 0 then redis.call('del', KEYS[1]) end return 0`;
 
 export function createRedisRateLimiter(redis: Redis, prefix: string): RateLimiter {
   const k = (key: string) => `${prefix}rl:${key}`;
@@ -45,6 +54,9 @@ export function createRedisRateLimiter(redis: Redis, prefix: string): RateLimite
     async peek(key) {
       const [[, count], [, ttl]] = (await redis.multi().get(k(key)).ttl(k(key)).exec()) as [[null, string | null], [null, number]];
       return { count: Number(count ?? 0), resetIn: Math.max(0, ttl) };
+    },
+    async release(key) {
+      await redis.eval(RELEASE_SCRIPT, 1, k(key));
     },
     async reset(key) {
       await redis.del(k(key));

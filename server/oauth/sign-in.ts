@@ -1,4 +1,4 @@
-import { addressKey, emailKey, MAX_FAILURES, totpUserKey, WINDOW_SECONDS } from "../auth/limits";
+import { addressKey, createFailureLimits, emailKey, totpUserKey } from "../auth/limits";
 import { acceptTotpStep, findTotpUser, findUserByEmail } from "../auth/store";
 import { checkTotp } from "../auth/totp";
 import type { Sql } from "../db/client";
@@ -19,27 +19,18 @@ const getDummyHash = () => (dummyHash ??= Bun.password.hash(randomString(32), { 
  */
 export function createSignIn(deps: { sql: Sql; limiter: RateLimiter; clock: Clock }) {
   const { sql, limiter } = deps;
-
-  async function lockedFor(keys: string[]): Promise<number | undefined> {
-    for (const key of keys) {
-      const { count, resetIn } = await limiter.peek(key);
-      if (count >= MAX_FAILURES) return Math.max(1, resetIn);
-    }
-    return undefined;
-  }
-
-  const fail = async (keys: string[]): Promise<SignInResult> => {
-    await Promise.all(keys.map((k) => limiter.hit(k, WINDOW_SECONDS)));
-    return { ok: false };
-  };
+  // Each attempt is counted as a failure before it is judged and released when it succeeds, so a
+  // parallel burst cannot all pass the check (auth/limits.ts reserve).
+  const limits = createFailureLimits(limiter);
 
   async function checkPassword(email: string, password: string, address: string): Promise<SignInResult> {
     const keys = [emailKey(email), addressKey(address)];
-    const retryIn = await lockedFor(keys);
-    if (retryIn) return { ok: false, retryIn };
+    const attempt = await limits.tryReserve(keys);
+    if (attempt.retryIn) return { ok: false, retryIn: attempt.retryIn };
     const user = await findUserByEmail(sql, email.trim());
     const ok = await Bun.password.verify(password, user?.password_hash ?? (await getDummyHash()));
-    if (!user || !ok) return fail(keys);
+    if (!user || !ok) return { ok: false };
+    await attempt.release();
     await limiter.reset(keys[0]!);
     return { ok: true, userId: user.id, needsCode: user.totp_enabled };
   }
@@ -47,16 +38,16 @@ export function createSignIn(deps: { sql: Sql; limiter: RateLimiter; clock: Cloc
   async function checkCode(userId: number, code: string, address: string): Promise<SignInResult> {
     const user = await findTotpUser(sql, userId);
     if (!user) return { ok: false };
-    const keys = [emailKey(user.email), addressKey(address), totpUserKey(userId)];
-    const retryIn = await lockedFor(keys);
-    if (retryIn) return { ok: false, retryIn };
+    const attempt = await limits.tryReserve([emailKey(user.email), addressKey(address), totpUserKey(userId)]);
+    if (attempt.retryIn) return { ok: false, retryIn: attempt.retryIn };
     const token = code.replace(/\s+/g, "");
     const step =
       user.totp_enabled && user.totp_secret
         ? await checkTotp({ secret: user.totp_secret, code: token, nowMs: deps.clock.now(), afterStep: user.totp_last_step })
         : null;
     // A code is good once (RFC 6238 5.2), on this page or the API alike.
-    if (step === null || !(await acceptTotpStep(sql, userId, step))) return fail(keys);
+    if (step === null || !(await acceptTotpStep(sql, userId, step))) return { ok: false };
+    await attempt.release();
     return { ok: true, userId, needsCode: false };
   }
 
