@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type Pusher from "pusher-js";
-import { type ConnectionDetails, connected, connectPusher, startServer, stopServer, subscribed } from "../e2e/realtime-client";
+import { signChannel } from "../../server/realtime/protocol";
+import { type ConnectionDetails, connected, connectPusher, openRaw, startServer, stopServer, subscribed } from "../e2e/realtime-client";
 import { eventually } from "../fixtures-numbers";
 import type { TestContext } from "../helpers";
 import { bodyFor, forEachLimit, foreignFindings, idsFor, loadOperations, type Operation, pathsFor } from "./probe";
@@ -11,7 +12,7 @@ import { buildWorld, credentialsOf, secretsOf, sendSharedMessages, type Tenant, 
  * OpenAPI document called by each with the other's ids, with a session of every role and an API
  * key of every permission set; no foreign data in any body, realtime event or webhook.
  */
-let ctx: TestContext & { baseUrl: string };
+let ctx: TestContext & { baseUrl: string; port: number };
 let ops: Operation[];
 let world: World;
 type Probed = Tenant & { messageIds: number[]; events: { channel: string; event: string; data: string }[]; pusher: Pusher };
@@ -89,6 +90,17 @@ describe("the world the probes run in", () => {
     expect(number.body.data).toMatchObject({ locked: true, lock: null });
     expect(number.body.data.organizations).toEqual([{ id: b.org.id, name: b.org.name, alias: `Shared ${b.tag}`, team_id: b.team.id }]);
     expect(a.messageIds.length).toBe(a.privateTexts.length);
+    // B may not lock, unlock or send on it while A holds it; the 409 names no holder.
+    for (const [method, path, body] of [
+      ["POST", `/api/numbers/${world.shared.id}/lock`, {}],
+      ["POST", `/api/numbers/${world.shared.id}/unlock`, undefined],
+      ["POST", "/api/messages", { hosted_sim: world.shared.id, to: "+15550002222", text: "probe" }],
+    ] as const) {
+      const res = await ctx.request(method, path, { token: b.users.owner.token, body });
+      expect([path, res.status, res.body.code]).toEqual([path, 409, "number_locked"]);
+      expect(Object.keys(res.body).sort()).toEqual(["code", "locked_until", "message"]);
+      expect(foreignFindings(res.text, res.body, others(a))).toEqual([]);
+    }
     expect(ops.filter((op) => op.params.length > 0).length).toBeGreaterThan(20);
   });
 });
@@ -247,6 +259,29 @@ describe("realtime", () => {
         if (res.status !== 403) throw new Error(`${credential} on ${channel}: ${res.status} ${res.text}`);
       }
     }
+  });
+
+  test("a bare Pusher protocol 7 socket of B cannot reuse its own auth, A's auth or a forged one for A's channel", async () => {
+    const { key } = ctx.services.realtime.credentials;
+    const raw = await openRaw(`ws://127.0.0.1:${ctx.port}/app/${key}?protocol=7&client=isolation&version=1`);
+    const socketId = (await raw.event("pusher:connection_established")).data.socket_id as string;
+    const authFor = async (t: Tenant, socket: string, channel: string) =>
+      (await ctx.request("POST", "/api/broadcasting/auth", { token: t.users.owner.token, body: { socket_id: socket, channel_name: channel } })).body
+        .auth as string;
+    const target = `private-organization.${a.org.id}`;
+    const attempts = [
+      await authFor(b, socketId, `private-organization.${b.org.id}`), // B's own grant, another channel
+      await authFor(a, a.pusher.connection.socket_id, target), // A's grant, A's socket
+      signChannel(key, "not-the-secret", socketId, target), // forged
+    ];
+    for (const auth of attempts) {
+      raw.send({ event: "pusher:subscribe", data: { channel: target, auth } });
+      expect((await raw.event("pusher:subscription_error")).channel).toBe(target);
+    }
+    // The socket still works and is subscribed to nothing of A.
+    raw.send({ event: "pusher:subscribe", data: { channel: `private-organization.${b.org.id}`, auth: attempts[0] } });
+    expect((await raw.event("pusher_internal:subscription_succeeded")).channel).toBe(`private-organization.${b.org.id}`);
+    raw.ws.close();
   });
 
   test("B receives the open messages but never one that arrived under A's lock, nor anything else of A", async () => {
