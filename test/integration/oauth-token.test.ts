@@ -236,6 +236,25 @@ describe("OAuth refresh and revocation", () => {
     expect(await rfcError(await refresh(f, next.refresh_token!))).toBe("invalid_grant");
   });
 
+  test("two parallel redemptions of one code: one answer has tokens, the other invalid_grant, and those tokens are revoked", async () => {
+    const f = await newFlow();
+    const callback = await approveViaPage(f);
+    const answers = await Promise.all([exchange(f, callback), exchange(f, callback)]);
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 400]);
+    const ok = answers.find((r) => r.status === 200)!;
+    const tokens = await oauth.processAuthorizationCodeResponse(as, f.client, ok);
+    expect((await me(tokens.access_token)).status).toBe(401);
+  });
+
+  test("two parallel refreshes with one token: the family is revoked", async () => {
+    const { f, tokens } = await issued();
+    const answers = await Promise.all([refresh(f, tokens.refresh_token!), refresh(f, tokens.refresh_token!)]);
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 400]);
+    const next = await oauth.processRefreshTokenResponse(as, f.client, answers.find((r) => r.status === 200)!);
+    expect((await me(next.access_token)).status).toBe(401);
+  });
+
   test("a refresh token of another client: invalid_grant", async () => {
     const { tokens } = await issued();
     const other = await newFlow();
