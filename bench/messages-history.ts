@@ -142,9 +142,9 @@ async function measureStore(runs: number) {
   for (let i = 0; i < runs; i++) {
     for (const page of [1, 1000]) {
       const t0 = performance.now();
-      const { rows } = await messageHistory(sql, { organizationId: org, hostedSimId: sim, filter: {}, page, perPage: 50 });
+      const found = await messageHistory(sql, { organizationId: org, hostedSimId: sim, filter: {}, page, perPage: 50 });
       times[page]!.push(performance.now() - t0);
-      if (rows.length !== 50) throw new Error(`page ${page}: ${rows.length} rows`);
+      if (found?.rows.length !== 50) throw new Error(`page ${page}: ${found?.rows.length} rows`);
     }
   }
   return [1, 1000].map((page) => summary(`store only: page=${page}`, times[page]!));

@@ -25,10 +25,14 @@ function messageConditions(sql: Sql, f: HistoryFilter) {
 
 type Counts = { total: number; inbound: number; last_seq: number };
 
-async function countsOf(sql: Sql, org: number, sim: number): Promise<Counts> {
-  const [c] = await sql<Counts[]>`
-    select total, inbound, last_seq from message_visibility_counts where organization_id = ${org} and hosted_sim_id = ${sim}`;
-  return c ?? { total: 0, inbound: 0, last_seq: 0 };
+/** The organization's counts on the number, and whether it is attached to it, in one round trip. */
+async function countsOf(sql: Sql, org: number, sim: number): Promise<Counts & { attached: boolean }> {
+  const [row] = await sql<(Counts & { attached: boolean })[]>`
+    select exists (select 1 from hosted_sim_organizations a where a.hosted_sim_id = ${sim} and a.organization_id = ${org}) as attached,
+           coalesce(c.total, 0) as total, coalesce(c.inbound, 0) as inbound, coalesce(c.last_seq, 0) as last_seq
+    from (select 1) one
+    left join message_visibility_counts c on c.organization_id = ${org} and c.hosted_sim_id = ${sim}`;
+  return row!;
 }
 
 type PageQuery = { organizationId: number; hostedSimId: number; filter: HistoryFilter; page: number; perPage: number };
@@ -59,12 +63,13 @@ function pageIds(sql: Sql, q: PageQuery, counts: Counts) {
 
 /**
  * One page of what an organization may see on a number, newest first (the order messages
- * became visible to it). Only the page's messages are read; the unfiltered total comes from
+ * became visible to it); null when the organization is not attached to the number. Only the page's messages are read; the unfiltered total comes from
  * message_visibility_counts, so a page costs the same on a number with a million messages.
  */
-export async function messageHistory(sql: Sql, q: PageQuery): Promise<{ rows: Message[]; total: number }> {
+export async function messageHistory(sql: Sql, q: PageQuery): Promise<{ rows: Message[]; total: number } | null> {
   const { organizationId: org, hostedSimId: sim } = q;
   const counts = await countsOf(sql, org, sim);
+  if (!counts.attached) return null;
   const rows = await sql<Row[]>`
     select ${messageColumns(sql)}, v.team_id as viewer_team_id
     from (${pageIds(sql, q, counts)}) p

@@ -2,7 +2,6 @@ import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound, validationFailed } from "../errors";
 import { paginate } from "../lib/pagination";
-import { isAttached } from "../numbers/store";
 import type { Services } from "../services";
 import { findVisibleMessage, type HistoryFilter, messageHistory } from "./history-store";
 import { reportDeviceStatus, sendMessage } from "./outbound";
@@ -30,7 +29,6 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
       "/api/messages",
       async ({ caller, query, request }) => {
         const c = await caller({ apiKey: "messages.read" });
-        if (!(await isAttached(sql, c.organization.id, query.hosted_sim))) throw notFound("Number");
         const perPage = query.per_page ?? query.limit ?? 50;
         const page = query.page ?? 1;
         const filter: HistoryFilter = {
@@ -40,8 +38,9 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
           since: instant("since", query.since),
           until: instant("until", query.until),
         };
-        const { rows, total } = await messageHistory(sql, { organizationId: c.organization.id, hostedSimId: query.hosted_sim, filter, page, perPage });
-        return paginate({ data: rows, total, page, perPage, url: request.url });
+        const found = await messageHistory(sql, { organizationId: c.organization.id, hostedSimId: query.hosted_sim, filter, page, perPage });
+        if (!found) throw notFound("Number");
+        return paginate({ data: found.rows, total: found.total, page, perPage, url: request.url });
       },
       { query: HistoryQuery, response: { 200: MessagePage }, detail: { tags, summary: "Message history of a number, newest first" } },
     )

@@ -149,9 +149,3 @@ export async function byosDeviceOf(sql: Sql, hostedSimId: number): Promise<{ dev
     where s.hosted_sim_id = ${hostedSimId} and s.status = 'active' order by s.id desc limit 1`;
   return row ?? null;
 }
-
-/** Whether the organization is attached to the number (a light check for message reads). */
-export async function isAttached(sql: Sql, organizationId: number, hostedSimId: number): Promise<boolean> {
-  const [row] = await sql`select 1 from hosted_sim_organizations where hosted_sim_id = ${hostedSimId} and organization_id = ${organizationId}`;
-  return row !== undefined;
-}
