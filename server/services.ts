@@ -34,7 +34,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   const jobs = createJobQueue({ sql: db.sql, logger, workerId: instanceId });
   const metrics = createMetrics();
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
-  const auth = createAuthenticator({ sql: db.sql, sessionTtlDays: config.SESSION_TTL_DAYS });
+  const auth = createAuthenticator({ sql: db.sql, sessionTtlDays: config.SESSION_TTL_DAYS, bus });
   registerInboundFanout({ sql: db.sql, jobs, publish: bus.publish });
   const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, logger, metrics, mailer });
   registerLockExpiry({ sql: db.sql, jobs, publish: bus.publish });
@@ -59,9 +59,9 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     jobs,
     metrics,
     auth,
+    devices,
     webhooks,
     realtime,
-    devices,
     /** Starts background work (job workers, timers). Tests that drive work by hand skip it. */
     start() {
       jobs.start();

@@ -64,6 +64,7 @@ export function apiKeyRoutes(services: Pick<Services, "auth" | "sql">) {
         const permissions = body.permissions ? canonicalPermissions(body.permissions) : undefined;
         const row = await updateApiKey(sql, c.organization.id, params.api_key, { name: body.name, permissions });
         if (!row) throw notFound("API key");
+        services.auth.revoke({ apiKeyId: row.id });
         return { data: presentApiKey(row) };
       },
       {
@@ -78,6 +79,7 @@ export function apiKeyRoutes(services: Pick<Services, "auth" | "sql">) {
       async ({ caller, params, set }) => {
         const c = await caller({ apiKey: "session_only", role: "admin" });
         if (!(await deleteApiKey(sql, c.organization.id, params.api_key))) throw notFound("API key");
+        services.auth.revoke({ apiKeyId: params.api_key });
         set.status = 204;
         return new Response(null, { status: 204 });
       },
@@ -90,6 +92,7 @@ export function apiKeyRoutes(services: Pick<Services, "auth" | "sql">) {
         const secret = newSecret();
         const row = await replaceApiKeySecret(sql, c.organization.id, params.api_key, secret);
         if (!row) throw notFound("API key");
+        services.auth.revoke({ apiKeyId: row.id });
         return { api_key: presentApiKey(row), plain_text_key: secret.key };
       },
       {

@@ -1,6 +1,8 @@
 import type { Pool } from "../db/client";
 import { AppError, notFound, permissionDenied, unauthenticated } from "../errors";
 import { sha256 } from "../lib/crypto";
+import type { Bus } from "../realtime/bus";
+import { createCallerCache, type Revocation } from "./caller-cache";
 
 export const PERMISSIONS = ["numbers.read", "numbers.lock", "messages.read", "webhooks.receive"] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -42,8 +44,16 @@ export type UserContext = { user: UserRow; kind: "session" | "oauth"; sessionId:
 
 export type Authenticator = ReturnType<typeof createAuthenticator>;
 
-export function createAuthenticator(opts: { sql: Pool; sessionTtlDays: number }) {
+/** Bus channel of revocations; no client can subscribe to it (only `private-` channels). */
+const REVOCATIONS = "internal:auth";
+
+export function createAuthenticator(opts: { sql: Pool; sessionTtlDays: number; bus?: Bus; cacheSeconds?: number; now?: () => number }) {
   const { sql } = opts;
+  const now = opts.now ?? Date.now;
+  const cache = createCallerCache({ ttlMs: (opts.cacheSeconds ?? 10) * 1000, max: 100_000, now });
+  opts.bus?.subscribe((m) => {
+    if (m.channel === REVOCATIONS) cache.forget(m.data as Revocation);
+  });
 
   /** A session or OAuth token → its user; sliding expiry, written at most once a minute. */
   async function userFromToken(token: string): Promise<UserContext | null> {
@@ -97,9 +107,7 @@ export function createAuthenticator(opts: { sql: Pool; sessionTtlDays: number })
     return { organization, role };
   }
 
-  async function resolve(request: Request): Promise<Caller> {
-    const token = bearerToken(request.headers.get("authorization"));
-    if (!token) throw unauthenticated();
+  async function lookUp(token: string, orgHeader: string | null): Promise<Caller> {
     if (token.startsWith("sk_")) {
       const caller = await fromApiKey(token);
       if (!caller) throw unauthenticated();
@@ -107,11 +115,32 @@ export function createAuthenticator(opts: { sql: Pool; sessionTtlDays: number })
     }
     const ctx = await userFromToken(token);
     if (!ctx) throw unauthenticated();
-    const { organization, role } = await membership(ctx.user.id, request.headers.get("x-organization-id"));
+    const { organization, role } = await membership(ctx.user.id, orgHeader);
     return { kind: ctx.kind, organization, user: ctx.user, role, apiKey: null, sessionId: ctx.sessionId };
   }
 
-  return { resolve, userFromToken };
+  async function resolve(request: Request): Promise<Caller> {
+    const token = bearerToken(request.headers.get("authorization"));
+    if (!token) throw unauthenticated();
+    const orgHeader = request.headers.get("x-organization-id");
+    const key = `${sha256(token).toString("base64")}|${orgHeader ?? ""}`;
+    const cached = cache.get(key);
+    if (cached) return cached;
+    const caller = await lookUp(token, orgHeader);
+    cache.set(key, caller);
+    return caller;
+  }
+
+  /**
+   * A session, API key or user's access changed (logout, revocation, regenerated or re-permitted
+   * key): every instance drops what it cached. Call after the change is committed.
+   */
+  function revoke(r: Revocation) {
+    cache.forget(r);
+    opts.bus?.publish(REVOCATIONS, "revoke", r);
+  }
+
+  return { resolve, userFromToken, revoke };
 }
 
 /** Enforces a route's rule on a resolved caller (API.md §2 permission matrix and roles). */

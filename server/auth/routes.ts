@@ -50,7 +50,10 @@ export function authRoutes(services: Deps) {
       "/api/auth/logout",
       async ({ caller, set }) => {
         const c = await caller({ apiKey: "session_only" });
-        if (c.sessionId !== null) await deleteSession(services.sql, c.sessionId);
+        if (c.sessionId !== null) {
+          await deleteSession(services.sql, c.sessionId);
+          services.auth.revoke({ sessionId: c.sessionId });
+        }
         set.status = 204;
         return new Response(null, { status: 204 });
       },

@@ -66,10 +66,10 @@ async function withStatus(set: { status?: number | string }, response: Promise<R
 type Server = { requestIP(r: Request): { address: string } | null } | null;
 
 /** OAuth 2.0 authorization code flow with PKCE for public clients (API.md §2). */
-export function oauthRoutes(services: Pick<Services, "sql" | "limiter" | "clock" | "config">) {
+export function oauthRoutes(services: Pick<Services, "sql" | "limiter" | "clock" | "config" | "auth">) {
   const { sql, config } = services;
   const base = config.PUBLIC_URL;
-  const tokens = createTokenService({ sql, accessTokenSeconds: config.OAUTH_ACCESS_TOKEN_SECONDS });
+  const tokens = createTokenService({ sql, accessTokenSeconds: config.OAUTH_ACCESS_TOKEN_SECONDS, onRevoke: services.auth.revoke });
   const signIn = createSignIn({ sql, limiter: services.limiter, clock: services.clock });
   let flow: Promise<ReturnType<typeof createAuthorizeFlow>> | undefined;
   const authorizeFlow = () => (flow ??= loadFormKey(sql).then((key) => createAuthorizeFlow({ sql, signer: createFormSigner(key, services.clock), signIn })));

@@ -1,0 +1,71 @@
+import { describe, expect, test } from "bun:test";
+import type { Caller } from "../../server/auth/caller";
+import { createCallerCache } from "../../server/auth/caller-cache";
+import { createApiKey, createTenant } from "../fixtures";
+import { createTestContext, freshDatabase, sharedTestContext } from "../helpers";
+
+const caller = (over: Partial<Caller>): Caller =>
+  ({ kind: "session", organization: { id: 1 }, user: { id: 7 }, role: "owner", apiKey: null, sessionId: 3, ...over }) as Caller;
+
+describe("caller cache", () => {
+  test("entries live ttl at most, and a revocation drops every entry of its session, key or user", () => {
+    let now = 0;
+    const cache = createCallerCache({ ttlMs: 10_000, max: 10, now: () => now });
+    cache.set("a|", caller({}));
+    cache.set("a|2", caller({}));
+    cache.set("k|", caller({ kind: "api_key", user: null, sessionId: null, apiKey: { id: 9, name: "k", permissions: [] } }));
+    cache.forget({ sessionId: 3 });
+    expect([cache.get("a|"), cache.get("a|2")]).toEqual([undefined, undefined]);
+    expect(cache.get("k|")).toBeDefined();
+    cache.forget({ apiKeyId: 9 });
+    expect(cache.get("k|")).toBeUndefined();
+    cache.set("b|", caller({ sessionId: 4 }));
+    now = 10_000;
+    expect(cache.get("b|")).toBeUndefined();
+  });
+
+  test("bounded: past max entries the oldest go", () => {
+    const cache = createCallerCache({ ttlMs: 10_000, max: 2, now: () => 0 });
+    for (const k of ["x", "y", "z"]) cache.set(k, caller({}));
+    expect([cache.get("x"), cache.size()]).toEqual([undefined, 2]);
+  });
+});
+
+describe("revocations take effect at once", () => {
+  test("a cached session: logout answers 401 on the very next request", async () => {
+    const ctx = await sharedTestContext();
+    const { token } = await createTenant(ctx.sql);
+    expect((await ctx.request("GET", "/api/me", { token })).status).toBe(200);
+    expect((await ctx.request("POST", "/api/auth/logout", { token })).status).toBe(204);
+    expect((await ctx.request("GET", "/api/me", { token })).status).toBe(401);
+  });
+
+  test.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)(
+    "across two instances (Redis): a key regenerated on B stops working on A at once",
+    async () => {
+      const url = await freshDatabase(process.env.DATABASE_URL!);
+      const prefix = `simhost-test-${crypto.randomUUID().slice(0, 8)}:`;
+      const a = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix });
+      const b = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix });
+      try {
+        const tenant = await createTenant(a.sql);
+        const key = await createApiKey(a.sql, tenant.org.id, ["numbers.read"]);
+        expect((await a.request("GET", "/api/me", { token: key.key })).status).toBe(200);
+        const seen: unknown[] = [];
+        a.services.bus.subscribe((m) => seen.push(m));
+        expect((await b.request("POST", `/api/api-keys/${key.id}/regenerate`, { token: tenant.token })).status).toBe(200);
+        const deadline = Date.now() + 2000;
+        let status = 200;
+        // Poll with a pause: cache hits do no I/O, so without one the loop would never let A read Redis.
+        while (status === 200 && Date.now() < deadline) {
+          await Bun.sleep(5);
+          status = (await a.request("GET", "/api/me", { token: key.key })).status;
+        }
+        expect(status).toBe(401);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    },
+  );
+});
