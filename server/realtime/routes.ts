@@ -50,8 +50,10 @@ function withCors(e: unknown): unknown {
 export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql" | "realtime">) {
   const { realtime } = services;
   const details = connectionDetails(services.config.PUBLIC_URL, realtime.credentials.key);
+  // CORS on every answer; set in onParse too, as an unparseable body fails before onTransform.
   return new Elysia()
     .use(callerPlugin(services.auth))
+    .onParse(({ set }) => void Object.assign(set.headers, CORS))
     .onTransform(({ set }) => void Object.assign(set.headers, CORS))
     .get(
       "/api/broadcasting/connection",

@@ -168,6 +168,15 @@ describe("POST /api/broadcasting/auth", () => {
     const res = await ctx.request("POST", "/api/broadcasting/auth", { form: { socket_id: socketId, channel_name: "private-organization.1" } });
     expect(res.status).toBe(401);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    const { token } = await createTenant(ctx.sql);
+    for (const [body, status] of [
+      ["{not json", 400],
+      [{ socket_id: "x" }, 422],
+    ] as const) {
+      const bad = await ctx.request("POST", "/api/broadcasting/auth", { token, body });
+      expect(bad.status).toBe(status);
+      expect(bad.headers.get("access-control-allow-origin")).toBe("*");
+    }
   });
 
   test("users: their teams, devices and numbers; not others'; public channels never", async () => {
