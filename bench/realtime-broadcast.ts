@@ -84,7 +84,8 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 
 /** Server side: the instance(s), the client process, the rounds. */
 async function runServer() {
-  const redisEnv: Record<string, string> = mode === "redis" ? { REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379", REDIS_PREFIX: `simhost-bench-${randomString(8)}:` } : {};
+  const redisEnv: Record<string, string> =
+    mode === "redis" ? { REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379", REDIS_PREFIX: `simhost-bench-${randomString(8)}:` } : {};
   const a = await instance(redisEnv);
   const b = mode === "redis" ? await instance(redisEnv) : a;
 
