@@ -1,6 +1,7 @@
 import { buildApp } from "./app";
 import { bootstrapFirstOwner, firstOwnerNotice } from "./bootstrap";
 import { ConfigError, loadConfig } from "./config";
+import { isDatabaseUnavailable } from "./db/client";
 import { createServices } from "./services";
 
 async function main() {
@@ -15,6 +16,16 @@ async function main() {
     throw e;
   }
   const services = await createServices(config);
+  // A connection reset on a database socket can surface as an 'error' event nobody listens to
+  // (seen with Bun when PostgreSQL stops abruptly). The driver reconnects by itself, so such an
+  // error must not end the process; anything else still does.
+  const escaped = (kind: string) => (e: unknown) => {
+    if (isDatabaseUnavailable(e)) return services.logger.warn({ err: (e as Error).message, kind }, "connection error outside any request");
+    services.logger.fatal({ err: (e as Error)?.stack ?? String(e), kind }, "fatal error");
+    process.exit(1);
+  };
+  process.on("uncaughtException", escaped("uncaughtException"));
+  process.on("unhandledRejection", escaped("unhandledRejection"));
   const firstOwner = await bootstrapFirstOwner(services.sql);
   const app = buildApp(services);
   services.start();
