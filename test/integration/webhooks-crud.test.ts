@@ -37,7 +37,7 @@ describe("webhook integrations", () => {
     expect(shown.body.data.has_secret).toBe(true);
     const [row] = await ctx.sql<{ secret_sealed: string }[]>`select secret_sealed from webhook_integrations where id = ${d.id}`;
     expect(row!.secret_sealed).not.toContain(d.secret.slice(6));
-  });
+  }, 30_000);
 
   test("list answers data and organization; update, regenerate and delete answer SPEC messages", async () => {
     const { token, org } = await createTenant(ctx.sql);
@@ -65,7 +65,7 @@ describe("webhook integrations", () => {
     expect(del.status).toBe(200);
     expect(del.body).toEqual({ message: "Webhook integration deleted successfully." });
     expect((await ctx.request("GET", `/api/webhook-integrations/${id}`, { token })).status).toBe(404);
-  });
+  }, 30_000);
 
   test("bounds of SPEC.md part 8 answer 422 with per-field errors", async () => {
     const { token } = await createTenant(ctx.sql);
@@ -96,7 +96,7 @@ describe("webhook integrations", () => {
     expect(limits.status).toBe(201);
     const update = await ctx.request("PATCH", `/api/webhook-integrations/${limits.body.data.id}`, { token, body: { is_active: true } });
     expect(update.status).toBe(422);
-  });
+  }, 30_000);
 
   test("another organization's integration is 404 on every operation", async () => {
     const a = await createTenant(ctx.sql);
@@ -118,7 +118,7 @@ describe("webhook integrations", () => {
       expectErrorShape(res.body, "not_found");
     }
     expect((await ctx.request("GET", "/api/webhook-integrations", { token: b.token })).body.data).toEqual([]);
-  });
+  }, 30_000);
 
   test("API keys need webhooks.receive, which allows changes too; members read but do not change", async () => {
     const { org, token } = await createTenant(ctx.sql);
@@ -141,7 +141,7 @@ describe("webhook integrations", () => {
     expect(denied.status).toBe(403);
     expectErrorShape(denied.body, "permission_denied");
     expect((await ctx.request("GET", "/api/webhook-integrations")).status).toBe(401);
-  });
+  }, 30_000);
 });
 
 describe("webhook mappings", () => {
@@ -175,7 +175,7 @@ describe("webhook mappings", () => {
     const del = await ctx.request("DELETE", `${base}/${mid}`, { token });
     expect(del.body).toEqual({ message: "Webhook mapping deleted successfully." });
     expect((await ctx.request("GET", `${base}/${mid}`, { token })).status).toBe(404);
-  });
+  }, 30_000);
 
   test("a team of another organization, or no team, is 404; deleting the team removes its mappings", async () => {
     const a = await createTenant(ctx.sql);
@@ -189,7 +189,7 @@ describe("webhook mappings", () => {
     await ctx.request("POST", base, { token: a.token, body: { team_id: own.id, forwarding_mode: "always" } });
     await ctx.sql`delete from teams where id = ${own.id}`;
     expect((await ctx.request("GET", base, { token: a.token })).body.data).toEqual([]);
-  });
+  }, 30_000);
 });
 
 describe("team view /api/teams/{team}/webhooks", () => {
@@ -224,7 +224,7 @@ describe("team view /api/teams/{team}/webhooks", () => {
     const del = await ctx.request("DELETE", `/api/teams/${team.id}/webhooks/${id}`, { token });
     expect(del.body).toEqual({ message: "Webhook mapping deleted successfully." });
     expect((await ctx.request("GET", `/api/webhook-integrations/${id}`, { token })).body.data.mappings).toEqual([]);
-  });
+  }, 30_000);
 
   test("another organization's team is 404", async () => {
     const a = await createTenant(ctx.sql);
@@ -233,7 +233,7 @@ describe("team view /api/teams/{team}/webhooks", () => {
     expect((await ctx.request("GET", `/api/teams/${team.id}/webhooks`, { token: b.token })).status).toBe(404);
     const res = await ctx.request("POST", `/api/teams/${team.id}/webhooks`, { token: b.token, body: { name: "x", url: "https://example.com" } });
     expect(res.status).toBe(404);
-  });
+  }, 30_000);
 });
 
 describe("SSRF guard at create and update (WEBHOOK_ALLOW_PRIVATE=false)", () => {
@@ -266,7 +266,7 @@ describe("SSRF guard at create and update (WEBHOOK_ALLOW_PRIVATE=false)", () => 
     expect(ok.status).toBe(201);
     const upd = await guarded.request("PATCH", `/api/webhook-integrations/${ok.body.data.id}`, { token, body: { name: "x", url: "http://192.168.0.10/" } });
     expect(upd.status).toBe(422);
-  });
+  }, 30_000);
 
   test("a delivery to an address that became internal after create is refused at send time", async () => {
     const { org, token } = await createTenant(guarded.sql);
@@ -285,7 +285,7 @@ describe("SSRF guard at create and update (WEBHOOK_ALLOW_PRIVATE=false)", () => 
     expect(log.error).toContain("target refused: resolves to a loopback address");
     expect(receiver.received).toHaveLength(0);
     receiver.stop();
-  });
+  }, 30_000);
 
   test("the test event to a refused address answers success false, never a 500", async () => {
     const { token } = await createTenant(guarded.sql);
@@ -295,5 +295,5 @@ describe("SSRF guard at create and update (WEBHOOK_ALLOW_PRIVATE=false)", () => 
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ success: false, http_status: 0 });
     expect(res.body.error).toContain("loopback");
-  });
+  }, 30_000);
 });

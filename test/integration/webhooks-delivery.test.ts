@@ -59,7 +59,7 @@ describe("webhook deliveries", () => {
       next_retry_at: null,
     });
     s.receiver.stop();
-  });
+  }, 30_000);
 
   test("after regenerate, deliveries verify only with the new secret", async () => {
     const s = await setup({});
@@ -69,7 +69,7 @@ describe("webhook deliveries", () => {
     const [got] = await waitFor(() => s.receiver.received.length === 1 && s.receiver.received);
     expect(got!.verifiedWith).toBe(regen.body.data.secret);
     s.receiver.stop();
-  });
+  }, 30_000);
 
   test("a 500 then 200 is retried after ~5 s under the same webhook-id, logged attempt by attempt", async () => {
     const s = await setup({ retry_count: 3 }, (n) => (n === 1 ? new Response("boom", { status: 500 }) : new Response("fine")));
@@ -100,7 +100,7 @@ describe("webhook deliveries", () => {
     expect(paged.meta).toMatchObject({ current_page: 2, per_page: 1, total: 2, last_page: 2 });
     expect((await ctx.request("GET", `/api/webhook-integrations/${s.id}/logs?status=lost`, { token: s.token })).status).toBe(422);
     s.receiver.stop();
-  });
+  }, 30_000);
 
   test("Retry-After is honoured instead of the backoff", async () => {
     const s = await setup({ retry_count: 2 }, (n) => (n === 1 ? new Response("busy", { status: 503, headers: { "retry-after": "1" } }) : new Response("ok")));
@@ -110,7 +110,7 @@ describe("webhook deliveries", () => {
     expect(gap).toBeGreaterThanOrEqual(950);
     expect(gap).toBeLessThan(4_000);
     s.receiver.stop();
-  });
+  }, 30_000);
 
   test("timeout_seconds ends a slow attempt; retry_count 0 means exactly one attempt", async () => {
     const s = await setup({ timeout_seconds: 1, retry_count: 0 }, async () => {
@@ -129,7 +129,7 @@ describe("webhook deliveries", () => {
     await waitFor(async () => (await ctx.sql`select 1 from jobs where queue = 'webhook.delivery' and payload->>'delivery_id' = ${String(d!.id)}`).length === 0);
     expect(s.receiver.received).toHaveLength(1);
     s.receiver.stop();
-  });
+  }, 30_000);
 
   test("a redirect is a failure and is not followed; only the first 4 KiB of an answer are kept", async () => {
     const s = await setup({ retry_count: 0 }, (n, req) =>
@@ -150,7 +150,7 @@ describe("webhook deliveries", () => {
     expect(second.http_status).toBe(400);
     expect(second.response_body).toHaveLength(4096);
     s.receiver.stop();
-  });
+  }, 30_000);
 
   test("a delivery whose worker died mid-attempt is claimed again and delivered", async () => {
     const s = await setup({});
@@ -169,7 +169,7 @@ describe("webhook deliveries", () => {
     await waitFor(() => s.receiver.received.length >= 1, 10_000, "redelivery");
     expect(s.receiver.received[0]!.verifiedWith).toBe(s.secret);
     s.receiver.stop();
-  });
+  }, 30_000);
   test("a secret that cannot be opened (SECRETS_KEY changed) is a logged failure, not a job looping forever", async () => {
     const s = await setup({ retry_count: 0 });
     await ctx.sql`update webhook_integrations set secret_sealed = ${`v1:${Buffer.alloc(48, 1).toString("base64")}`} where id = ${s.id}`;
@@ -187,7 +187,7 @@ describe("webhook deliveries", () => {
     expect((await ctx.request("POST", `/api/webhook-integrations/${s.id}/test`, { token: s.token })).body.success).toBe(true);
     expect(s.receiver.received[0]!.verifiedWith).toBe(regen.body.data.secret);
     s.receiver.stop();
-  });
+  }, 30_000);
 });
 
 describe("test event", () => {
@@ -205,7 +205,7 @@ describe("test event", () => {
     const logs = await logsOf(ctx, s.token, s.id);
     expect(logs.data[0]).toMatchObject({ event_type: "webhook.test", status: "succeeded", http_status: 202 });
     s.receiver.stop();
-  });
+  }, 30_000);
 
   test("a target that is down answers success false with a reason, never a 500", async () => {
     const s = await setup({ timeout_seconds: 2 });
@@ -221,5 +221,5 @@ describe("test event", () => {
     const timed = await ctx.request("POST", `/api/webhook-integrations/${slow.id}/test`, { token: slow.token });
     expect(timed.body).toMatchObject({ success: false, http_status: 0, error: "timed out after 1000 ms" });
     slow.receiver.stop();
-  });
+  }, 30_000);
 });
