@@ -161,7 +161,8 @@ export function createDevice(o: DeviceOptions) {
     try {
       await o.api.submitSms(device!.id, sms);
     } catch (e) {
-      if (!(e instanceof ApiError) || e.retryable) {
+      // 401 is the session, not the SMS: keep it queued (a signed-in-again app sends it later).
+      if (!(e instanceof ApiError) || e.retryable || e.status === 401) {
         flushTimer.start(backoffMs(submitFailures++));
         return false;
       }

@@ -9,16 +9,22 @@ import { attachNumber, createPoolNumber } from "../fixtures-numbers";
 import { call, PROVIDER_NUMBER, PROVIDER_TOKEN, ROOT, startTestServer, type TestServer, waitFor } from "./device-sim-server";
 
 let server: TestServer;
+// False when no PostgreSQL is reachable: the tests then pass vacuously with a warning (as devices-crash does).
+let available = false;
 let provider: ReturnType<typeof startProvider>;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  const started = await startTestServer();
+  if (!started) return;
+  server = started;
+  available = true;
   provider = startProvider({ port: 0, serverUrl: server.url, publicUrl: server.url, authToken: PROVIDER_TOKEN, providerNumber: PROVIDER_NUMBER });
 }, 60_000);
 afterAll(async () => {
-  provider?.stop();
-  await server?.close();
-});
+  if (!available) return;
+  provider.stop();
+  await server.close();
+}, 30_000);
 
 async function sim(args: string[]) {
   const proc = Bun.spawn([process.execPath, "device-sim/main.ts", ...args], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
@@ -32,6 +38,7 @@ async function inboundTexts(token: string, hostedSim: number) {
 
 describe("device-sim device and provider inject as subprocesses", () => {
   test("an account with 2FA signs in with --totp-secret; scripted SMS arrive on the verified number", async () => {
+    if (!available) return;
     const tenant = await createTenant(server.sql, { plan: "pro" });
     const { secret } = await call(server, tenant.token, "POST", "/api/auth/2fa/setup");
     await call(server, tenant.token, "POST", "/api/auth/2fa/enable", { code: generateSync({ secret }) });
@@ -65,6 +72,7 @@ describe("device-sim device and provider inject as subprocesses", () => {
   }, 60_000);
 
   test("provider inject delivers a signed SMS to a pool number; a wrong token exits 1 with the API's message", async () => {
+    if (!available) return;
     const tenant = await createTenant(server.sql);
     const pool = await createPoolNumber(server.sql);
     await attachNumber(server.sql, pool.id, tenant.org.id);

@@ -7,16 +7,22 @@ import { createTenant, TEST_PASSWORD } from "../fixtures";
 import { call, PROVIDER_NUMBER, PROVIDER_TOKEN, ROOT, startTestServer, type TestServer, waitFor } from "./device-sim-server";
 
 let server: TestServer;
+// False when no PostgreSQL is reachable: the tests then pass vacuously with a warning (as devices-crash does).
+let available = false;
 let provider: ReturnType<typeof startProvider>;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  const started = await startTestServer();
+  if (!started) return;
+  server = started;
+  available = true;
   provider = startProvider({ port: 0, serverUrl: server.url, publicUrl: server.url, authToken: PROVIDER_TOKEN, providerNumber: PROVIDER_NUMBER });
 }, 60_000);
 afterAll(async () => {
-  provider?.stop();
-  await server?.close();
-});
+  if (!available) return;
+  provider.stop();
+  await server.close();
+}, 30_000);
 
 /** `device-sim device` as its own process, its log (stderr) collected line by line. */
 function spawnDevice(email: string, state: string, extra: string[]) {
@@ -65,6 +71,7 @@ async function arrivedOn(token: string, state: string) {
 
 describe("device outbox (real server stopped and restarted)", () => {
   test("the server is killed during submission and restarted: the device retries with backoff and every SMS arrives once", async () => {
+    if (!available) return;
     const tenant = await createTenant(server.sql, { plan: "pro" });
     const state = mkdtempSync(join(tmpdir(), "device-sim-outbox-"));
     const device = spawnDevice(tenant.user.email, state, ["--sms-every", "100ms", "--sms", "40", "--seed", "11", "--slots", "1"]);
@@ -87,6 +94,7 @@ describe("device outbox (real server stopped and restarted)", () => {
   }, 120_000);
 
   test("the phone itself dies while the server is down: restarted on the same state folder it sends what was queued, each SMS once", async () => {
+    if (!available) return;
     const tenant = await createTenant(server.sql, { plan: "pro" });
     const state = mkdtempSync(join(tmpdir(), "device-sim-outbox-"));
     const first = spawnDevice(tenant.user.email, state, ["--sms-every", "100ms", "--sms", "30", "--seed", "12", "--slots", "1"]);
