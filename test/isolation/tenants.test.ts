@@ -102,6 +102,19 @@ describe("the world the probes run in", () => {
       expect(foreignFindings(res.text, res.body, others(a))).toEqual([]);
     }
     expect(ops.filter((op) => op.params.length > 0).length).toBeGreaterThan(20);
+    // The scan is not blind: each organization's own answers do hold the strings it looks for.
+    for (const t of [a, b]) {
+      const token = t.users.owner.token;
+      const own = await Promise.all(
+        ["/api/teams", "/api/api-keys", `/api/numbers/${world.shared.id}`, `/api/messages?hosted_sim=${world.shared.id}`, "/api/webhook-integrations"].map(
+          (p) => ctx.request("GET", p, { token }),
+        ),
+      );
+      const seen = own.flatMap((r) => foreignFindings(r.text, r.body, others(t)));
+      expect(seen).toContain(`text ${JSON.stringify(t.team.name)}`);
+      // The lock holder's own view of the number names it in `lock.organization_id`.
+      if (t === a) expect(seen).toContain(`organization_id ${a.org.id}`);
+    }
   });
 });
 

@@ -1,8 +1,10 @@
+import { createHash } from "node:crypto";
 import type { Permission, Role } from "../../server/auth/caller";
-import { createOrg, createUser, sessionFor } from "../fixtures";
+import { createOrg, createUser, sessionFor, TEST_PASSWORD } from "../fixtures";
 import { activeDevice, providerPost, registerDevice, smsBody } from "../fixtures-devices";
 import { createPoolNumber } from "../fixtures-numbers";
 import type { TestContext } from "../helpers";
+import { cookieFrom, createOAuthClient, hiddenInputs } from "../integration/oauth-flow";
 import { startReceiver } from "../integration/webhooks-helpers";
 
 /**
@@ -38,6 +40,7 @@ export async function buildTenant(ctx: TestContext, label: string, sharedSimId: 
     users[role] = { id: user.id, email: user.email, token: await sessionFor(ctx.sql, user.id) };
   }
   const owner = users.owner.token;
+  const oauthMember = await oauthTokenFor(ctx, users.member.email, TEST_PASSWORD);
   const team = (await ok(ctx.request("POST", "/api/teams", { token: owner, body: { name: `Team ${tag}` } }), 201, "team")).data;
   await ok(ctx.request("POST", `/api/teams/${team.id}/members`, { token: owner, body: { user_id: users.member.id } }), 201, "team member");
 
@@ -88,6 +91,7 @@ export async function buildTenant(ctx: TestContext, label: string, sharedSimId: 
     tag,
     org,
     users,
+    oauthMember,
     team,
     keys,
     device: byos.device,
@@ -101,6 +105,31 @@ export async function buildTenant(ctx: TestContext, label: string, sharedSimId: 
     /** Texts of messages only this organization may ever see (filled in as the world is built). */
     privateTexts: [inboundText, outboundText],
   };
+}
+
+/** An OAuth access token through the sign-in page and the token endpoint, as the browser extension gets one. */
+async function oauthTokenFor(ctx: TestContext, email: string, password: string): Promise<string> {
+  const client = await createOAuthClient(ctx.sql);
+  const verifier = `${crypto.randomUUID()}${crypto.randomUUID()}`;
+  const challenge = createHash("sha256").update(verifier).digest("base64url");
+  const query = new URLSearchParams({
+    response_type: "code",
+    client_id: client.clientId,
+    redirect_uri: client.redirectUri,
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    state: "isolation",
+  });
+  const page = await ctx.request("GET", `/oauth/authorize?${query}`);
+  const cookie = cookieFrom(page.headers);
+  const post = (form: Record<string, string>) => ctx.request("POST", "/oauth/authorize", { form, headers: { cookie } });
+  const consent = await post({ ...hiddenInputs(page.text), email, password });
+  const approved = await post({ ...hiddenInputs(consent.text), decision: "approve" });
+  const code = new URL(approved.headers.get("location") ?? "http://x/").searchParams.get("code");
+  const form = { grant_type: "authorization_code", code: code ?? "", redirect_uri: client.redirectUri, client_id: client.clientId, code_verifier: verifier };
+  const tokens = await ctx.request("POST", "/oauth/token", { form });
+  if (tokens.status !== 200) throw new Error(`oauth token: ${tokens.status} ${tokens.text}`);
+  return tokens.body.access_token;
 }
 
 /** An SMS from the provider on the shared number. */
@@ -138,10 +167,11 @@ export async function sendSharedMessages(ctx: TestContext, w: { shared: { id: nu
 
 export type World = Awaited<ReturnType<typeof buildWorld>>;
 
-/** Every credential of a tenant: a session of each role and an API key of each permission set. */
+/** Every credential of a tenant: a session of each role, an OAuth token (a member) and an API key of each permission set. */
 export function credentialsOf(t: Tenant): Record<string, string> {
   const out: Record<string, string> = {};
   for (const role of ROLES) out[role] = t.users[role].token;
+  out.oauthMember = t.oauthMember;
   for (const [name, k] of Object.entries(t.keys)) out[name] = k.key;
   return out;
 }
