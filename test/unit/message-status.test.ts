@@ -1,0 +1,36 @@
+import { describe, expect, test } from "bun:test";
+import { providerBackoff } from "../../server/messages/outbound-jobs";
+import { canMove, statesBefore } from "../../server/messages/status";
+
+describe("outbound status moves", () => {
+  test("only forward: queued → sending → sent → delivered, failed from any unfinished state", () => {
+    expect(canMove("queued", "sending")).toBe(true);
+    expect(canMove("queued", "delivered")).toBe(true);
+    expect(canMove("sending", "sent")).toBe(true);
+    expect(canMove("sent", "delivered")).toBe(true);
+    for (const from of ["queued", "sending", "sent"]) expect(canMove(from, "failed")).toBe(true);
+    expect(canMove("sent", "sending")).toBe(false);
+    expect(canMove("delivered", "failed")).toBe(false);
+    expect(canMove("failed", "sent")).toBe(false);
+    expect(canMove("received", "sent")).toBe(false);
+  });
+
+  test("statesBefore lists exactly the states a conditional update may start from", () => {
+    expect(statesBefore("sent").sort()).toEqual(["queued", "sending"]);
+    expect(statesBefore("failed").sort()).toEqual(["queued", "sending", "sent"]);
+    expect(statesBefore("queued")).toEqual([]);
+  });
+});
+
+describe("provider retry backoff", () => {
+  test("doubles from the first delay with ±20 % jitter, capped at 10 minutes", () => {
+    const backoff = providerBackoff(5);
+    for (let attempt = 1; attempt <= 4; attempt++) {
+      const base = 5_000 * 2 ** (attempt - 1);
+      const d = backoff(attempt);
+      expect(d).toBeGreaterThanOrEqual(base * 0.8);
+      expect(d).toBeLessThanOrEqual(base * 1.2);
+    }
+    expect(backoff(30)).toBeLessThanOrEqual(600_000 * 1.2);
+  });
+});
