@@ -26,10 +26,17 @@ const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1),
  * The durable job queue: rows in `jobs`, claimed with FOR UPDATE SKIP LOCKED. A claimed job is
  * invisible until `locked_until`; a worker that crashes leaves it to be claimed again then, so
  * every job runs at least once. Workers wake on a local enqueue or a short poll.
+ *
+ * `locked_until` is a short lease the worker renews while the handler runs (up to the queue's
+ * visibility timeout), so the jobs of a crashed instance are free again within a lease, not
+ * after the longest attempt a queue allows (3 minutes for webhooks).
  */
-export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: string; pollMs?: number }) {
+export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: string; pollMs?: number; leaseSeconds?: number }) {
   const { sql, logger, workerId } = opts;
   const pollMs = opts.pollMs ?? 250;
+  const leaseSeconds = opts.leaseSeconds ?? 15;
+  const held = new Map<number, { since: number; reg: Registration }>();
+  let renewer: ReturnType<typeof setInterval> | undefined;
   const registrations = new Map<string, Registration>();
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running = false;
@@ -48,7 +55,7 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
   async function claim(queue: string, reg: Registration, limit: number): Promise<Job[]> {
     return sql<Job[]>`
       update jobs set attempts = attempts + 1, locked_by = ${workerId},
-        locked_until = now() + make_interval(secs => ${reg.visibilitySeconds})
+        locked_until = now() + make_interval(secs => ${Math.min(reg.visibilitySeconds, leaseSeconds)})
       where id in (
         select id from jobs
         where queue = ${queue} and not dead and run_at <= now() and (locked_until is null or locked_until < now())
@@ -71,8 +78,35 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
       where id = ${job.id} and locked_by = ${workerId}`;
   }
 
+  /**
+   * Records the outcome, retrying while the database is away: a job whose outcome is lost stays
+   * invisible for its whole visibility timeout (minutes for webhooks) after the database returns.
+   */
+  async function settle(job: Job, reg: Registration, error: unknown) {
+    const deadline = Date.now() + reg.visibilitySeconds * 1000;
+    for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
+      try {
+        return await finish(job, reg, error);
+      } catch (e) {
+        if (!running || Date.now() + wait >= deadline) throw e;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  }
+
+  /** Extends the leases of the jobs in hand that have not yet run past their visibility timeout. */
+  async function renewLeases() {
+    const now = Date.now();
+    const ids = [...held].filter(([, h]) => now - h.since < h.reg.visibilitySeconds * 1000 - leaseSeconds * 1000).map(([id]) => id);
+    if (ids.length === 0) return;
+    await sql`update jobs set locked_until = now() + make_interval(secs => ${leaseSeconds}) where id = any(${ids}::bigint[]) and locked_by = ${workerId}`.catch(
+      (e) => logger.warn({ err: (e as Error).message }, "job lease renewal failed"),
+    );
+  }
+
   async function run(job: Job, reg: Registration) {
     reg.running++;
+    held.set(job.id, { since: Date.now(), reg });
     try {
       let error: unknown;
       try {
@@ -80,10 +114,11 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
       } catch (e) {
         error = e;
       }
-      await finish(job, reg, error);
+      await settle(job, reg, error);
     } catch (e) {
       logger.error({ job: job.id, err: (e as Error).message }, "job bookkeeping failed; it will be claimed again");
     } finally {
+      held.delete(job.id);
       reg.running--;
       wake();
     }
@@ -146,11 +181,14 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
     start() {
       running = true;
       schedule(0);
+      renewer ??= setInterval(() => void renewLeases(), (leaseSeconds * 1000) / 3);
     },
     /** Stops claiming and waits for the jobs in hand to finish. */
     async stop() {
       running = false;
       if (timer) clearTimeout(timer);
+      clearInterval(renewer);
+      renewer = undefined;
       await Promise.allSettled([...inFlight]);
     },
     async stats() {
