@@ -197,3 +197,5 @@ console.log(
 );
 await sql`delete from users where id = ${user!.id}`;
 await services.close();
+// Machine-readable last line, for bench/run.ts.
+console.log(JSON.stringify({ messages: MESSAGES, results }));

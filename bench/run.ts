@@ -1,0 +1,342 @@
+/**
+ * `bun run bench [--quick] [--only <name>[,<name>...]] [--write]`
+ *
+ * Runs every benchmark under bench/ as its own process (each prints one JSON object last),
+ * prints a table of figure, measured value, target from the issues, met or not, and the command
+ * that reproduces it, then rewrites the generated summary at the top of docs/benchmarks.md
+ * between `<!-- bench:begin -->` and `<!-- bench:end -->`; the rest of the file is left as is.
+ *
+ *   --quick  short durations and fewer rounds (a few minutes in all); the summary says so
+ *   --only   just these benchmarks (names below); the doc is then left alone unless --write
+ *
+ * Names: heartbeat, sms, webhooks, history, connections, broadcast-one, broadcast-redis, actors,
+ * two-instances. Needs PostgreSQL at BENCH_DATABASE_URL's server (default 127.0.0.1:5432) and
+ * Redis at REDIS_URL (default 127.0.0.1:6379); every script makes and drops its own database
+ * (history keeps its reusable 1M-message data set in `simhost_bench`) and uses its own Redis prefix.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "..");
+const DOC = join(ROOT, "docs/benchmarks.md");
+const BEGIN = "<!-- bench:begin -->";
+const END = "<!-- bench:end -->";
+
+const argv = process.argv.slice(2);
+const quick = argv.includes("--quick");
+const onlyAt = argv.indexOf("--only");
+const only = onlyAt >= 0 ? new Set((argv[onlyAt + 1] ?? "").split(",").filter(Boolean)) : null;
+const write = only === null || argv.includes("--write");
+
+type Json = any;
+/** One line of the table; `met` null when the issue sets no target for the figure. */
+type Row = { figure: string; measured: string; target: string; met: boolean | null; command: string };
+type Bench = {
+  name: string;
+  script: string;
+  args: string[];
+  /** Seconds before the run is killed: a stuck benchmark must not hold the rest. */
+  timeout: number;
+  rows: (out: Json, command: string) => Row[];
+};
+
+const n = (v: number) => Math.round(v).toLocaleString("en-US");
+// Tenths only where they mean something: a backlog's seconds read better without them.
+const ms = (v: number) => (v >= 100 ? `${n(v)} ms` : `${(+v).toFixed(1)} ms`);
+const accepted = (r: Json) => (r.statuses?.[202] ?? 0) as number;
+
+const benches: Bench[] = [
+  {
+    name: "heartbeat",
+    script: "bench/devices-heartbeat.ts",
+    args: ["--seconds", quick ? "3" : "10"],
+    timeout: quick ? 240 : 600,
+    rows: (o, command) => [
+      {
+        figure: "heartbeats vs baseline Elysia route (same run)",
+        measured: `ratio ${o.ratio} (${n(o.heartbeat.rps)} vs ${n(o.baseline.rps)} req/s; p99 ${ms(o.heartbeat.p99)})`,
+        target: "≥ 0.5",
+        met: o.ratio >= 0.5,
+        command,
+      },
+    ],
+  },
+  {
+    name: "sms",
+    script: "bench/devices-sms.ts",
+    args: ["--seconds", quick ? "3" : "10", "--rate", "5000"],
+    timeout: quick ? 240 : 600,
+    rows: (o, command) => {
+      const max = o.http.max;
+      const fixed = o.http.fixedRate;
+      const perSecond = accepted(max) / max.seconds;
+      // Every request sent at the fixed rate must have been acknowledged, not just answered.
+      const allAccepted = accepted(fixed) === fixed.requests && fixed.errors === 0;
+      return [
+        {
+          figure: "durable SMS ingest over HTTP (closed loop)",
+          measured: `${n(perSecond)}/s acknowledged`,
+          target: "≥ 10,000/s",
+          met: perSecond >= 10_000,
+          command,
+        },
+        {
+          figure: "SMS p99 at a fixed 5,000/s (open loop)",
+          measured: `p99 ${ms(fixed.p99)}, ${n(accepted(fixed))} of ${n(fixed.requests)} accepted, ${n(fixed.requests / fixed.seconds)}/s served`,
+          target: "< 50 ms",
+          met: fixed.p99 < 50 && allAccepted,
+          command,
+        },
+        {
+          figure: "durable SMS intake alone (group commit, no HTTP)",
+          measured: `${n(o.intakeWithoutHttp.perSecond)}/s`,
+          target: "≥ 10,000/s",
+          met: o.intakeWithoutHttp.perSecond >= 10_000,
+          command,
+        },
+      ];
+    },
+  },
+  {
+    name: "webhooks",
+    script: "bench/webhooks-e2e.ts",
+    args: ["--rate", "1000", "--seconds", quick ? "5" : "60"],
+    timeout: quick ? 300 : 900,
+    rows: (o, command) => [
+      {
+        figure: `inbound SMS → webhook, 1,000 msg/s for ${o.seconds} s`,
+        measured: `p50 ${ms(o.latency_ms.p50)}, p99 ${ms(o.latency_ms.p99)} (stored at ${n(o.send_rate_achieved)}/s)`,
+        target: "p99 < 250 ms at 1,000/s",
+        met: o.latency_ms.p99 < 250 && o.send_rate_achieved >= 0.95 * o.rate_target,
+        command,
+      },
+      {
+        figure: "webhooks lost / delivered twice",
+        measured: `${n(o.missing_after_60s_grace)} lost, ${n(o.duplicates)} twice, ${n(o.unverified)} unverified of ${n(o.stored)}`,
+        target: "0 lost, 0 twice",
+        met: o.missing_after_60s_grace === 0 && o.duplicates === 0 && o.unverified === 0 && o.store_errors === 0,
+        command,
+      },
+    ],
+  },
+  {
+    name: "history",
+    script: "bench/messages-history.ts",
+    args: ["--messages", "1000000", "--runs", quick ? "100" : "1000"],
+    // The 1M-message data set is built on the first run only (several minutes).
+    timeout: 1800,
+    rows: (o, command) =>
+      [1, 1000].map((page) => {
+        const r = o.results.find((x: Json) => new RegExp(`^hosted_sim=\\d+&per_page=50&page=${page}$`).test(x.query));
+        return {
+          figure: `message history over HTTP, page ${n(page)} of 50, ${n(o.messages)} messages`,
+          measured: `p99 ${ms(r.p99)} (p50 ${ms(r.p50)}, ${r.runs} runs)`,
+          target: "p99 < 20 ms",
+          met: r.p99 < 20,
+          command,
+        };
+      }),
+  },
+  {
+    name: "connections",
+    script: "bench/realtime-connections.ts",
+    args: ["10000"],
+    timeout: quick ? 300 : 600,
+    rows: (o, command) => [
+      {
+        figure: "WebSocket connections held, private channels, one instance",
+        measured: `${n(o.server_connections_gauge)} held; ${n(o.server_bytes_per_connection)} bytes/connection (RSS ${o.server_rss_before_mib} → ${o.server_rss_after_mib} MiB)`,
+        target: "10,000, memory reported",
+        met: o.server_connections_gauge >= 10_000,
+        command,
+      },
+    ],
+  },
+  {
+    name: "broadcast-one",
+    script: "bench/realtime-broadcast.ts",
+    args: ["one", "1000", quick ? "50" : "200"],
+    timeout: quick ? 240 : 600,
+    rows: (o, command) => [
+      {
+        figure: "broadcast to 1,000 subscribers, one instance",
+        measured: `p99 ${ms(o.p99_ms)} (p50 ${ms(o.p50_ms)}, ${o.rounds} rounds)`,
+        target: "p99 < 100 ms",
+        met: o.p99_ms < 100,
+        command,
+      },
+    ],
+  },
+  {
+    name: "broadcast-redis",
+    script: "bench/realtime-broadcast.ts",
+    args: ["redis", "1000", quick ? "50" : "200"],
+    timeout: quick ? 240 : 600,
+    rows: (o, command) => [
+      {
+        figure: "broadcast to 1,000 subscribers, two instances via Redis",
+        measured: `p99 ${ms(o.p99_ms)} (p50 ${ms(o.p50_ms)}, ${o.rounds} rounds)`,
+        target: "p99 < 150 ms",
+        met: o.p99_ms < 150,
+        command,
+      },
+    ],
+  },
+  {
+    name: "actors",
+    script: "bench/devices-actors.ts",
+    args: ["--devices", "100000"],
+    timeout: 240,
+    rows: (o, command) => [
+      {
+        figure: "idle device actors (100,000 online devices)",
+        measured: `${n(o.bytesPerActor)} bytes/actor ≈ ${n(2 ** 30 / o.bytesPerActor)} actors/GiB`,
+        target: "< 1 KiB/actor (> 1,048,576/GiB)",
+        met: o.bytesPerActor < 1024,
+        command,
+      },
+    ],
+  },
+  {
+    name: "two-instances",
+    script: "bench/two-instances.ts",
+    args: ["--seconds", quick ? "3" : "10"],
+    timeout: quick ? 240 : 600,
+    rows: (o, command) => [
+      {
+        figure: "heartbeats, two instances round-robin vs one (same machine)",
+        measured: `ratio ${o.ratio} (${n(o.twoInstances.rps)} vs ${n(o.oneInstance.rps)} req/s)`,
+        target: "reported (no target)",
+        met: null,
+        command,
+      },
+    ],
+  },
+];
+
+/** The last JSON object of a script's output: a single line, or pretty-printed from a `{` line on. */
+function lastJson(stdout: string): Json {
+  const lines = stdout.trimEnd().split("\n");
+  for (let i = lines.length - 1; i >= 0; i--) {
+    if (!lines[i]!.startsWith("{")) continue;
+    try {
+      return JSON.parse(lines.slice(i).join("\n"));
+    } catch {}
+  }
+  throw new Error("no JSON result in the output");
+}
+
+/**
+ * Runs one script in its own session (setsid) so that on a timeout the whole process group,
+ * servers it spawned included, is ended, not just the script.
+ */
+async function runOne(b: Bench): Promise<{ out?: Json; error?: string; seconds: number }> {
+  const started = performance.now();
+  const proc = Bun.spawn(["setsid", process.execPath, b.script, ...b.args], { cwd: ROOT, stdout: "pipe", stderr: "pipe", env: process.env });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    try {
+      process.kill(-proc.pid, "SIGKILL");
+    } catch {}
+  }, b.timeout * 1000);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(timer);
+  const seconds = (performance.now() - started) / 1000;
+  if (timedOut) return { error: `timed out after ${b.timeout} s`, seconds };
+  try {
+    return { out: lastJson(stdout), seconds, ...(code !== 0 ? { error: `exit ${code}` } : {}) };
+  } catch {
+    const why = stderr.trim().split("\n").slice(-3).join(" ").slice(0, 200);
+    return { error: `exit ${code}${why ? `: ${why}` : ""}`, seconds };
+  }
+}
+
+function rowsOf(b: Bench, result: { out?: Json; error?: string }, command: string): Row[] {
+  if (result.out) {
+    try {
+      return b.rows(result.out, command);
+    } catch (e) {
+      return [{ figure: b.name, measured: `unreadable result: ${(e as Error).message}`, target: "", met: null, command }];
+    }
+  }
+  return [{ figure: b.name, measured: `failed (${result.error})`, target: "", met: null, command }];
+}
+
+const mark = (met: boolean | null) => (met === null ? "—" : met ? "met" : "not met");
+const load = () =>
+  loadavg()
+    .map((v) => v.toFixed(2))
+    .join(", ");
+
+function printTable(rows: Row[]) {
+  const cells = [
+    ["figure", quick ? "measured (quick run)" : "measured", "target", "met", "command"],
+    ...rows.map((r) => [r.figure, r.measured, r.target, mark(r.met), r.command]),
+  ];
+  const widths = cells[0]!.map((_, c) => Math.max(...cells.map((row) => row[c]!.length)));
+  for (const [i, row] of cells.entries()) {
+    console.log(row.map((v, c) => v.padEnd(widths[c]!)).join("  "));
+    if (i === 0) console.log(widths.map((w) => "-".repeat(w)).join("  "));
+  }
+}
+
+const cell = (v: string) => v.replaceAll("|", "\\|");
+
+function summary(rows: Row[], context: { started: Date; loadBefore: string; loadAfter: string; minutes: number }) {
+  const command = `bun run bench${quick ? " --quick" : ""}`;
+  return [
+    BEGIN,
+    "## Summary (generated by `bun run bench`; edit the script, not this section)",
+    "",
+    `Last run: \`${command}\` on ${context.started.toISOString().slice(0, 16).replace("T", " ")} UTC, ${context.minutes.toFixed(1)} min; ` +
+      `load average (1, 5, 15 min) ${context.loadBefore} at the start, ${context.loadAfter} at the end.` +
+      (quick ? " **Quick run**: short durations and fewer rounds, so these figures are indicative only; run without `--quick` for the real ones." : ""),
+    "The machine (2 cores) was shared with other engineers' test runs, so the figures are noisy; the sections below hold the analysed runs.",
+    `One benchmark alone: \`bun run bench --only <name>\` (${benches.map((b) => b.name).join(", ")}), or the command in its row.`,
+    "",
+    `| figure | ${quick ? "measured (quick run)" : "measured"} | target | met | reproduce |`,
+    "|---|---|---|---|---|",
+    ...rows.map((r) => `| ${cell(r.figure)} | ${cell(r.measured)} | ${cell(r.target)} | ${mark(r.met)} | \`${r.command}\` |`),
+    END,
+  ].join("\n");
+}
+
+/** Replaces the marked section, or puts it under the title when the markers are not there yet. */
+function rewriteDoc(section: string) {
+  const doc = readFileSync(DOC, "utf8");
+  const begin = doc.indexOf(BEGIN);
+  const end = doc.indexOf(END);
+  let next: string;
+  if (begin >= 0 && end > begin) next = doc.slice(0, begin) + section + doc.slice(end + END.length);
+  else {
+    const titleEnd = doc.startsWith("# ") ? doc.indexOf("\n") + 1 : 0;
+    next = `${doc.slice(0, titleEnd)}\n${section}\n${doc.slice(titleEnd)}`;
+  }
+  writeFileSync(DOC, next);
+}
+
+const selected = benches.filter((b) => !only || only.has(b.name));
+if (only && selected.length !== only.size) {
+  console.error(`unknown benchmark in --only; names: ${benches.map((b) => b.name).join(", ")}`);
+  process.exit(2);
+}
+const started = new Date();
+const loadBefore = load();
+const rows: Row[] = [];
+for (const b of selected) {
+  const command = `bun ${b.script} ${b.args.join(" ")}`;
+  console.error(`[bench] ${b.name}: ${command} (load average ${load()})`);
+  const result = await runOne(b);
+  console.error(`[bench] ${b.name}: ${result.error ?? "done"} in ${result.seconds.toFixed(0)} s`);
+  rows.push(...rowsOf(b, result, command));
+}
+const loadAfter = load();
+console.log(quick ? "\nQuick run: short durations, figures indicative only.\n" : "");
+printTable(rows);
+console.log(`\nload average at start ${loadBefore}, at end ${loadAfter}`);
+if (write) {
+  rewriteDoc(summary(rows, { started, loadBefore, loadAfter, minutes: (Date.now() - started.getTime()) / 60000 }));
+  console.log(`wrote the summary to ${DOC}`);
+}
