@@ -12,12 +12,22 @@ import type { Services } from "./services";
 
 type Issue = { path: string; value: unknown; schema?: never; message?: string };
 
+/**
+ * Elysia reports a bound broken by a number it coerced from a query or path string without the
+ * field's path. The field is the one whose raw value is that number.
+ */
+function locate(issue: Issue, inputs: Record<string, unknown>): Issue {
+  if (issue.path !== "" || (typeof issue.value !== "number" && typeof issue.value !== "string")) return issue;
+  const matches = Object.entries(inputs).filter(([, raw]) => raw !== undefined && String(raw) !== "" && Number(raw) === Number(issue.value));
+  return matches.length === 1 ? { ...issue, path: `/${matches[0]![0]}` } : issue;
+}
+
 /** Any thrown value → the API.md §1 error it stands for. */
-export function toAppError(code: string | number, error: unknown): AppError {
+export function toAppError(code: string | number, error: unknown, inputs: Record<string, unknown> = {}): AppError {
   if (error instanceof AppError) return error;
   if (code === "VALIDATION") {
     const all = ((error as { all?: Issue[] }).all ?? []) as Issue[];
-    return validationFailed(fieldErrors(all));
+    return validationFailed(fieldErrors(all.map((issue) => locate(issue, inputs))));
   }
   if (code === "PARSE") return new AppError(400, "malformed_body", "The request body could not be parsed; send valid JSON (or form data where documented).");
   if (code === "NOT_FOUND") return new AppError(404, "not_found", "No such route.");
@@ -57,10 +67,11 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       const errors = { ...nulFields(body, "body"), ...nulFields(query, "query") };
       if (Object.keys(errors).length > 0) throw validationFailed(errors);
     })
-    .onError(({ code, error, request, route, set }) => {
+    .onError(({ code, error, request, route, set, params }) => {
       const versioned = code === "NOT_FOUND" ? unversioned(request) : null;
       if (versioned) return app.handle(versioned);
-      const appError = toAppError(code, error);
+      const inputs = code === "VALIDATION" ? { ...Object.fromEntries(new URL(request.url).searchParams), ...(params as Record<string, unknown>) } : {};
+      const appError = toAppError(code, error, inputs);
       set.status = appError.status;
       const id = timings.get(request)?.id;
       if (appError.status >= 500 && appError.code === "internal_error") {

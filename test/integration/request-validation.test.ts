@@ -32,3 +32,16 @@ describe("NUL characters (PostgreSQL cannot store them)", () => {
     expectErrorShape(query.body, "validation_failed");
   });
 });
+
+describe("validation errors name the field", () => {
+  test("a coerced query or path number out of bounds is reported under its own name", async () => {
+    const perPage = await ctx.request("GET", "/api/byos/devices?per_page=101", { token });
+    expect(perPage.status).toBe(422);
+    expect(perPage.body.errors).toEqual({ per_page: ["must be at most 100"] });
+    const page = await ctx.request("GET", "/api/messages?hosted_sim=5&per_page=0", { token });
+    expect(page.body.errors).toEqual({ per_page: ["must be at least 1"] });
+    const id = await ctx.request("GET", "/api/byos/devices/0", { token });
+    expect(id.status).toBe(422);
+    expect(Object.keys(id.body.errors)).toEqual(["device"]);
+  });
+});
