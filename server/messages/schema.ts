@@ -2,8 +2,6 @@ import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 
 const Id = { minimum: 1, maximum: Number.MAX_SAFE_INTEGER, multipleOf: 1 };
-// NUL cannot be stored in (or compared with) PostgreSQL text: a validation error, not a 500.
-const NO_NUL = "^[^\\u0000]*$";
 const E164 = "^\\+[1-9]\\d{6,14}$";
 
 export const MessageParams = t.Object({ id: t.Numeric(Id) });
@@ -15,21 +13,21 @@ export const HistoryQuery = t.Object({
   limit: t.Optional(t.Numeric({ minimum: 1, maximum: 100, multipleOf: 1, description: "1 to 100, default 50; per_page wins when both are given" })),
   page: t.Optional(t.Numeric({ minimum: 1, maximum: 10_000_000, multipleOf: 1, description: "at least 1, default 1" })),
   direction: t.Optional(t.Union([t.Literal("inbound"), t.Literal("outbound")])),
-  from: t.Optional(t.String({ minLength: 1, maxLength: 20, pattern: NO_NUL, description: "exact sender" })),
+  from: t.Optional(t.String({ minLength: 1, maxLength: 20, description: "exact sender" })),
   since: t.Optional(t.String({ format: "date-time", description: "an ISO 8601 date-time (inclusive)" })),
   until: t.Optional(t.String({ format: "date-time", description: "an ISO 8601 date-time (exclusive)" })),
-  q: t.Optional(t.String({ minLength: 1, maxLength: 200, pattern: NO_NUL, description: "text contains, case-insensitive" })),
+  q: t.Optional(t.String({ minLength: 1, maxLength: 200, description: "text contains, case-insensitive" })),
 });
 
 export const SendBody = Type.Object({
   hosted_sim: Type.Integer(Id),
   to: Type.String({ pattern: E164, description: "an E.164 phone number" }),
-  text: Type.String({ minLength: 1, maxLength: 1600, pattern: NO_NUL, description: "1 to 1600 characters" }),
+  text: Type.String({ minLength: 1, maxLength: 1600, description: "1 to 1600 characters" }),
 });
 
 export const StatusBody = Type.Object({
   status: Type.Union([Type.Literal("sending"), Type.Literal("sent"), Type.Literal("delivered"), Type.Literal("failed")]),
-  error: Type.Optional(Type.String({ maxLength: 1000, pattern: NO_NUL })),
+  error: Type.Optional(Type.String({ maxLength: 1000 })),
 });
 
 const Timestamp = t.String({ format: "date-time" });
