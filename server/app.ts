@@ -46,8 +46,9 @@ export function toAppError(code: string | number, error: unknown, inputs: Record
 function nulFields(value: unknown, path: string, out: Record<string, string[]> = {}): Record<string, string[]> {
   if (typeof value === "string") {
     if (value.includes("\u0000")) out[path.replace(/^(body|query)\./, "")] = ["must not contain NUL characters"];
-  } else if (Array.isArray(value)) value.forEach((v, i) => nulFields(v, `${path}.${i}`, out));
-  else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) nulFields(v, `${path}.${k}`, out);
+  } else if (Array.isArray(value)) {
+    for (const [i, v] of value.entries()) nulFields(v, `${path}.${i}`, out);
+  } else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) nulFields(v, `${path}.${k}`, out);
   return out;
 }
 

@@ -1,7 +1,7 @@
 import { mkdtempSync } from "node:fs";
-import postgres from "postgres";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import postgres from "postgres";
 import { buildApp } from "../server/app";
 import { loadConfig } from "../server/config";
 import { randomString } from "../server/lib/crypto";

@@ -25,7 +25,7 @@ const nasty = fc.constantFrom(
   " ",
   "\u0000",
   "'; drop table users; --",
-  "${{7*7}}",
+  "$" + "{{7*7}}",
   "../../etc/passwd",
   "😀".repeat(50),
   "\u202e",

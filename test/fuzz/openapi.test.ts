@@ -59,7 +59,9 @@ function requestArbitrary(op: Operation) {
       .map((values) => pathParams.reduce((p, name, i) => p.replace(`{${name}}`, encodeURIComponent(values[i] ?? "1")), op.path)),
     query: fc.tuple(...query.map((q) => fc.option(valueFor(q.schema), { nil: undefined }))).map((values) => {
       const params = new URLSearchParams();
-      query.forEach((q, i) => values[i] !== undefined && params.set(q.name, typeof values[i] === "string" ? (values[i] as string) : JSON.stringify(values[i])));
+      for (const [i, q] of query.entries()) {
+        if (values[i] !== undefined) params.set(q.name, typeof values[i] === "string" ? (values[i] as string) : JSON.stringify(values[i]));
+      }
       return params.toString();
     }),
     body: op.method === "GET" || op.method === "DELETE" ? fc.constant(undefined) : bodyFor(jsonSchema),
