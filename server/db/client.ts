@@ -29,7 +29,7 @@ export const embeddedDir = (dataDir: string) => resolve(join(dataDir, "pg"));
  * postgres.js against DATABASE_URL, or against the embedded PGlite served on a Unix socket
  * under DATA_DIR. One driver and one SQL dialect either way.
  */
-export async function openDatabase(config: Pick<Config, "DATABASE_URL" | "DATA_DIR">, max = 10): Promise<Database> {
+export async function openDatabase(config: Pick<Config, "DATABASE_URL" | "DATA_DIR">, max = 20): Promise<Database> {
   if (config.DATABASE_URL) {
     const sql = postgres(config.DATABASE_URL, { ...common, max });
     return { sql, kind: "postgres", close: () => sql.end({ timeout: 5 }) };

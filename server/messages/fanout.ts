@@ -27,6 +27,6 @@ export function registerInboundFanout(deps: { sql: Pool; jobs: JobQueue; publish
       deps.publish(channels, "message.received", { message });
       deps.publish(`private-number.${message.hosted_sim_id}`, "message.received", { message }, { organizations });
     },
-    { concurrency: 8, visibilitySeconds: 30 },
+    { concurrency: 16, visibilitySeconds: 30 },
   );
 }
