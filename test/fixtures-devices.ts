@@ -5,7 +5,7 @@ import type { Clock } from "../server/lib/clock";
 import type { Logger } from "../server/lib/logger";
 import { providerSignature } from "../server/provider/signature";
 import { createServices } from "../server/services";
-import type { TestContext } from "./helpers";
+import { buildRequest, type RequestOptions, readResponse, type TestContext } from "./helpers";
 
 export const randomAndroidId = () => randomBytes(8).toString("hex");
 
@@ -67,29 +67,8 @@ export async function clockedContext(base: TestContext, clock: Clock, env: Parti
   const config = { ...base.config, ...env } as Config;
   const services = await createServices(config, { clock, database: { ...base.services.db, close: async () => {} }, logger: opts.logger });
   const app = buildApp(services);
-  async function request(
-    method: string,
-    path: string,
-    o: { token?: string; body?: unknown; headers?: Record<string, string>; form?: Record<string, string> } = {},
-  ) {
-    const headers: Record<string, string> = { ...o.headers };
-    if (o.token) headers.authorization = `Bearer ${o.token}`;
-    let body: string | undefined;
-    if (o.form) {
-      headers["content-type"] = "application/x-www-form-urlencoded";
-      body = new URLSearchParams(o.form).toString();
-    } else if (o.body !== undefined) {
-      headers["content-type"] = "application/json";
-      body = JSON.stringify(o.body);
-    }
-    const res = await app.handle(new Request(`http://localhost:3000${path}`, { method, headers, body }));
-    const text = await res.text();
-    let json: any = null;
-    try {
-      json = text ? JSON.parse(text) : null;
-    } catch {}
-    return { status: res.status, headers: res.headers, body: json, text };
-  }
+  const request = (method: string, path: string, o: RequestOptions = {}) =>
+    app.handle(buildRequest("http://localhost:3000", method, path, o)).then(readResponse);
   return { services, app, config, sql: services.sql, request, close: () => services.close() };
 }
 

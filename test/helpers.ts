@@ -28,31 +28,8 @@ export async function createTestContext(env: Record<string, string> = {}) {
   const services = await createServices(config);
   const app = buildApp(services);
 
-  async function request(
-    method: string,
-    path: string,
-    opts: { token?: string; body?: unknown; headers?: Record<string, string>; form?: Record<string, string> } = {},
-  ) {
-    const headers: Record<string, string> = { ...opts.headers };
-    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-    let body: string | undefined;
-    if (opts.form) {
-      headers["content-type"] = "application/x-www-form-urlencoded";
-      body = new URLSearchParams(opts.form).toString();
-    } else if (opts.body !== undefined) {
-      headers["content-type"] ??= "application/json";
-      body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
-    }
-    const res = await app.handle(new Request(`http://localhost:3000${path}`, { method, headers, body }));
-    const text = await res.text();
-    let json: any = null;
-    try {
-      json = text ? JSON.parse(text) : null;
-    } catch {
-      json = null;
-    }
-    return { status: res.status, headers: res.headers, body: json, text };
-  }
+  const request = (method: string, path: string, opts: RequestOptions = {}) =>
+    app.handle(buildRequest("http://localhost:3000", method, path, opts)).then(readResponse);
 
   return { services, app, config, sql: services.sql, request, close: () => services.close() };
 }
@@ -78,6 +55,35 @@ export async function freshDatabase(url: string): Promise<string> {
   } finally {
     await admin.end();
   }
+}
+
+export type RequestOptions = { token?: string; body?: unknown; headers?: Record<string, string>; form?: Record<string, string> };
+
+/** A request as API clients send it: Bearer token, JSON body (or form data), extra headers. */
+export function buildRequest(base: string, method: string, path: string, opts: RequestOptions = {}, init: RequestInit = {}): Request {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  let body: string | undefined;
+  if (opts.form) {
+    headers["content-type"] = "application/x-www-form-urlencoded";
+    body = new URLSearchParams(opts.form).toString();
+  } else if (opts.body !== undefined) {
+    headers["content-type"] ??= "application/json";
+    body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+  }
+  return new Request(`${base}${path}`, { ...init, method, headers, body });
+}
+
+/** Status, headers, raw text and the JSON body (null when the answer is not JSON). */
+export async function readResponse(res: Response) {
+  const text = await res.text();
+  let json: any = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  return { status: res.status, headers: res.headers, body: json, text };
 }
 
 let shared: Promise<TestContext> | undefined;

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { createTenant } from "../fixtures";
 import { activeDevice, smsBody, waitFor } from "../fixtures-devices";
-import { freshDatabase } from "../helpers";
+import { buildRequest, freshDatabase, type RequestOptions, readResponse } from "../helpers";
 
 const ROOT = join(import.meta.dir, "../..");
 const BASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/simhost_dev";
@@ -72,25 +72,7 @@ describe("crash safety of the SMS relay (real server, real PostgreSQL)", () => {
     const base = `http://127.0.0.1:${port}`;
     const ctx = {
       config: { PROVIDER_AUTH_TOKEN: TOKEN, PROVIDER_NUMBER: "+15005550006", PUBLIC_URL: base } as never,
-      async request(method: string, path: string, o: { token?: string; body?: unknown; headers?: Record<string, string>; form?: Record<string, string> } = {}) {
-        const headers: Record<string, string> = { ...o.headers };
-        if (o.token) headers.authorization = `Bearer ${o.token}`;
-        let body: string | undefined;
-        if (o.form) {
-          headers["content-type"] = "application/x-www-form-urlencoded";
-          body = new URLSearchParams(o.form).toString();
-        } else if (o.body !== undefined) {
-          headers["content-type"] = "application/json";
-          body = JSON.stringify(o.body);
-        }
-        const res = await fetch(`${base}${path}`, { method, headers, body });
-        const text = await res.text();
-        let json: unknown = null;
-        try {
-          json = text ? JSON.parse(text) : null;
-        } catch {}
-        return { status: res.status, headers: res.headers, text, body: json as any };
-      },
+      request: (method: string, path: string, o: RequestOptions = {}) => fetch(buildRequest(base, method, path, o)).then(readResponse),
     };
     try {
       const { token } = await createTenant(sql, { plan: "pro" });

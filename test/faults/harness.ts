@@ -5,6 +5,7 @@ import type { Subprocess } from "bun";
 import postgres from "postgres";
 import { Webhook } from "standardwebhooks";
 import { randomString } from "../../server/lib/crypto";
+import { buildRequest, type RequestOptions, readResponse } from "../helpers";
 
 /**
  * Real processes for the fault suite: the server (`bun server/main.ts`), a private
@@ -288,25 +289,8 @@ export function httpContext(base: () => string) {
         return base();
       },
     },
-    async request(method: string, path: string, o: { token?: string; body?: unknown; headers?: Record<string, string>; form?: Record<string, string> } = {}) {
-      const headers: Record<string, string> = { ...o.headers };
-      if (o.token) headers.authorization = `Bearer ${o.token}`;
-      let body: string | undefined;
-      if (o.form) {
-        headers["content-type"] = "application/x-www-form-urlencoded";
-        body = new URLSearchParams(o.form).toString();
-      } else if (o.body !== undefined) {
-        headers["content-type"] = "application/json";
-        body = JSON.stringify(o.body);
-      }
-      const res = await fetch(`${base()}${path}`, { method, headers, body, signal: AbortSignal.timeout(15_000) });
-      const text = await res.text();
-      let json: any = null;
-      try {
-        json = text ? JSON.parse(text) : null;
-      } catch {}
-      return { status: res.status, headers: res.headers, text, body: json };
-    },
+    request: (method: string, path: string, o: RequestOptions = {}) =>
+      fetch(buildRequest(base(), method, path, o, { signal: AbortSignal.timeout(15_000) })).then(readResponse),
   };
 }
 
