@@ -3,21 +3,10 @@ import type { Sql } from "../../server/db/client";
 import { withAdminDb } from "../admin-db";
 import { e164, each, globals, positiveInt } from "../args";
 import { CliError, emit, statusColor, table } from "../output";
+import type { HostedSim } from "./numbers";
 
-/** A hosted SIM with the fields of SPEC.md 2.1, plus its seat use for the pool listing. */
-type PoolNumber = {
-  id: number;
-  number: string;
-  provider: string;
-  status: string;
-  type: string;
-  shared_max_orgs: number;
-  messages_received_count: number;
-  organizations: { id: number; name: string; alias: string | null; team_id: number | null }[];
-  teams: { id: number; name: string }[];
-  created_at: string;
-  updated_at: string;
-};
+/** A hosted SIM with the fields of SPEC.md 2.1 (no lock: the pool listing is not one organization's view). */
+type PoolNumber = Omit<HostedSim, "locked" | "lock"> & { created_at: string; updated_at: string };
 
 async function findPoolNumbers(sql: Sql, where: { ids?: number[]; type?: string }): Promise<PoolNumber[]> {
   const rows = await sql<(Omit<PoolNumber, "created_at" | "updated_at"> & { created_at: Date; updated_at: Date })[]>`

@@ -140,7 +140,7 @@ export function createAuthenticator(opts: { sql: Pool; sessionTtlDays: number; b
     opts.bus?.publish(REVOCATIONS, "revoke", r);
   }
 
-  return { resolve, userFromToken, revoke };
+  return { resolve, revoke };
 }
 
 /** Enforces a route's rule on a resolved caller (API.md §2 permission matrix and roles). */
