@@ -6,7 +6,7 @@
  *
  *   bun bench/devices-heartbeat.ts [--devices 1000] [--seconds 10] [--concurrency 64]
  *
- * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/simhost_dev);
+ * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test);
  * a fresh database is created and dropped.
  */
 import { loadConfig } from "../server/config";

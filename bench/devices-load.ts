@@ -8,7 +8,7 @@ import postgres from "postgres";
 import { issueSession } from "../server/auth/tokens";
 
 export const ROOT = join(import.meta.dir, "..");
-const BASE = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/simhost_dev";
+const BASE = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
 export const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);

@@ -5,7 +5,7 @@
  *
  *   bun bench/devices-sms.ts [--devices 1000] [--seconds 10] [--concurrency 256] [--rate 5000]
  *
- * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/simhost_dev).
+ * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test).
  */
 import { createSmsIngest } from "../server/devices/sms-ingest";
 import { arg, closedLoop, connect, dropDatabase, freshBenchDatabase, openLoop, seedDevices, spawnServer } from "./devices-load";

@@ -7,7 +7,7 @@
  * its 202 (like device-sim's). At the end: submitted vs acknowledged vs stored vs delivered, and
  * "0 lost" or the losses; the exit code is 1 on any loss.
  *
- * Needs PostgreSQL (BENCH_DATABASE_URL, else the local simhost_dev server; a fresh database is
+ * Needs PostgreSQL (BENCH_DATABASE_URL, else the `test` database of the local server; a fresh database is
  * made and dropped) and redis-server on the PATH (a private one, on its own port).
  */
 

@@ -4,7 +4,7 @@ import { freshDatabase } from "../helpers";
 
 export const ROOT = join(import.meta.dir, "../..");
 // CI's embedded pass sets DATABASE_URL to "": the spawned server still gets a PostgreSQL database of its own.
-const BASE_URL = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/simhost_dev";
+const BASE_URL = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 export const PROVIDER_TOKEN = "device-sim-e2e-provider-token";
 export const PROVIDER_NUMBER = "+15005550006";
 

@@ -6,7 +6,7 @@ import { activeDevice, smsBody, waitFor } from "../fixtures-devices";
 import { buildRequest, freshDatabase, type RequestOptions, readResponse } from "../helpers";
 
 const ROOT = join(import.meta.dir, "../..");
-const BASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/simhost_dev";
+const BASE_URL = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 const TOKEN = "crash-test-provider-token";
 
 async function freePort() {
