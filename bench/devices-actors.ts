@@ -26,8 +26,10 @@ const actors = createDeviceActors({
   persist: {
     load: async () => null,
     recordHeartbeat: async () => ({ wasOnline: true, status: "active" }),
+    deferHeartbeat: async () => ({ wasOnline: true, status: "active" }),
     markOffline: async () => ({ won: false, snapshot: null }),
     claimAlert: async () => false,
+    writesKeepingUp: () => true,
   },
   effects: { statusChanged: () => {}, offlineAlert: async () => {}, error: () => {} },
 });

@@ -43,13 +43,21 @@ export function toAppError(code: string | number, error: unknown, inputs: Record
  * PostgreSQL text cannot hold NUL characters, so any request field carrying one is refused up
  * front with its path, before a handler could write part of its work.
  */
-function nulFields(value: unknown, path: string, out: Record<string, string[]> = {}): Record<string, string[]> {
+function nulFields(value: unknown, path: string, out: Record<string, string[]>): Record<string, string[]> {
   if (typeof value === "string") {
     if (value.includes("\u0000")) out[path.replace(/^(body|query)\./, "")] = ["must not contain NUL characters"];
   } else if (Array.isArray(value)) {
-    for (const [i, v] of value.entries()) nulFields(v, `${path}.${i}`, out);
-  } else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) nulFields(v, `${path}.${k}`, out);
+    for (let i = 0; i < value.length; i++) nulFields(value[i], `${path}.${i}`, out);
+  } else if (value && typeof value === "object") for (const k in value) nulFields((value as Record<string, unknown>)[k], `${path}.${k}`, out);
   return out;
+}
+
+/** Whether any string in `value` holds a NUL (the common answer, no, without building paths). */
+function hasNul(value: unknown): boolean {
+  if (typeof value === "string") return value.includes("\u0000");
+  if (Array.isArray(value)) return value.some(hasNul);
+  if (value && typeof value === "object") for (const k in value) if (hasNul((value as Record<string, unknown>)[k])) return true;
+  return false;
 }
 
 const timings = new WeakMap<Request, { id: string; start: number }>();
@@ -65,8 +73,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       set.headers["x-request-id"] = id;
     })
     .onTransform(({ body, query }) => {
-      const errors = { ...nulFields(body, "body"), ...nulFields(query, "query") };
-      if (Object.keys(errors).length > 0) throw validationFailed(errors);
+      if (hasNul(body) || hasNul(query)) throw validationFailed(nulFields(query, "query", nulFields(body, "body", {})));
     })
     .onError(({ code, error, request, route, set, params }) => {
       const versioned = code === "NOT_FOUND" ? unversioned(request) : null;
@@ -92,7 +99,8 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       const status = typeof set.status === "number" ? set.status : 200;
       const path = route || "unmatched";
       metrics.httpRequests.observe({ method: request.method, route: path, status: String(status) }, seconds);
-      logger.info({ requestId: t.id, method: request.method, route: path, status, ms: Math.round(seconds * 10000) / 10 }, "request");
+      if (logger.isLevelEnabled("info"))
+        logger.info({ requestId: t.id, method: request.method, route: path, status, ms: Math.round(seconds * 10000) / 10 }, "request");
     })
     .use(
       swagger({

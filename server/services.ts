@@ -40,7 +40,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   registerLockExpiry({ sql: db.sql, jobs, publish: bus.publish });
   registerOutboundJobs({ sql: db.sql, jobs, publish: bus.publish, config, logger });
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
-  const devices = createDeviceRuntime({ sql: db.sql, clock, config, publish: bus.publish, mailer, logger, jobs, metrics });
+  const devices = createDeviceRuntime({ sql: db.sql, clock, config, bus, mailer, logger, jobs, metrics });
   metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);
   const realtime = await setupRealtime({ config, sql: db.sql, redis, bus, metrics, logger });
 

@@ -29,14 +29,24 @@ export type HeartbeatMetrics = {
   simCards?: { phone_number: string; signal_strength: number }[];
 };
 
+/** What a heartbeat's write found: null when the device is revoked (or gone). */
+export type HeartbeatWritten = { wasOnline: boolean; status: DeviceStatus } | null;
+
 export type ActorPersistence = {
   load(id: number): Promise<PresenceSnapshot | null>;
   /** Coalesced write of last_seen_at and metrics; null when the device is revoked (or gone). */
-  recordHeartbeat(id: number, at: number, m: HeartbeatMetrics): Promise<{ wasOnline: boolean; status: DeviceStatus } | null>;
+  recordHeartbeat(id: number, at: number, m: HeartbeatMetrics): Promise<HeartbeatWritten>;
+  /**
+   * The same write for a heartbeat already answered: it may wait a little, and a later heartbeat
+   * of the device replaces it while it waits (null then: the pending write reports for both).
+   */
+  deferHeartbeat(id: number, at: number, m: HeartbeatMetrics): Promise<HeartbeatWritten> | null;
   /** Offline only if no heartbeat reached any instance within its timeout; `won` for the one caller that made the move. */
   markOffline(id: number, at: number): Promise<{ won: boolean; snapshot: PresenceSnapshot | null }>;
   /** True for the one caller allowed to send this spell's alert. */
   claimAlert(id: number, offlineSince: number, at: number): Promise<boolean>;
+  /** Heartbeat writes are succeeding and not backing up: a heartbeat may be answered before its write lands. */
+  writesKeepingUp(): boolean;
 };
 
 export type ActorEffects = {
@@ -117,9 +127,17 @@ export function createDeviceActors(deps: { clock: Clock; scheduler: Scheduler; t
   const offlineTimeout = (s: DeviceState) => (s.doze ? timing.dozeOfflineAfterSeconds : timing.offlineAfterSeconds) * 1000;
   const heartbeatInterval = (s: DeviceState) => (s.doze ? timing.dozeHeartbeatSeconds : timing.heartbeatSeconds) * 1000;
 
+  /**
+   * Arms the device's offline deadline. A heartbeat only moves the deadline later, so an earlier
+   * entry already pending stays: when it fires, checkOffline finds the device seen since and
+   * re-arms it for the real deadline. A heartbeat then costs no scheduler work at all.
+   */
   function scheduleOffline(state: DeviceState) {
     if (state.lastSeenAt === null) return;
-    scheduler.schedule(`o${state.id}`, state.lastSeenAt + offlineTimeout(state), () => track(checkOffline(state)));
+    const due = state.lastSeenAt + offlineTimeout(state);
+    const armed = scheduler.dueAt(`o${state.id}`);
+    if (armed !== undefined && armed <= due) return;
+    scheduler.schedule(`o${state.id}`, due, () => checkOffline(state));
   }
 
   /** API.md: the alert waits two further heartbeat intervals after the device went offline. */
@@ -129,11 +147,18 @@ export function createDeviceActors(deps: { clock: Clock; scheduler: Scheduler; t
   }
 
   function checkOffline(state: DeviceState) {
+    if (!state.online) return;
+    if (state.lastSeenAt !== null && state.lastSeenAt + offlineTimeout(state) > clock.now()) return scheduleOffline(state);
+    track(checkOfflineNow(state));
+  }
+
+  function checkOfflineNow(state: DeviceState) {
     return exclusive(state, async () => {
       if (!state.online) return;
       const at = clock.now();
       const { won, snapshot } = await persist.markOffline(state.id, at);
       if (!snapshot) return forget(state.id);
+      if (snapshot.status === "revoked") return markRevoked(state);
       apply(state, snapshot);
       if (won) effects.statusChanged(state, at);
       if (snapshot.isOnline) scheduleOffline(state);
@@ -182,25 +207,59 @@ export function createDeviceActors(deps: { clock: Clock; scheduler: Scheduler; t
     actors.delete(id);
   }
 
-  async function heartbeat(state: DeviceState, m: HeartbeatMetrics): Promise<DeviceState> {
+  /** What a heartbeat's write found: revoked (gone), the status now, and whether this write brought the device back. */
+  function settle(state: DeviceState, at: number, result: HeartbeatWritten, takeStatus: boolean) {
+    if (!result) return markRevoked(state);
+    if (state.status === "revoked") return;
+    if (takeStatus) state.status = result.status;
+    if (!result.wasOnline) effects.statusChanged(state, at);
+  }
+
+  function seen(state: DeviceState, at: number, doze: boolean) {
+    state.online = true;
+    state.doze = doze;
+    state.lastSeenAt = at;
+    state.offlineSince = null;
+    scheduler.cancel(`a${state.id}`);
+    scheduleOffline(state);
+  }
+
+  /**
+   * A heartbeat. When this actor already holds the device online with nothing else queued on
+   * it, the answer does not wait for the write: the write still goes into the next coalesced
+   * batch, and what it finds (revoked meanwhile, or marked offline by another instance) is
+   * settled when it lands, exactly as if it had been awaited. Otherwise (first heartbeat of a
+   * spell, work queued, writes failing or backing up) the heartbeat waits for its write.
+   */
+  function heartbeat(state: DeviceState, m: HeartbeatMetrics): Promise<DeviceState> {
+    if (state.tail === null && state.online && state.status !== "revoked" && persist.writesKeepingUp()) {
+      const at = clock.now();
+      seen(state, at, m.doze);
+      // Exclusive work queued meanwhile (a disable, say) knows the status better than this write did.
+      persist.deferHeartbeat(state.id, at, m)?.then(
+        (r) => settle(state, at, r, state.tail === null),
+        (e) => effects.error(e, state.id),
+      );
+      return Promise.resolve(state);
+    }
     return exclusive(state, async () => {
       assertAcceptsHeartbeat(state.status);
       const at = clock.now();
       const result = await persist.recordHeartbeat(state.id, at, m);
-      if (!result) {
-        state.status = "revoked";
-        assertAcceptsHeartbeat(state.status);
-      }
-      state.status = result!.status;
-      state.online = true;
-      state.doze = m.doze;
-      state.lastSeenAt = at;
-      state.offlineSince = null;
-      scheduler.cancel(`a${state.id}`);
-      scheduleOffline(state);
-      if (!result!.wasOnline) effects.statusChanged(state, at);
+      if (!result) markRevoked(state);
+      assertAcceptsHeartbeat(state.status);
+      seen(state, at, m.doze);
+      settle(state, at, result, true);
       return state;
     });
+  }
+
+  /** A revoked device keeps no timers; its actor answers from its final status. */
+  function markRevoked(state: DeviceState) {
+    state.status = "revoked";
+    state.online = false;
+    scheduler.cancel(`o${state.id}`);
+    scheduler.cancel(`a${state.id}`);
   }
 
   return {
@@ -211,12 +270,13 @@ export function createDeviceActors(deps: { clock: Clock; scheduler: Scheduler; t
     run: <T>(state: DeviceState, fn: (state: DeviceState) => Promise<T>) => exclusive(state, () => fn(state)),
     /** Waits for the exclusive work queued so far (SMS submissions see the state it leaves). */
     settled: (state: DeviceState) => state.tail ?? Promise.resolve(),
-    /** A revoked device keeps no timers; its actor answers from its final status. */
-    revoked(state: DeviceState) {
-      state.status = "revoked";
-      state.online = false;
-      scheduler.cancel(`o${state.id}`);
-      scheduler.cancel(`a${state.id}`);
+    revoked: markRevoked,
+    /** Another instance changed the device's status: the actor held here (if any) follows. */
+    learn(id: number, status: DeviceStatus) {
+      const state = actors.get(id);
+      if (!state || state.status === "revoked") return;
+      if (status === "revoked") markRevoked(state);
+      else state.status = status;
     },
     /** Rebuilds the actors that have a deadline pending (online, or offline and owed an alert). */
     restore(snapshots: PresenceSnapshot[]) {

@@ -3,7 +3,7 @@ import type { Pool } from "../db/client";
 import { invalidState, notFound } from "../errors";
 import type { Publish } from "../realtime/bus";
 import type { DeviceActors } from "./actor";
-import { deviceChannels } from "./runtime";
+import { DEVICE_STATUS_CHANNEL, type DeviceStatusNews, deviceChannels } from "./runtime";
 import type { UpdateDevice, UpdateSimCard } from "./schema";
 import {
   bumpConfigVersion,
@@ -42,7 +42,10 @@ async function onDevice<T>(deps: Deps, organizationId: number, deviceId: number,
       return fn(tx);
     });
     const after = await findDevice(deps.sql, organizationId, deviceId);
-    if (after) state.status = after.status;
+    if (after && after.status !== state.status) {
+      state.status = after.status;
+      deps.publish(DEVICE_STATUS_CHANNEL, "status", { device_id: deviceId, status: after.status } satisfies DeviceStatusNews);
+    }
     return result;
   });
 }

@@ -44,46 +44,71 @@ export async function loadPendingPresence(sql: Sql): Promise<PresenceSnapshot[]>
 export type HeartbeatWrite = { id: number; at: number; m: HeartbeatMetrics };
 
 const rowsOf = (items: HeartbeatWrite[]) =>
-  items.map((i) => ({ id: i.id, seen: new Date(i.at).toISOString(), battery: i.m.batteryLevel ?? null, doze: i.m.doze }));
+  items.map((i) => ({
+    id: i.id,
+    seen: new Date(i.at).toISOString(),
+    battery: i.m.batteryLevel ?? null,
+    doze: i.m.doze,
+    sig: i.m.signalStrength ?? null,
+    cards: i.m.simCards ?? [],
+  }));
 
 /**
- * Writes many heartbeats in one statement. The row lock taken by `prior ... for update` orders
- * it against markOffline, and `prior.is_online` is the value this write replaced: false means
- * this heartbeat brought the device back (exactly one writer sees that per offline spell).
+ * Writes many heartbeats in one statement (one round trip, its own transaction, committed
+ * without waiting for the WAL flush: presence is soft state, and a crash losing the last few
+ * milliseconds of heartbeats is harmless).
+ *
+ * Exactly one writer per offline spell learns that its heartbeat brought the device back: the
+ * update sets `online_tx` to its own transaction id only on a row it finds offline. Concurrent
+ * writers (and markOffline) are ordered by the row lock, and a writer that waited re-reads the row
+ * before its SET runs, so it sees the device already online. Several heartbeats of one device in
+ * a batch are one row (the latest wins); only the first of them can be the one that brought it
+ * back. Signal strengths: `sim_cards[]` go to the cards with those numbers, `signal_strength` to
+ * the device's first card unless `sim_cards[]` named it; a card is only rewritten when its value
+ * changed.
  */
 export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]) {
+  const latest = new Map<number, HeartbeatWrite>();
+  for (const i of items) if ((latest.get(i.id)?.at ?? Number.NEGATIVE_INFINITY) <= i.at) latest.set(i.id, i);
   const rows = await sql<{ id: number; was_online: boolean; status: DeviceStatus }[]>`
     with v as (
-      select * from jsonb_to_recordset(${JSON.stringify(rowsOf(items))}::text::jsonb) as v(id bigint, seen timestamptz, battery int, doze bool)),
-    prior as (select d.id, d.is_online from devices d join v on v.id = d.id where d.status <> 'revoked' for update of d)
-    update devices d set last_seen_at = greatest(d.last_seen_at, v.seen), battery_level = coalesce(v.battery, d.battery_level),
-      is_in_doze_mode = v.doze, is_online = true, offline_since = null, offline_alerted_at = null
-    from v join prior on prior.id = v.id
-    where d.id = v.id
-    returning d.id, prior.is_online as was_online, d.status`;
-  await writeSignalStrengths(sql, items);
+      select * from jsonb_to_recordset(${JSON.stringify(rowsOf([...latest.values()]))}::text::jsonb)
+        as v(id bigint, seen timestamptz, battery int, doze bool, sig int, cards jsonb)),
+    moved as (
+      update devices d set last_seen_at = greatest(d.last_seen_at, v.seen), is_online = true, offline_since = null, offline_alerted_at = null,
+        online_tx = case when d.is_online then d.online_tx else pg_current_xact_id() end,
+        -- a write overtaken by a later heartbeat's leaves that one's metrics
+        battery_level = case when d.last_seen_at > v.seen then d.battery_level else coalesce(v.battery, d.battery_level) end,
+        is_in_doze_mode = case when d.last_seen_at > v.seen then d.is_in_doze_mode else v.doze end
+      from v
+      where d.id = v.id and d.status <> 'revoked'
+      returning d.id, d.online_tx <> pg_current_xact_id() as was_online, d.status),
+    first_card as (
+      select c.id, c.signal_strength as had, v.sig
+      from v cross join lateral (
+        select c.id, c.signal_strength from sim_cards c
+        where c.device_id = v.id and c.status <> 'inactive' order by c.sim_slot nulls last, c.id limit 1) c
+      where v.sig is not null),
+    named_cards as (
+      select s.id, s.signal_strength as had, n.signal_strength as sig
+      from v cross join jsonb_to_recordset(v.cards) as n(phone_number text, signal_strength int)
+      join sim_cards s on s.device_id = v.id and s.phone_number = n.phone_number and s.status <> 'inactive'
+      where v.cards <> '[]'),
+    signal as (
+      select id, sig from named_cards where had is distinct from sig
+      union all
+      select id, sig from first_card where had is distinct from sig and id not in (select id from named_cards)),
+    cards as (update sim_cards s set signal_strength = signal.sig, updated_at = now() from signal where s.id = signal.id)
+    select moved.* from moved, lateral (select set_config('synchronous_commit', 'off', true)) as off`;
   const byId = new Map(rows.map((r) => [r.id, { wasOnline: r.was_online, status: r.status }]));
-  return items.map((i) => byId.get(i.id) ?? null);
-}
-
-/** `signal_strength` goes to the device's first SIM card, `sim_cards[]` to the cards with those numbers. */
-async function writeSignalStrengths(sql: Sql, items: HeartbeatWrite[]) {
-  const first = items.filter((i) => i.m.signalStrength !== undefined);
-  if (first.length > 0) {
-    await sql`
-      update sim_cards s set signal_strength = v.sig, updated_at = now()
-      from unnest(${first.map((i) => i.id)}::bigint[], ${first.map((i) => i.m.signalStrength!)}::int[]) as v(device_id, sig)
-      where s.id = (select c.id from sim_cards c where c.device_id = v.device_id and c.status <> 'inactive'
-                    order by c.sim_slot nulls last, c.id limit 1)`;
-  }
-  const perCard = items.flatMap((i) => (i.m.simCards ?? []).map((c) => ({ id: i.id, phone: c.phone_number, sig: c.signal_strength })));
-  if (perCard.length > 0) {
-    await sql`
-      update sim_cards s set signal_strength = v.sig, updated_at = now()
-      from unnest(${perCard.map((c) => c.id)}::bigint[], ${perCard.map((c) => c.phone)}::text[], ${perCard.map((c) => c.sig)}::int[])
-        as v(device_id, phone, sig)
-      where s.device_id = v.device_id and s.phone_number = v.phone and s.status <> 'inactive'`;
-  }
+  const answered = new Set<number>();
+  return items.map((i) => {
+    const r = byId.get(i.id);
+    if (!r) return null;
+    if (answered.has(i.id)) return { ...r, wasOnline: true };
+    answered.add(i.id);
+    return r;
+  });
 }
 
 /**

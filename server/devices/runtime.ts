@@ -7,16 +7,30 @@ import { type Clock, createScheduler, iso } from "../lib/clock";
 import { createGroupCommit } from "../lib/group-commit";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
-import type { Publish } from "../realtime/bus";
+import type { Bus } from "../realtime/bus";
 import { createDeviceActors, type DeviceState, type Timing } from "./actor";
 import { claimOfflineAlert, deviceForAlert, type HeartbeatWrite, loadPendingPresence, loadPresence, markOffline, writeHeartbeats } from "./presence-store";
 import { createSmsIngest } from "./sms-ingest";
 import { registerDeviceSmsProcessing } from "./sms-process";
+import type { DeviceStatus } from "./transitions";
 
-type Deps = { sql: Pool; clock: Clock; config: Config; publish: Publish; mailer: Mailer; logger: Logger; jobs: JobQueue; metrics: Metrics };
+type Deps = { sql: Pool; clock: Clock; config: Config; bus: Bus; mailer: Mailer; logger: Logger; jobs: JobQueue; metrics: Metrics };
 
 /** Heartbeat interval a dozing device is told to use: API.md's 300 s next to the default 60 s. */
 export const DOZE_HEARTBEAT_FACTOR = 5;
+
+/** Heartbeats answered before their write past this many waiting writes would only grow memory: they wait again. */
+const MAX_DEFERRED_HEARTBEATS = 20_000;
+/** How far the database's last_seen_at may trail a heartbeat already answered (next to a 360 s offline timeout). */
+const DEFERRED_WRITE_MS = 100;
+
+/**
+ * Bus channel on which an instance that changed a device's status tells the others, whose actors
+ * of that device would otherwise learn it from their next heartbeat's write. No client can
+ * subscribe to it (only `private-` channels).
+ */
+export const DEVICE_STATUS_CHANNEL = "internal:devices";
+export type DeviceStatusNews = { device_id: number; status: DeviceStatus };
 
 export const deviceChannels = (d: { id: number; organizationId: number }) => [`private-device.${d.id}`, `private-organization.${d.organizationId}`];
 
@@ -35,16 +49,23 @@ export function createDeviceRuntime(deps: Deps) {
     offlineAfterSeconds: config.OFFLINE_AFTER_SECONDS,
     dozeOfflineAfterSeconds: config.DOZE_OFFLINE_AFTER_SECONDS,
   };
-  // Presence is soft state: a crash losing the last few milliseconds of heartbeats is harmless,
-  // so these writes skip the WAL flush wait that makes every other commit cost a disk sync.
-  const heartbeats = createGroupCommit(
-    (items: HeartbeatWrite[]) =>
-      sql.begin(async (tx) => {
-        await tx`set local synchronous_commit = off`;
-        return writeHeartbeats(tx, items);
-      }),
-    { maxBatch: 1000, maxInFlight: 2 },
-  );
+  // Two writers of the same statement: one for heartbeats that wait for their write (the first
+  // of an offline spell, say), written at once; one for heartbeats already answered, written at
+  // most every DEFERRED_WRITE_MS so repeats of a device in that window become one row.
+  let writesFailing = false;
+  const writeWatched = (items: HeartbeatWrite[]) =>
+    writeHeartbeats(sql, items).then(
+      (r) => {
+        writesFailing = false;
+        return r;
+      },
+      (e) => {
+        writesFailing = true;
+        throw e;
+      },
+    );
+  const awaited = createGroupCommit(writeWatched, { maxBatch: 1000, maxInFlight: 2 });
+  const deferred = createGroupCommit(writeWatched, { maxBatch: 5000, maxInFlight: 1, lingerMs: DEFERRED_WRITE_MS });
 
   const actors = createDeviceActors({
     clock,
@@ -52,9 +73,11 @@ export function createDeviceRuntime(deps: Deps) {
     timing,
     persist: {
       load: (id) => loadPresence(sql, id),
-      recordHeartbeat: (id, at, m) => heartbeats.submit({ id, at, m }),
+      recordHeartbeat: (id, at, m) => awaited.submit({ id, at, m }),
+      deferHeartbeat: (id, at, m) => deferred.submitLatest(id, { id, at, m }),
       markOffline: (id, at) => markOffline(sql, id, at, timing),
       claimAlert: (id, since, at) => claimOfflineAlert(sql, id, since, at),
+      writesKeepingUp: () => !writesFailing && deferred.pending() < MAX_DEFERRED_HEARTBEATS,
     },
     effects: {
       statusChanged: (d, at) => publishStatus(d, at),
@@ -64,7 +87,7 @@ export function createDeviceRuntime(deps: Deps) {
   });
 
   function publishStatus(d: DeviceState, at: number) {
-    deps.publish(deviceChannels(d), "device.status_changed", {
+    deps.bus.publish(deviceChannels(d), "device.status_changed", {
       device_id: d.id,
       organization_id: d.organizationId,
       status: d.status,
@@ -91,6 +114,12 @@ export function createDeviceRuntime(deps: Deps) {
     );
   }
 
+  deps.bus.subscribe((m) => {
+    if (m.channel !== DEVICE_STATUS_CHANNEL) return;
+    const news = m.data as DeviceStatusNews;
+    actors.learn(news.device_id, news.status);
+  });
+
   const sms = createSmsIngest({ sql, wake: () => deps.jobs.wake() });
   registerDeviceSmsProcessing({ sql, jobs: deps.jobs });
   deps.metrics.gauge("simhost_device_actors", "Device actors held by this instance", () => actors.size());
@@ -111,12 +140,12 @@ export function createDeviceRuntime(deps: Deps) {
       actors.restore(await loadPendingPresence(sql));
     },
     async stop() {
-      await Promise.all([heartbeats.flush(), sms.flush()]);
+      await Promise.all([awaited.flush(), deferred.flush(), sms.flush()]);
       scheduler.stop();
     },
     /** Everything written and every timer task finished (tests). */
     async settle() {
-      await Promise.all([heartbeats.flush(), sms.flush()]);
+      await Promise.all([awaited.flush(), deferred.flush(), sms.flush()]);
       await actors.drain();
     },
   };

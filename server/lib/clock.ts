@@ -14,6 +14,8 @@ export type Scheduler = {
   /** Runs `fn` once at `at` (ms epoch), replacing any earlier entry with the same key. */
   schedule(key: string, at: number, fn: () => void): void;
   cancel(key: string): void;
+  /** When the entry with this key is due, if one is pending. */
+  dueAt(key: string): number | undefined;
   size(): number;
   stop(): void;
 };
@@ -107,6 +109,7 @@ export function createScheduler(clock: Clock, opts: { realTimers?: boolean } = {
     cancel(key) {
       live.delete(key);
     },
+    dueAt: (key) => live.get(key)?.at,
     size: () => live.size,
     stop() {
       if (timer) clearTimeout(timer);

@@ -30,11 +30,16 @@ export function createDeprecations(list: Deprecation[], publicUrl: string) {
     link: `<${publicUrl}/changelog#${d.changelog}>; rel="deprecation"; type="text/markdown"`,
   });
 
+  // Looked up on every request: only the few deprecated routes go on to read the query.
+  const byRoute = Map.groupBy(list, (d) => `${d.method} ${d.route}`);
+
   return {
     /** Headers for a request that used something deprecated, or null. */
     signal(method: string, route: string, url: string): Record<string, string> | null {
+      const candidates = byRoute.get(`${method} ${route}`);
+      if (!candidates) return null;
       const query = new URL(url).searchParams;
-      const hit = list.find((d) => d.method === method && d.route === route && (!d.query || query.has(d.query)));
+      const hit = candidates.find((d) => !d.query || query.has(d.query));
       return hit ? headersFor(hit) : null;
     },
     /** Marks deprecated operations and parameters in a generated OpenAPI document. */

@@ -6,20 +6,36 @@
  */
 export type GroupCommit<T, R> = {
   submit(item: T): Promise<R>;
+  /**
+   * Like submit, but an item with the same key still waiting for its batch is replaced by this
+   * one, and null comes back: the earlier caller's promise stands for both.
+   */
+  submitLatest(key: unknown, item: T): Promise<R> | null;
   /** Resolves once everything submitted so far is written. */
   flush(): Promise<void>;
   pending(): number;
 };
 
-type Waiting<T, R> = { item: T; resolve: (r: R) => void; reject: (e: unknown) => void };
+type Waiting<T, R> = { item: T; key?: unknown; resolve: (r: R) => void; reject: (e: unknown) => void };
 
-export function createGroupCommit<T, R>(write: (items: T[]) => Promise<R[]>, opts: { maxBatch?: number; maxInFlight?: number } = {}): GroupCommit<T, R> {
+/**
+ * `lingerMs`: a batch starts at least this long after the one before it, so items that nobody
+ * waits on pile up into fewer, larger writes (and repeated items can be merged by `write`).
+ */
+export function createGroupCommit<T, R>(
+  write: (items: T[]) => Promise<R[]>,
+  opts: { maxBatch?: number; maxInFlight?: number; lingerMs?: number } = {},
+): GroupCommit<T, R> {
   const maxBatch = opts.maxBatch ?? 500;
   const maxInFlight = opts.maxInFlight ?? 2;
+  const lingerMs = opts.lingerMs ?? 0;
   let queue: Waiting<T, R>[] = [];
   let inFlight = 0;
   let scheduled = false;
   let idle: Array<() => void> = [];
+  let lastStart = Number.NEGATIVE_INFINITY;
+  let lingering: ReturnType<typeof setTimeout> | undefined;
+  const waitingByKey = new Map<unknown, Waiting<T, R>>();
 
   function settleIdle() {
     if (queue.length > 0 || inFlight > 0) return;
@@ -39,9 +55,20 @@ export function createGroupCommit<T, R>(write: (items: T[]) => Promise<R[]>, opt
 
   function pump() {
     scheduled = false;
+    if (lingering) return;
+    const wait = lastStart + lingerMs - performance.now();
+    if (queue.length > 0 && wait > 0) {
+      lingering = setTimeout(() => {
+        lingering = undefined;
+        pump();
+      }, wait);
+      return;
+    }
     while (queue.length > 0 && inFlight < maxInFlight) {
+      lastStart = performance.now();
       const batch = queue.length <= maxBatch ? queue : queue.slice(0, maxBatch);
       queue = queue.length <= maxBatch ? [] : queue.slice(maxBatch);
+      if (waitingByKey.size > 0) for (const b of batch) if (b.key !== undefined) waitingByKey.delete(b.key);
       inFlight++;
       void runBatch(batch).finally(() => {
         inFlight--;
@@ -51,16 +78,26 @@ export function createGroupCommit<T, R>(write: (items: T[]) => Promise<R[]>, opt
     }
   }
 
+  function enqueue(item: T, key?: unknown) {
+    return new Promise<R>((resolve, reject) => {
+      const waiting: Waiting<T, R> = { item, key, resolve, reject };
+      queue.push(waiting);
+      if (key !== undefined) waitingByKey.set(key, waiting);
+      if (!scheduled) {
+        scheduled = true;
+        // Let every request of this tick join the batch before writing it.
+        queueMicrotask(pump);
+      }
+    });
+  }
+
   return {
-    submit(item) {
-      return new Promise<R>((resolve, reject) => {
-        queue.push({ item, resolve, reject });
-        if (!scheduled) {
-          scheduled = true;
-          // Let every request of this tick join the batch before writing it.
-          queueMicrotask(pump);
-        }
-      });
+    submit: (item) => enqueue(item),
+    submitLatest(key, item) {
+      const waiting = waitingByKey.get(key);
+      if (!waiting) return enqueue(item, key);
+      waiting.item = item;
+      return null;
     },
     flush() {
       if (queue.length === 0 && inFlight === 0) return Promise.resolve();

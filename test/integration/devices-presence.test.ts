@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SMTPServer } from "smtp-server";
+import { writeHeartbeats } from "../../server/devices/presence-store";
 import { createFakeClock } from "../../server/lib/clock";
 import type { BusMessage } from "../../server/realtime/bus";
 import { createTenant } from "../fixtures";
@@ -59,6 +60,7 @@ describe("online and offline with a fake clock", () => {
   afterAll(() => c.close());
 
   const advance = async (ms: number) => {
+    await c.services.devices.settle();
     clock.advance(ms);
     await c.services.devices.settle();
   };
@@ -142,9 +144,13 @@ describe("two instances on one database", () => {
     await a.close();
     await b.close();
   });
+  // Heartbeats answered before their write lands (at most 100 ms later in real time) are written
+  // before the fake clock jumps, as they would be long before the next deadline.
+  const settle = () => Promise.all([a.services.devices.settle(), b.services.devices.settle()]);
   const advance = async (ms: number) => {
+    await settle();
     clock.advance(ms);
-    await Promise.all([a.services.devices.settle(), b.services.devices.settle()]);
+    await settle();
   };
 
   test("heartbeats alternating between instances: one offline event per spell, one online event on return, one alert", async () => {
@@ -174,5 +180,84 @@ describe("two instances on one database", () => {
     await hb(b);
     await waitFor(() => events().length >= 3);
     expect(events()).toEqual(["online", "offline", "online"]);
+  });
+});
+
+describe("heartbeat writes", () => {
+  test("signal strengths: sim_cards[] name their cards, signal_strength goes to the first card unless named", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device, numbers } = await activeDevice(ctx, token, [1, 2]);
+    const hb = async (body: Record<string, unknown>) => {
+      const res = await ctx.request("POST", `/api/byos/devices/${device.id}/heartbeat`, { token, body });
+      expect(res.status).toBe(200);
+      await ctx.services.devices.settle();
+      const shown = await ctx.request("GET", `/api/byos/devices/${device.id}`, { token });
+      return Object.fromEntries(shown.body.data.sim_cards.map((c: { sim_slot: number; signal_strength: number | null }) => [c.sim_slot, c.signal_strength]));
+    };
+    expect(await hb({ signal_strength: 55 })).toEqual({ 1: 55, 2: null });
+    // Answered before its write lands (the device is online now); settle() waits for the write.
+    expect(await hb({ signal_strength: 50, sim_cards: [{ phone_number: numbers[1], signal_strength: 33 }] })).toEqual({ 1: 50, 2: 33 });
+    expect(await hb({ signal_strength: 10, sim_cards: [{ phone_number: numbers[0], signal_strength: 44 }] })).toEqual({ 1: 44, 2: 33 });
+  });
+
+  // The embedded database runs one session at a time: two writers cannot race there.
+  test.skipIf(!process.env.DATABASE_URL)("two writers racing on an offline device: exactly one learns it brought the device back", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(ctx, token);
+    const write = (at: number) => writeHeartbeats(ctx.sql, [{ id: device.id, at, m: { doze: false } }]);
+    for (let round = 0; round < 3; round++) {
+      await ctx.sql`update devices set is_online = false, offline_since = now() where id = ${device.id}`;
+      // Both writers queue behind a held row lock, so the second runs on the row the first just wrote.
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const holder = ctx.sql.begin(async (tx) => {
+        await tx`select id from devices where id = ${device.id} for update`;
+        locked();
+        await held;
+      });
+      await isLocked;
+      const now = Date.now();
+      const racing = Promise.all([write(now), write(now)]);
+      await waitFor(async () => {
+        const [{ n }] = await ctx.sql<{ n: number }[]>`
+          select count(*)::int as n from pg_locks l join pg_stat_activity a using (pid) where not l.granted and a.datname = current_database()`;
+        return n >= 2;
+      });
+      release();
+      await holder;
+      const results = (await racing).flat();
+      expect(results.map((r) => r?.wasOnline).sort()).toEqual([false, true]);
+    }
+  });
+
+  test("a device revoked through another instance: that instance's actor refuses its next heartbeat", async () => {
+    const clock = createFakeClock(Date.now());
+    const a = await clockedContext(ctx, clock);
+    const b = await clockedContext(ctx, clock);
+    try {
+      const { token } = await createTenant(ctx.sql);
+      const { device } = await activeDevice(a, token);
+      const hb = (c: Clocked) => c.request("POST", `/api/byos/devices/${device.id}/heartbeat`, { token, body: {} });
+      expect((await hb(a)).status).toBe(200);
+      expect((await hb(a)).status).toBe(200);
+      expect((await b.request("DELETE", `/api/byos/devices/${device.id}`, { token })).status).toBe(204);
+      if (a.services.bus.kind === "redis") {
+        // The revoking instance tells the others on the bus: the very next heartbeat is refused.
+        const state = await a.services.devices.actors.get(device.id);
+        expect(await waitFor(() => state?.status === "revoked")).toBe(true);
+      } else {
+        // One instance alone: A learns it from the write of the one heartbeat it still answers.
+        await hb(a);
+        await a.services.devices.settle();
+      }
+      const refused = await hb(a);
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe("invalid_state");
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { type ActorPersistence, createDeviceActors, type PresenceSnapshot } from "../../server/devices/actor";
+import { type ActorPersistence, createDeviceActors, type HeartbeatMetrics, type PresenceSnapshot } from "../../server/devices/actor";
 import { createFakeClock, createScheduler } from "../../server/lib/clock";
 import { createGroupCommit } from "../../server/lib/group-commit";
 
@@ -11,14 +11,16 @@ function memoryPersistence(rows: Map<number, PresenceSnapshot & { alerted: boole
     const r = rows.get(id);
     return r ? { ...r, alertOwed: !r.isOnline && r.offlineSince !== null && !r.alerted } : null;
   };
+  async function heartbeat(id: number, at: number, m: HeartbeatMetrics) {
+    const r = rows.get(id)!;
+    const wasOnline = r.isOnline;
+    Object.assign(r, { isOnline: true, lastSeenAt: Math.max(r.lastSeenAt ?? 0, at), doze: m.doze, offlineSince: null, alerted: false });
+    return { wasOnline, status: r.status };
+  }
   return {
     load: async (id) => snap(id),
-    async recordHeartbeat(id, at, m) {
-      const r = rows.get(id)!;
-      const wasOnline = r.isOnline;
-      Object.assign(r, { isOnline: true, lastSeenAt: Math.max(r.lastSeenAt ?? 0, at), doze: m.doze, offlineSince: null, alerted: false });
-      return { wasOnline, status: r.status };
-    },
+    recordHeartbeat: heartbeat,
+    deferHeartbeat: heartbeat,
     async markOffline(id, at) {
       const r = rows.get(id)!;
       const timeout = (r.doze ? timing.dozeOfflineAfterSeconds : timing.offlineAfterSeconds) * 1000;
@@ -32,6 +34,7 @@ function memoryPersistence(rows: Map<number, PresenceSnapshot & { alerted: boole
       r.alerted = true;
       return true;
     },
+    writesKeepingUp: () => true,
   };
 }
 
