@@ -221,9 +221,9 @@ describe("heartbeat writes", () => {
       const now = Date.now();
       const racing = Promise.all([write(now), write(now)]);
       await waitFor(async () => {
-        const [{ n }] = await ctx.sql<{ n: number }[]>`
+        const [row] = await ctx.sql<{ n: number }[]>`
           select count(*)::int as n from pg_locks l join pg_stat_activity a using (pid) where not l.granted and a.datname = current_database()`;
-        return n >= 2;
+        return (row?.n ?? 0) >= 2;
       });
       release();
       await holder;
