@@ -1,7 +1,8 @@
 /**
  * Inbound SMS → delivered webhook, end to end on one machine with real PostgreSQL: messages are
- * stored through storeInboundMessage at a fixed rate, group-committed as the device SMS path
- * does (server/lib/group-commit.ts: what arrives while a batch is written goes in the next), the server's own job workers fan them out and deliver them, and a local
+ * stored through storeInboundMessages at a fixed rate, group-committed (server/lib/group-commit.ts:
+ * what arrives while a batch is written goes in the next; the device SMS path stores each job's
+ * batch the same way), the server's own job workers fan them out and deliver them, and a local
  * receiver verifies every signature with the standardwebhooks library. Reports latency from
  * the start of storing to receipt, and counts lost and duplicated messages.
  *
@@ -16,7 +17,7 @@ import postgres from "postgres";
 import { Webhook } from "standardwebhooks";
 import { loadConfig } from "../server/config";
 import { createGroupCommit } from "../server/lib/group-commit";
-import { storeInboundMessage } from "../server/messages/inbound";
+import { storeInboundMessages } from "../server/messages/inbound";
 import { createServices } from "../server/services";
 import { enqueueWebhookDeliveries } from "../server/webhooks/forwarding";
 
@@ -97,11 +98,18 @@ await finish();
 async function drain() {
   for (let done = 0; done < DRAIN; done += 500) {
     await sql.begin(async (tx) => {
-      for (let i = done; i < Math.min(DRAIN, done + 500); i++) {
-        const text = `bench ${i}`;
-        const stored = await storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550001111", text, source: "provider", receivedAt: new Date() });
-        await enqueueWebhookDeliveries(tx, stored!.messageId);
-      }
+      const inputs = Array.from({ length: Math.min(DRAIN, done + 500) - done }, (_, k) => ({
+        hostedSimId: sim!.id,
+        from: "+15550001111",
+        text: `bench ${done + k}`,
+        source: "provider" as const,
+        receivedAt: new Date(),
+      }));
+      const stored = await storeInboundMessages(tx, inputs);
+      await enqueueWebhookDeliveries(
+        tx,
+        stored.map((s) => s!.messageId),
+      );
       await tx`delete from jobs where queue = 'message.inbound'`;
     });
   }
@@ -119,14 +127,10 @@ async function endToEnd() {
 
   // Open loop: every 10 ms, the messages due by now are submitted; each resolves once committed.
   const store = createGroupCommit((texts: string[]) =>
-    sql.begin(async (tx) => {
-      const ids: number[] = [];
-      for (const text of texts) {
-        const stored = await storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550001111", text, source: "provider", receivedAt: new Date() });
-        ids.push(stored!.messageId);
-      }
-      return ids;
-    }),
+    storeInboundMessages(
+      sql,
+      texts.map((text) => ({ hostedSimId: sim!.id, from: "+15550001111", text, source: "provider" as const, receivedAt: new Date() })),
+    ),
   );
   const total = RATE * SECONDS;
   let sent = 0;

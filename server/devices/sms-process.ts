@@ -1,7 +1,7 @@
 import type { Pool } from "../db/client";
 import type { JobQueue } from "../jobs/queue";
-import { storeInboundMessage } from "../messages/inbound";
-import { addReceivedCount, lockUnprocessedSms, markSmsProcessed, SMS_PROCESS_QUEUE } from "./sms-store";
+import { storeInboundMessages } from "../messages/inbound";
+import { lockUnprocessedSms, markSmsProcessed, SMS_PROCESS_QUEUE } from "./sms-store";
 
 type Payload = { ids?: number[]; device_id?: number };
 
@@ -14,27 +14,23 @@ type Payload = { ids?: number[]; device_id?: number };
 export async function processDeviceSms(sql: Pool, payload: Payload) {
   return sql.begin(async (tx) => {
     const rows = await lockUnprocessedSms(tx, payload.ids ? { ids: payload.ids } : { deviceId: payload.device_id! });
-    const perDevice = new Map<number, number>();
-    let processed = 0;
-    for (const row of rows) {
-      if (row.hosted_sim_id === null) continue;
-      const stored = await storeInboundMessage(tx, {
-        hostedSimId: row.hosted_sim_id,
+    const ready = rows.filter((row) => row.hosted_sim_id !== null);
+    const stored = await storeInboundMessages(
+      tx,
+      ready.map((row) => ({
+        hostedSimId: row.hosted_sim_id!,
         from: row.from_number,
         text: row.body,
-        source: "device",
+        source: "device" as const,
         deviceId: row.device_id,
         simSlot: row.sim_slot,
         externalId: row.message_id,
         receivedAt: row.received_at,
-      });
-      if (!stored) continue;
-      await markSmsProcessed(tx, row.id, stored.messageId);
-      perDevice.set(row.device_id, (perDevice.get(row.device_id) ?? 0) + 1);
-      processed++;
-    }
-    for (const [deviceId, n] of perDevice) await addReceivedCount(tx, deviceId, n);
-    return processed;
+      })),
+    );
+    const processed = ready.flatMap((row, k) => (stored[k] ? [{ smsId: row.id, deviceId: row.device_id, messageRowId: stored[k].messageId }] : []));
+    await markSmsProcessed(tx, processed);
+    return processed.length;
   });
 }
 

@@ -62,12 +62,16 @@ export async function lockUnprocessedSms(tx: Sql, by: { ids?: number[]; deviceId
     for update of s`;
 }
 
-export async function markSmsProcessed(tx: Sql, id: number, messageRowId: number) {
-  await tx`update device_sms set message_row_id = ${messageRowId} where id = ${id}`;
-}
-
-export async function addReceivedCount(tx: Sql, deviceId: number, n: number) {
-  await tx`update devices set messages_received_count = messages_received_count + ${n} where id = ${deviceId}`;
+/** Links processed SMS to their messages and counts them on their devices, in one statement. */
+export async function markSmsProcessed(tx: Sql, done: { smsId: number; deviceId: number; messageRowId: number }[]) {
+  if (done.length === 0) return;
+  await tx`
+    with v as (
+      select * from unnest(${done.map((d) => d.smsId)}::bigint[], ${done.map((d) => d.deviceId)}::bigint[], ${done.map((d) => d.messageRowId)}::bigint[])
+        as v(sms_id, device_id, message_row_id)),
+    linked as (update device_sms s set message_row_id = v.message_row_id from v where s.id = v.sms_id)
+    update devices d set messages_received_count = d.messages_received_count + c.n
+    from (select device_id, count(*) as n from v group by device_id) c where d.id = c.device_id`;
 }
 
 export async function enqueueDeviceSmsProcessing(tx: Sql, deviceId: number) {

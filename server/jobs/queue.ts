@@ -2,7 +2,12 @@ import type { Pool, Sql } from "../db/client";
 import type { Logger } from "../lib/logger";
 
 export type Job<P = Record<string, unknown>> = { id: number; queue: string; payload: P; attempts: number; max_attempts: number };
-export type JobHandler<P = Record<string, unknown>> = (job: Job<P>) => Promise<void>;
+/**
+ * A handler that removed its own job row in the statement that recorded its outcome returns
+ * JOB_REMOVED, which saves the queue the delete (a statement per job) that would find nothing.
+ */
+export const JOB_REMOVED = Symbol("job removed");
+export type JobHandler<P = Record<string, unknown>> = (job: Job<P>) => Promise<void | typeof JOB_REMOVED>;
 
 /** Thrown by a handler to be retried after a specific delay (e.g. a Retry-After answer). */
 export class RetryAfter extends Error {
@@ -109,12 +114,13 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
     held.set(job.id, { since: Date.now(), reg });
     try {
       let error: unknown;
+      let removed = false;
       try {
-        await reg.handler(job as never);
+        removed = (await reg.handler(job as never)) === JOB_REMOVED;
       } catch (e) {
         error = e;
       }
-      await settle(job, reg, error);
+      if (!removed) await settle(job, reg, error);
     } catch (e) {
       logger.error({ job: job.id, err: (e as Error).message }, "job bookkeeping failed; it will be claimed again");
     } finally {

@@ -23,36 +23,73 @@ export type StoredInbound = {
 export const INBOUND_FANOUT_QUEUE = "message.inbound";
 
 /**
- * Stores one inbound SMS on a hosted SIM and stamps, once and for good, who may see it
- * (API.md "Lock meaning"): the lock holder's organization alone while a lock is live, otherwise
- * every organization attached right now. Counts it on the number, and enqueues the fan-out job
- * (events, webhooks) in the same transaction, so nothing is announced that was not stored and
- * nothing stored goes unannounced. Call inside a transaction.
+ * Stores inbound SMS on hosted SIMs, any number of them in one statement, and stamps, once and
+ * for good, who may see each (API.md "Lock meaning"): the lock holder's organization alone while
+ * a lock is live, otherwise every organization attached right now. Counts them on their numbers
+ * (one update per number, however many messages it got) and enqueues one fan-out job (events,
+ * webhooks) for the whole batch in the same statement, so nothing is announced that was not
+ * stored and nothing stored goes unannounced. Message ids follow the order of `inputs`; the
+ * answer is in that order too, null where the hosted SIM does not exist.
  */
+export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Promise<(StoredInbound | null)[]> {
+  if (inputs.length === 0) return [];
+  const rows = inputs.map((i, ord) => ({
+    ord,
+    hosted_sim_id: i.hostedSimId,
+    from_number: i.from,
+    body: i.text,
+    source: i.source,
+    device_id: i.deviceId ?? null,
+    sim_slot: i.simSlot ?? null,
+    external_id: i.externalId ?? null,
+    received_at: i.receivedAt.toISOString(),
+  }));
+  const stored = await tx<{ ord: number; message_id: number; hosted_sim_id: number; locked: boolean; visibility: StoredInbound["visibility"] }[]>`
+    with input as (
+      select v.*, nextval(pg_get_serial_sequence('messages', 'id')) as message_id
+      from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as v(ord int, hosted_sim_id bigint, from_number text, body text,
+        source text, device_id bigint, sim_slot int, external_id text, received_at timestamptz)),
+    sims as (
+      update hosted_sims h set messages_received_count = h.messages_received_count + c.n, updated_at = now()
+      from (select hosted_sim_id, count(*) as n from input group by hosted_sim_id) c
+      where h.id = c.hosted_sim_id
+      returning h.id, h.number, h.lock_organization_id, h.lock_team_id,
+        (h.lock_organization_id is not null and h.locked_until is not null and h.locked_until > now()) as locked),
+    msgs as (
+      insert into messages (id, hosted_sim_id, number, direction, from_number, to_number, text, status, source,
+                            device_id, sim_slot, external_id, team_id, locked, received_at)
+      overriding system value
+      select i.message_id, i.hosted_sim_id, s.number, 'inbound', i.from_number, s.number, i.body, 'received', i.source,
+             i.device_id, i.sim_slot, i.external_id, case when s.locked then s.lock_team_id end, s.locked, i.received_at
+      from input i join sims s on s.id = i.hosted_sim_id
+      order by i.ord
+      returning id),
+    vis as (
+      insert into message_visibility (organization_id, hosted_sim_id, message_id, team_id)
+      select o.organization_id, i.hosted_sim_id, i.message_id, o.team_id
+      from input i join sims s on s.id = i.hosted_sim_id
+      cross join lateral (
+        select s.lock_organization_id as organization_id, s.lock_team_id as team_id where s.locked
+        union all
+        select hso.organization_id, hso.team_id from hosted_sim_organizations hso where hso.hosted_sim_id = i.hosted_sim_id and not s.locked) o
+      order by i.ord, o.organization_id
+      returning message_id, organization_id, team_id),
+    job as (
+      insert into jobs (queue, payload)
+      select ${INBOUND_FANOUT_QUEUE}, jsonb_build_object('message_ids', jsonb_agg(id order by id)) from msgs having count(*) > 0)
+    select i.ord, i.message_id, i.hosted_sim_id, s.locked,
+      coalesce((select jsonb_agg(jsonb_build_object('organizationId', v.organization_id, 'teamId', v.team_id) order by v.organization_id)
+                from vis v where v.message_id = i.message_id), '[]') as visibility
+    from input i join sims s on s.id = i.hosted_sim_id`;
+  const byOrd = new Map(stored.map((r) => [r.ord, r]));
+  return rows.map(({ ord }) => {
+    const r = byOrd.get(ord);
+    return r ? { messageId: r.message_id, hostedSimId: r.hosted_sim_id, visibility: r.visibility, locked: r.locked } : null;
+  });
+}
+
+/** One inbound SMS: storeInboundMessages for a batch of one. Call inside a transaction. */
 export async function storeInboundMessage(tx: Sql, input: InboundInput): Promise<StoredInbound | null> {
-  const [sim] = await tx<{ number: string; lock_organization_id: number | null; lock_team_id: number | null; lock_live: boolean }[]>`
-    update hosted_sims set messages_received_count = messages_received_count + 1, updated_at = now()
-    where id = ${input.hostedSimId}
-    returning number, lock_organization_id, lock_team_id, (locked_until is not null and locked_until > now()) as lock_live`;
-  if (!sim) return null;
-  const locked = sim.lock_live && sim.lock_organization_id !== null;
-  const [message] = await tx<{ id: number }[]>`
-    insert into messages (hosted_sim_id, number, direction, from_number, to_number, text, status, source,
-                          device_id, sim_slot, external_id, team_id, locked, received_at)
-    values (${input.hostedSimId}, ${sim.number}, 'inbound', ${input.from}, ${sim.number}, ${input.text}, 'received', ${input.source},
-            ${input.deviceId ?? null}, ${input.simSlot ?? null}, ${input.externalId ?? null},
-            ${locked ? sim.lock_team_id : null}, ${locked}, ${input.receivedAt})
-    returning id`;
-  const visibility = locked
-    ? await tx<{ organizationId: number; teamId: number | null }[]>`
-        insert into message_visibility (organization_id, hosted_sim_id, message_id, team_id)
-        values (${sim.lock_organization_id}, ${input.hostedSimId}, ${message!.id}, ${sim.lock_team_id})
-        returning organization_id as "organizationId", team_id as "teamId"`
-    : await tx<{ organizationId: number; teamId: number | null }[]>`
-        insert into message_visibility (organization_id, hosted_sim_id, message_id, team_id)
-        select organization_id, hosted_sim_id, ${message!.id}, team_id
-        from hosted_sim_organizations where hosted_sim_id = ${input.hostedSimId}
-        returning organization_id as "organizationId", team_id as "teamId"`;
-  await tx`insert into jobs (queue, payload) values (${INBOUND_FANOUT_QUEUE}, ${tx.json({ message_id: message!.id })})`;
-  return { messageId: message!.id, hostedSimId: input.hostedSimId, visibility, locked };
+  const [stored] = await storeInboundMessages(tx, [input]);
+  return stored ?? null;
 }

@@ -32,12 +32,13 @@ export const messageColumns = (sql: Sql) => sql`
   to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at,
   to_char(m.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at`;
 
-export async function findMessageForFanout(sql: Sql, id: number) {
-  const [message] = await sql<Message[]>`select ${messageColumns(sql)} from messages m where m.id = ${id}`;
-  if (!message) return null;
-  const visibility = await sql<{ organizationId: number; teamId: number | null }[]>`
-    select organization_id as "organizationId", team_id as "teamId" from message_visibility where message_id = ${id}`;
-  return { message, visibility };
+/** Messages to announce, each with the organizations (and their team at arrival) that may see it. */
+export async function findMessagesForFanout(sql: Sql, ids: number[]) {
+  const messages = await sql<Message[]>`select ${messageColumns(sql)} from messages m where m.id = any(${ids}::bigint[]) order by m.id`;
+  const visibility = await sql<{ messageId: number; organizationId: number; teamId: number | null }[]>`
+    select message_id as "messageId", organization_id as "organizationId", team_id as "teamId"
+    from message_visibility where message_id = any(${ids}::bigint[]) order by organization_id`;
+  return messages.map((message) => ({ message, visibility: visibility.filter((v) => v.messageId === message.id) }));
 }
 
 /** Outbound messages an organization created this calendar month (UTC): the plan quota's count. */

@@ -130,19 +130,19 @@ export async function listLogs(sql: Sql, integrationId: number, opts: { status?:
 }
 
 /** An integration that should receive a message, with the team and alias its event names. */
-export type ForwardingTarget = { integration_id: number; team_id: number; team_name: string; alias: string | null };
+export type ForwardingTarget = { message_id: number; integration_id: number; team_id: number; team_name: string; alias: string | null };
 
 /**
- * API.md "Forwarded": for each organization that may see the message, its active integrations
+ * API.md "Forwarded": for each organization that may see a message, its active integrations
  * with an active mapping that matches. `always`: the number was on the mapping's team, or on no
  * team, for that organization (the team stamped at arrival; for a locked message, the number's
  * team in the lock holder's organization). `lock_required`: the message arrived while the
- * mapping's team held the lock. One row per integration; a mapping whose team is the number's
- * own team names the event's team before others.
+ * mapping's team held the lock. One row per message and integration; a mapping whose team is
+ * the number's own team names the event's team before others.
  */
-export function findForwardingTargets(sql: Sql, messageId: number) {
+export function findForwardingTargets(sql: Sql, messageIds: number[]) {
   return sql<ForwardingTarget[]>`
-    select distinct on (i.id) i.id as integration_id, mp.team_id, t.name as team_name, hso.alias
+    select distinct on (m.id, i.id) m.id as message_id, i.id as integration_id, mp.team_id, t.name as team_name, hso.alias
     from messages m
     join message_visibility v on v.message_id = m.id
     left join hosted_sim_organizations hso on hso.hosted_sim_id = m.hosted_sim_id and hso.organization_id = v.organization_id
@@ -150,10 +150,10 @@ export function findForwardingTargets(sql: Sql, messageId: number) {
     join webhook_mappings mp on mp.webhook_integration_id = i.id and mp.is_active
     join teams t on t.id = mp.team_id and t.organization_id = i.organization_id
     cross join lateral (select case when m.locked then hso.team_id else v.team_id end as number_team) n
-    where m.id = ${messageId} and m.direction = 'inbound'
+    where m.id = any(${messageIds}::bigint[]) and m.direction = 'inbound'
       and ((mp.forwarding_mode = 'always' and (n.number_team is null or n.number_team = mp.team_id))
         or (mp.forwarding_mode = 'lock_required' and m.locked and m.team_id = mp.team_id))
-    order by i.id, (mp.team_id = n.number_team) desc nulls last, mp.id`;
+    order by m.id, i.id, (mp.team_id = n.number_team) desc nulls last, mp.id`;
 }
 
 export type NewDelivery = { webhook_integration_id: number; event_id: string; event_type: string; message_id: number | null; body: string };

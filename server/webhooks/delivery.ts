@@ -1,6 +1,6 @@
 import type { Mailer } from "../alerts/notify";
 import type { Pool } from "../db/client";
-import { type JobQueue, RetryAfter } from "../jobs/queue";
+import { JOB_REMOVED, type JobQueue, RetryAfter } from "../jobs/queue";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
 import { type DeliveryForAttempt, loadDeliveryForAttempt, recordAttempt } from "./delivery-store";
@@ -86,8 +86,11 @@ async function attemptDelivery(deps: DeliveryDeps, d: DeliveryForAttempt): Promi
   }
 }
 
-/** Runs the next attempt of a delivery; throws RetryAfter when another attempt is due later. */
-export async function runDelivery(deps: DeliveryDeps, deliveryId: number, jobId: number | null = null): Promise<void> {
+/**
+ * Runs the next attempt of a delivery; throws RetryAfter when another attempt is due later.
+ * JOB_REMOVED: the final attempt's record also removed the job `jobId`.
+ */
+export async function runDelivery(deps: DeliveryDeps, deliveryId: number, jobId: number | null = null): Promise<void | typeof JOB_REMOVED> {
   const d = await loadDeliveryForAttempt(deps.sql, deliveryId, deps.disableAfterSeconds);
   if (!d || d.status === "succeeded" || d.status === "failed") return;
   const attempt = d.attempts + 1;
@@ -97,7 +100,7 @@ export async function runDelivery(deps: DeliveryDeps, deliveryId: number, jobId:
     const record = { ...base, status: "failed" as const, httpStatus: null, responseBody: null, responseTimeMs: null, error, nextRetryInMs: null };
     await recordAttempt(deps.sql, record, { reached: null, finishedJobId: jobId });
     deps.metrics.webhookDeliveries.inc({ outcome: "abandoned" });
-    return;
+    return jobId === null ? undefined : JOB_REMOVED;
   }
   const result = await attemptDelivery(deps, d);
   const verdict = judgeAttempt(result, attempt, d.retry_count, d.failing_too_long);
@@ -119,6 +122,7 @@ export async function runDelivery(deps: DeliveryDeps, deliveryId: number, jobId:
   deps.metrics.webhookDeliveries.inc({ outcome: verdict.status });
   if (disable) await disableIntegration(deps, d.integration_id, disable);
   if (verdict.status === "retrying") throw new RetryAfter(verdict.delayMs, `attempt ${attempt} failed: ${result.error}`);
+  return jobId === null ? undefined : JOB_REMOVED;
 }
 
 /** Registers the delivery worker on the durable job queue. */

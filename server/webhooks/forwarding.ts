@@ -13,16 +13,19 @@ export const DELIVERY_QUEUE = "webhook.delivery";
 export const DELIVERY_JOB_MAX_ATTEMPTS = 1_000_000;
 
 /**
- * Creates one webhook delivery per eligible integration for a stored inbound message
- * (API.md "Forwarded" rules), with its job, in the caller's transaction. Idempotent per message
- * and integration: running it again for the same message creates nothing. Returns how many
- * deliveries were created.
+ * Creates one webhook delivery per eligible integration for each stored inbound message
+ * (API.md "Forwarded" rules), with its job: one query for the targets and one statement for the
+ * deliveries and their jobs, however many messages. Idempotent per message and integration:
+ * running it again for the same messages creates nothing. Returns how many deliveries were
+ * created.
  */
-export async function enqueueWebhookDeliveries(tx: Sql, messageId: number): Promise<number> {
-  const targets = await findForwardingTargets(tx, messageId);
+export async function enqueueWebhookDeliveries(sql: Sql, messageIds: number[]): Promise<number> {
+  const targets = await findForwardingTargets(sql, messageIds);
   if (targets.length === 0) return 0;
-  const [message] = await tx<Message[]>`select ${messageColumns(tx)} from messages m where m.id = ${messageId}`;
-  if (!message) return 0;
+  const messages = await sql<
+    Message[]
+  >`select ${messageColumns(sql)} from messages m where m.id = any(${[...new Set(targets.map((t) => t.message_id))]}::bigint[])`;
+  const byId = new Map(messages.map((m) => [m.id, m]));
   const createdAt = new Date().toISOString();
   const rows = targets.map((t) => {
     const id = newEventId();
@@ -30,10 +33,10 @@ export async function enqueueWebhookDeliveries(tx: Sql, messageId: number): Prom
       webhook_integration_id: t.integration_id,
       event_id: id,
       event_type: "message.received",
-      message_id: messageId,
-      body: JSON.stringify(messageReceivedEvent(id, createdAt, message, t)),
+      message_id: t.message_id,
+      body: JSON.stringify(messageReceivedEvent(id, createdAt, byId.get(t.message_id)!, t)),
     };
   });
-  const created = await insertDeliveries(tx, rows, DELIVERY_QUEUE, DELIVERY_JOB_MAX_ATTEMPTS);
+  const created = await insertDeliveries(sql, rows, DELIVERY_QUEUE, DELIVERY_JOB_MAX_ATTEMPTS);
   return created.length;
 }

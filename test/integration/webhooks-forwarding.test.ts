@@ -18,7 +18,9 @@ afterAll(async () => {
 
 /** Integration ids that got a delivery for a message, once its fan-out has run. */
 async function deliveredTo(messageId: number): Promise<number[]> {
-  await waitFor(async () => (await ctx.sql`select 1 from jobs where queue = 'message.inbound' and payload->>'message_id' = ${String(messageId)}`).length === 0);
+  await waitFor(
+    async () => (await ctx.sql`select 1 from jobs where queue = 'message.inbound' and payload->'message_ids' @> to_jsonb(${messageId}::bigint)`).length === 0,
+  );
   const rows = await ctx.sql<{ id: number }[]>`select webhook_integration_id as id from webhook_deliveries where message_id = ${messageId} order by 1`;
   return rows.map((r) => r.id);
 }
@@ -85,7 +87,7 @@ describe("forwarding rules", () => {
     await lockNumber(ctx.sql, sim.id, a.org.id, x.id);
     const { messageId } = await receiveSms(ctx, sim.id);
     expect(await deliveredTo(messageId)).toEqual([id]);
-    expect(await ctx.sql.begin((tx) => enqueueWebhookDeliveries(tx, messageId))).toBe(0);
+    expect(await enqueueWebhookDeliveries(ctx.sql, [messageId])).toBe(0);
     await waitFor(() => receiver.received.length === 1);
     expect(receiver.received[0]!.event.data.team.id).toBe(x.id);
     receiver.stop();
