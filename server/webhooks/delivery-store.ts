@@ -141,17 +141,22 @@ export type ForwardingTarget = { message_id: number; integration_id: number; tea
  * the number's own team names the event's team before others.
  */
 export function findForwardingTargets(sql: Sql, messageIds: number[]) {
+  // The messages and their visibility are looked up by id first (materialized): left to itself,
+  // the planner may start from the organization's side and walk all of its visibility rows.
   return sql<ForwardingTarget[]>`
+    with m as materialized (
+      select id, hosted_sim_id, locked, team_id from messages where id = any(${messageIds}::bigint[]) and direction = 'inbound'),
+    v as materialized (
+      select message_id, organization_id, team_id from message_visibility where message_id = any(${messageIds}::bigint[]))
     select distinct on (m.id, i.id) m.id as message_id, i.id as integration_id, mp.team_id, t.name as team_name, hso.alias
-    from messages m
-    join message_visibility v on v.message_id = m.id
+    from m
+    join v on v.message_id = m.id
     left join hosted_sim_organizations hso on hso.hosted_sim_id = m.hosted_sim_id and hso.organization_id = v.organization_id
     join webhook_integrations i on i.organization_id = v.organization_id and i.is_active
     join webhook_mappings mp on mp.webhook_integration_id = i.id and mp.is_active
     join teams t on t.id = mp.team_id and t.organization_id = i.organization_id
     cross join lateral (select case when m.locked then hso.team_id else v.team_id end as number_team) n
-    where m.id = any(${messageIds}::bigint[]) and m.direction = 'inbound'
-      and ((mp.forwarding_mode = 'always' and (n.number_team is null or n.number_team = mp.team_id))
+    where ((mp.forwarding_mode = 'always' and (n.number_team is null or n.number_team = mp.team_id))
         or (mp.forwarding_mode = 'lock_required' and m.locked and m.team_id = mp.team_id))
     order by m.id, i.id, (mp.team_id = n.number_team) desc nulls last, mp.id`;
 }
