@@ -14,12 +14,12 @@
  * dropped afterwards.
  */
 import postgres from "postgres";
-import { Webhook } from "standardwebhooks";
 import { loadConfig } from "../server/config";
 import { createGroupCommit } from "../server/lib/group-commit";
 import { storeInboundMessages } from "../server/messages/inbound";
 import { createServices } from "../server/services";
 import { enqueueWebhookDeliveries } from "../server/webhooks/forwarding";
+import { startReceiver } from "./webhook-receiver";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -46,34 +46,8 @@ url.pathname = `/${DB}`;
 const services = await createServices(loadConfig({ ...process.env, DATABASE_URL: url.toString(), WEBHOOK_ALLOW_PRIVATE: "true", LOG_LEVEL: "warn" }));
 const { sql } = services;
 
-// The receiver: verifies, records the first receipt time of each message and counts repeats.
-const sentAt = new Map<string, number>();
-const latencies: number[] = [];
-const seen = new Set<string>();
-let duplicates = 0;
-let unverified = 0;
-const secrets = new Map<string, Webhook>();
-const receiver = Bun.serve({
-  port: 0,
-  hostname: "127.0.0.1",
-  async fetch(req) {
-    const body = await req.text();
-    const hook = secrets.get(new URL(req.url).pathname.slice(1));
-    try {
-      hook!.verify(body, Object.fromEntries(req.headers));
-    } catch {
-      unverified++;
-    }
-    const event = JSON.parse(body);
-    const key = `${req.url}|${event.data.id}`;
-    if (seen.has(key)) duplicates++;
-    else {
-      seen.add(key);
-      latencies.push(performance.now() - sentAt.get(event.data.text)!);
-    }
-    return new Response("ok");
-  },
-});
+const receiver = startReceiver();
+const { sentAt, seen } = receiver;
 
 // One organization, team and number; INTEGRATIONS integrations always-mapped to the team.
 const [org] = await sql<{ id: number }[]>`insert into organizations (name, plan) values ('bench webhooks', 'enterprise') returning id`;
@@ -84,10 +58,10 @@ const [sim] = await sql<
 await sql`insert into hosted_sim_organizations (hosted_sim_id, organization_id, team_id) values (${sim!.id}, ${org!.id}, ${team!.id})`;
 for (let i = 0; i < INTEGRATIONS; i++) {
   const secret = `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64")}`;
-  secrets.set(`hook${i}`, new Webhook(secret));
+  receiver.trust(`hook${i}`, secret);
   const [row] = await sql<{ id: number }[]>`
     insert into webhook_integrations (organization_id, name, url, secret_sealed)
-    values (${org!.id}, ${`bench ${i}`}, ${`http://127.0.0.1:${receiver.port}/hook${i}`}, ${await services.webhooks.secrets.seal(secret)}) returning id`;
+    values (${org!.id}, ${`bench ${i}`}, ${receiver.endpoint(`hook${i}`)}, ${await services.webhooks.secrets.seal(secret)}) returning id`;
   await sql`insert into webhook_mappings (webhook_integration_id, team_id, forwarding_mode) values (${row!.id}, ${team!.id}, 'always')`;
 }
 if (DRAIN > 0) await drain();
@@ -159,12 +133,7 @@ async function endToEnd() {
   const sendSeconds = (performance.now() - start) / 1000;
 
   const expected = (total - storeErrors) * INTEGRATIONS;
-  const deadline = performance.now() + 60_000;
-  while (seen.size < expected && performance.now() < deadline) await Bun.sleep(50);
-  await Bun.sleep(2_000); // a late duplicate would show up here
-
-  const sorted = [...latencies].sort((a, b) => a - b);
-  const pct = (p: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN);
+  await receiver.settle(expected);
   const [dead] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_deliveries where status <> 'succeeded'`;
   console.log(
     JSON.stringify(
@@ -177,10 +146,10 @@ async function endToEnd() {
         send_rate_achieved: Math.round((total - storeErrors) / sendSeconds),
         received_unique: seen.size,
         missing_after_60s_grace: expected - seen.size,
-        duplicates,
-        unverified,
+        duplicates: receiver.counts.duplicates,
+        unverified: receiver.counts.unverified,
         not_succeeded_rows: dead!.n,
-        latency_ms: { p50: pct(50), p90: pct(90), p99: pct(99), p999: pct(99.9), max: Math.round(sorted.at(-1) ?? Number.NaN) },
+        latency_ms: receiver.latencyMs(),
       },
       null,
       2,
@@ -189,7 +158,7 @@ async function endToEnd() {
 }
 
 async function finish() {
-  receiver.stop(true);
+  receiver.stop();
   await services.close();
   await admin.unsafe(`drop database if exists "${DB}" with (force)`);
   await admin.end();

@@ -6,14 +6,18 @@ import { lockUnprocessedSms, markSmsProcessed, SMS_PROCESS_QUEUE } from "./sms-s
 type Payload = { ids?: number[]; device_id?: number };
 
 /**
- * Turns stored device SMS into messages, on the job queue. Runs in one transaction per job: the
- * messages, the device_sms links and the counters commit together, so a crash means the job is
- * claimed again and finds only what is still unprocessed. SMS whose SIM is not verified stay
- * unprocessed; verification enqueues a job for the device's waiting SMS.
+ * Turns stored device SMS into messages, on the job queue, a batch of jobs at a time (each
+ * names the SMS of one intake batch, or a device whose SIM was just verified). Runs in one
+ * transaction per batch: the messages, the device_sms links and the counters commit together,
+ * so a crash means the jobs are claimed again and find only what is still unprocessed. SMS whose
+ * SIM is not verified stay unprocessed; verification enqueues a job for the device's waiting SMS.
  */
-export async function processDeviceSms(sql: Pool, payload: Payload) {
+export async function processDeviceSms(sql: Pool, payloads: Payload[]) {
   return sql.begin(async (tx) => {
-    const rows = await lockUnprocessedSms(tx, payload.ids ? { ids: payload.ids } : { deviceId: payload.device_id! });
+    const rows = await lockUnprocessedSms(tx, {
+      ids: payloads.flatMap((p) => p.ids ?? []),
+      deviceIds: payloads.flatMap((p) => (p.device_id === undefined ? [] : [p.device_id])),
+    });
     const ready = rows.filter((row) => row.hosted_sim_id !== null);
     const stored = await storeInboundMessages(
       tx,
@@ -35,9 +39,18 @@ export async function processDeviceSms(sql: Pool, payload: Payload) {
 }
 
 export function registerDeviceSmsProcessing(deps: { sql: Pool; jobs: JobQueue }) {
-  deps.jobs.register<Payload>(SMS_PROCESS_QUEUE, (job) => processDeviceSms(deps.sql, job.payload).then(() => {}), {
-    concurrency: 2,
-    // Short: after a crash the jobs the dead instance held come back within this time.
-    visibilitySeconds: 20,
-  });
+  deps.jobs.registerBatch<Payload>(
+    SMS_PROCESS_QUEUE,
+    (jobs) =>
+      processDeviceSms(
+        deps.sql,
+        jobs.map((j) => j.payload),
+      ).then(() => {}),
+    {
+      batchSize: 100,
+      concurrency: 2,
+      // Short: after a crash the jobs the dead instance held come back within this time.
+      visibilitySeconds: 20,
+    },
+  );
 }

@@ -44,12 +44,12 @@ export type UnprocessedSms = {
 };
 
 /**
- * Unprocessed SMS (by id, or all of a device), locked for this transaction, each with the hosted
+ * Unprocessed SMS (by id, and all of some devices), locked for this transaction, each with the hosted
  * SIM it belongs to: the active card of its slot, or for an SMS without a slot the device's
  * first active card. hosted_sim_id null: the SIM is not verified yet, the SMS waits.
  */
-export async function lockUnprocessedSms(tx: Sql, by: { ids?: number[]; deviceId?: number }) {
-  const filter = by.ids ? tx`s.id = any(${by.ids}::bigint[])` : tx`s.device_id = ${by.deviceId!}`;
+export async function lockUnprocessedSms(tx: Sql, by: { ids: number[]; deviceIds: number[] }) {
+  const filter = tx`(s.id = any(${by.ids}::bigint[]) or s.device_id = any(${by.deviceIds}::bigint[]))`;
   return tx<UnprocessedSms[]>`
     select s.id, s.device_id, s.message_id, s.sim_slot, s.from_number, s.body, s.received_at,
       (select c.hosted_sim_id from sim_cards c
@@ -69,9 +69,11 @@ export async function markSmsProcessed(tx: Sql, done: { smsId: number; deviceId:
     with v as (
       select * from unnest(${done.map((d) => d.smsId)}::bigint[], ${done.map((d) => d.deviceId)}::bigint[], ${done.map((d) => d.messageRowId)}::bigint[])
         as v(sms_id, device_id, message_row_id)),
-    linked as (update device_sms s set message_row_id = v.message_row_id from v where s.id = v.sms_id)
+    linked as (update device_sms s set message_row_id = v.message_row_id from v where s.id = v.sms_id),
+    -- Devices locked in id order, as every multi-device write does, so two writers never deadlock.
+    locked as (select id from devices where id in (select device_id from v) order by id for no key update)
     update devices d set messages_received_count = d.messages_received_count + c.n
-    from (select device_id, count(*) as n from v group by device_id) c where d.id = c.device_id`;
+    from (select device_id, count(*) as n from v group by device_id) c where d.id = c.device_id and d.id in (select id from locked)`;
 }
 
 export async function enqueueDeviceSmsProcessing(tx: Sql, deviceId: number) {

@@ -21,7 +21,20 @@ export class RetryAfter extends Error {
 /** Thrown by a handler whose job can never succeed: it is marked dead at once. */
 export class GiveUp extends Error {}
 
-type Registration = { handler: JobHandler<never>; concurrency: number; visibilitySeconds: number; backoff: (attempt: number) => number; running: number };
+/** A handler of several jobs of its queue at once; they succeed or fail together. */
+export type BatchHandler<P = Record<string, unknown>> = (jobs: Job<P>[]) => Promise<void>;
+
+type Registration = {
+  /** Runs one claimed batch (a single job unless the queue was registered with registerBatch). */
+  run: (jobs: Job[]) => Promise<void | typeof JOB_REMOVED>;
+  batchSize: number;
+  concurrency: number;
+  visibilitySeconds: number;
+  backoff: (attempt: number) => number;
+  running: number;
+};
+
+type RegisterOptions = { concurrency?: number; visibilitySeconds?: number; backoff?: (attempt: number) => number };
 
 export type EnqueueOptions = { delayMs?: number; dedupeKey?: string; maxAttempts?: number };
 
@@ -57,41 +70,53 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
     if (tx === sql) wake();
   }
 
+  /**
+   * The queue's own bookkeeping (claims, outcomes) commits without waiting for the WAL flush: one
+   * lost to a crash only means a job runs again, which at-least-once allows. Enqueues are not
+   * covered: they commit with the work that made them.
+   */
   async function claim(queue: string, reg: Registration, limit: number): Promise<Job[]> {
     return sql<Job[]>`
-      update jobs set attempts = attempts + 1, locked_by = ${workerId},
-        locked_until = now() + make_interval(secs => ${Math.min(reg.visibilitySeconds, leaseSeconds)})
-      where id in (
-        select id from jobs
-        where queue = ${queue} and not dead and run_at <= now() and (locked_until is null or locked_until < now())
-        order by run_at, id limit ${limit} for update skip locked)
-      returning id, queue, payload, attempts, max_attempts`;
+      with claimed as (
+        update jobs set attempts = attempts + 1, locked_by = ${workerId},
+          locked_until = now() + make_interval(secs => ${Math.min(reg.visibilitySeconds, leaseSeconds)})
+        where id in (
+          select id from jobs
+          where queue = ${queue} and not dead and run_at <= now() and (locked_until is null or locked_until < now())
+          order by run_at, id limit ${limit} for update skip locked)
+        returning id, queue, payload, attempts, max_attempts)
+      select claimed.* from claimed, (select set_config('synchronous_commit', 'off', true)) as off`;
   }
 
-  async function finish(job: Job, reg: Registration, error?: unknown) {
+  async function finish(jobs: Job[], reg: Registration, error?: unknown) {
+    const ids = jobs.map((j) => j.id);
     if (!error) {
-      await sql`delete from jobs where id = ${job.id} and locked_by = ${workerId}`;
+      await sql`
+        with done as (delete from jobs where id = any(${ids}::bigint[]) and locked_by = ${workerId})
+        select set_config('synchronous_commit', 'off', true)`;
       return;
     }
     const message = error instanceof Error ? error.message : String(error);
-    const dead = error instanceof GiveUp || job.attempts >= job.max_attempts;
-    const delay = error instanceof RetryAfter ? error.delayMs : reg.backoff(job.attempts);
-    if (dead) logger.warn({ job: job.id, queue: job.queue, attempts: job.attempts, err: message }, "job gave up");
+    const giveUp = error instanceof GiveUp;
+    const delay = error instanceof RetryAfter ? error.delayMs : reg.backoff(Math.max(...jobs.map((j) => j.attempts)));
+    for (const job of jobs) {
+      if (giveUp || job.attempts >= job.max_attempts) logger.warn({ job: job.id, queue: job.queue, attempts: job.attempts, err: message }, "job gave up");
+    }
     await sql`
-      update jobs set locked_until = null, locked_by = null, last_error = ${message.slice(0, 1000)}, dead = ${dead},
+      update jobs set locked_until = null, locked_by = null, last_error = ${message.slice(0, 1000)}, dead = ${giveUp} or attempts >= max_attempts,
         run_at = now() + make_interval(secs => ${delay / 1000})
-      where id = ${job.id} and locked_by = ${workerId}`;
+      where id = any(${ids}::bigint[]) and locked_by = ${workerId}`;
   }
 
   /**
    * Records the outcome, retrying while the database is away: a job whose outcome is lost stays
    * invisible for its whole visibility timeout (minutes for webhooks) after the database returns.
    */
-  async function settle(job: Job, reg: Registration, error: unknown) {
+  async function settle(jobs: Job[], reg: Registration, error: unknown) {
     const deadline = Date.now() + reg.visibilitySeconds * 1000;
     for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
       try {
-        return await finish(job, reg, error);
+        return await finish(jobs, reg, error);
       } catch (e) {
         if (!running || Date.now() + wait >= deadline) throw e;
         await new Promise((resolve) => setTimeout(resolve, wait));
@@ -109,22 +134,22 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
     );
   }
 
-  async function run(job: Job, reg: Registration) {
+  async function run(jobs: Job[], reg: Registration) {
     reg.running++;
-    held.set(job.id, { since: Date.now(), reg });
+    for (const job of jobs) held.set(job.id, { since: Date.now(), reg });
     try {
       let error: unknown;
       let removed = false;
       try {
-        removed = (await reg.handler(job as never)) === JOB_REMOVED;
+        removed = (await reg.run(jobs)) === JOB_REMOVED;
       } catch (e) {
         error = e;
       }
-      if (!removed) await settle(job, reg, error);
+      if (!removed) await settle(jobs, reg, error);
     } catch (e) {
-      logger.error({ job: job.id, err: (e as Error).message }, "job bookkeeping failed; it will be claimed again");
+      logger.error({ jobs: jobs.map((j) => j.id), err: (e as Error).message }, "job bookkeeping failed; it will be claimed again");
     } finally {
-      held.delete(job.id);
+      for (const job of jobs) held.delete(job.id);
       reg.running--;
       wake();
     }
@@ -142,10 +167,12 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
       for (const [queue, reg] of registrations) {
         const free = reg.concurrency - reg.running;
         if (free <= 0) continue;
-        const jobs = await claim(queue, reg, free);
+        const jobs = await claim(queue, reg, free * reg.batchSize);
         if (jobs.length > 0) found = true;
-        for (const job of jobs) {
-          const p = run(job, reg);
+        // Spread over the free slots: a few jobs run one each, a backlog runs in full batches.
+        const per = Math.min(reg.batchSize, Math.ceil(jobs.length / free));
+        for (let i = 0; i < jobs.length; i += per) {
+          const p = run(jobs.slice(i, i + per), reg);
           inFlight.add(p);
           void p.finally(() => inFlight.delete(p));
         }
@@ -171,18 +198,30 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
     if (running) schedule(0);
   }
 
+  function registration(run: Registration["run"], batchSize: number, o: RegisterOptions): Registration {
+    return { run, batchSize, concurrency: o.concurrency ?? 4, visibilitySeconds: o.visibilitySeconds ?? 60, backoff: o.backoff ?? defaultBackoff, running: 0 };
+  }
+
   return {
     enqueue,
     wake,
     /** Handles `queue` with up to `concurrency` jobs at once in this process. */
-    register<P>(queue: string, handler: JobHandler<P>, o: { concurrency?: number; visibilitySeconds?: number; backoff?: (attempt: number) => number } = {}) {
-      registrations.set(queue, {
-        handler: handler as JobHandler<never>,
-        concurrency: o.concurrency ?? 4,
-        visibilitySeconds: o.visibilitySeconds ?? 60,
-        backoff: o.backoff ?? defaultBackoff,
-        running: 0,
-      });
+    register<P>(queue: string, handler: JobHandler<P>, o: RegisterOptions = {}) {
+      registrations.set(
+        queue,
+        registration((jobs) => handler(jobs[0] as Job<P>), 1, o),
+      );
+    },
+    /**
+     * Handles `queue` in batches of up to `batchSize` jobs per handler call (up to `concurrency`
+     * calls at once): for jobs whose work is cheaper done together (one transaction for many
+     * small payloads). A batch succeeds, or fails and is retried, as a whole.
+     */
+    registerBatch<P>(queue: string, handler: BatchHandler<P>, o: RegisterOptions & { batchSize: number }) {
+      registrations.set(
+        queue,
+        registration((jobs) => handler(jobs as Job<P>[]), o.batchSize, o),
+      );
     },
     start() {
       running = true;

@@ -6,18 +6,18 @@ import { INBOUND_FANOUT_QUEUE } from "./inbound";
 import { findMessagesForFanout } from "./store";
 
 /**
- * Announces stored inbound messages, a batch per job (storeInboundMessages enqueues one job per
- * batch it stores): `message.received` to every organization that may see each message (and to
+ * Announces stored inbound messages, many jobs' worth at a time (storeInboundMessages enqueues
+ * one job per batch it stores, and a backlog of jobs is claimed in batches): `message.received` to every organization that may see each message (and to
  * the number's channel, limited to those organizations), then webhook deliveries. Runs on the
  * job queue, so a crash in between means the job runs again: events are at least once, and
  * deliveries are created once (enqueueWebhookDeliveries is idempotent per message).
  */
 export function registerInboundFanout(deps: { sql: Pool; jobs: JobQueue; publish: Publish }) {
   // `message_id`: jobs enqueued before batches, one message each.
-  deps.jobs.register<{ message_ids?: number[]; message_id?: number }>(
+  deps.jobs.registerBatch<{ message_ids?: number[]; message_id?: number }>(
     INBOUND_FANOUT_QUEUE,
-    async (job) => {
-      const ids = job.payload.message_ids ?? (job.payload.message_id === undefined ? [] : [job.payload.message_id]);
+    async (jobs) => {
+      const ids = jobs.flatMap((job) => job.payload.message_ids ?? (job.payload.message_id === undefined ? [] : [job.payload.message_id]));
       const found = await findMessagesForFanout(deps.sql, ids);
       if (found.length === 0) return;
       await enqueueWebhookDeliveries(
@@ -34,6 +34,6 @@ export function registerInboundFanout(deps: { sql: Pool; jobs: JobQueue; publish
         deps.publish(`private-number.${message.hosted_sim_id}`, "message.received", { message }, { organizations });
       }
     },
-    { concurrency: 16, visibilitySeconds: 30 },
+    { batchSize: 50, concurrency: 8, visibilitySeconds: 30 },
   );
 }

@@ -49,10 +49,12 @@ export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Pro
       select v.*, nextval(pg_get_serial_sequence('messages', 'id')) as message_id
       from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as v(ord int, hosted_sim_id bigint, from_number text, body text,
         source text, device_id bigint, sim_slot int, external_id text, received_at timestamptz)),
+    -- Numbers locked in id order: concurrent batches sharing numbers queue up instead of deadlocking.
+    locked as (select id from hosted_sims where id in (select hosted_sim_id from input) order by id for no key update),
     sims as (
       update hosted_sims h set messages_received_count = h.messages_received_count + c.n, updated_at = now()
       from (select hosted_sim_id, count(*) as n from input group by hosted_sim_id) c
-      where h.id = c.hosted_sim_id
+      where h.id = c.hosted_sim_id and h.id in (select id from locked)
       returning h.id, h.number, h.lock_organization_id, h.lock_team_id,
         (h.lock_organization_id is not null and h.locked_until is not null and h.locked_until > now()) as locked),
     msgs as (

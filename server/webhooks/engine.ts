@@ -27,7 +27,7 @@ export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: Job
   const delivery: DeliveryDeps = {
     ...deps,
     secrets,
-    limiter: createEndpointLimiter({ cap: ENDPOINT_CONCURRENCY }),
+    limiter: createEndpointLimiter({ cap: ENDPOINT_CONCURRENCY, maxWaiting: ENDPOINT_CONCURRENCY * 8 }),
     allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE,
     disableAfterSeconds: deps.config.WEBHOOK_DISABLE_AFTER_DAYS * 86_400,
     concurrency: DELIVERY_CONCURRENCY,

@@ -11,7 +11,7 @@ beforeAll(async () => {
 
 async function messagesOf(deviceId: number) {
   await ctx.services.devices.settle();
-  await processDeviceSms(ctx.sql, { device_id: deviceId });
+  await processDeviceSms(ctx.sql, [{ device_id: deviceId }]);
   return ctx.sql<{ text: string; external_id: string }[]>`select text, external_id from messages where device_id = ${deviceId} order by id`;
 }
 

@@ -12,7 +12,7 @@ beforeAll(async () => {
 /** Runs the processing jobs of the SMS stored so far (the shared context runs no workers). */
 async function processPending(deviceId: number) {
   await ctx.services.devices.settle();
-  return processDeviceSms(ctx.sql, { device_id: deviceId });
+  return processDeviceSms(ctx.sql, [{ device_id: deviceId }]);
 }
 
 describe("BYOS device lifecycle over HTTP", () => {
