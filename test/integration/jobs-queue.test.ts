@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createJobQueue, JOB_REMOVED, type Job, type JobQueue } from "../../server/jobs/queue";
+import { createLogger } from "../../server/lib/logger";
+import { waitFor } from "../fixtures-devices";
+import { sharedTestContext, type TestContext } from "../helpers";
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await sharedTestContext();
+});
+
+/** A queue of this test's own (unique queue names, so the shared database's other jobs stay out of it). */
+function queue() {
+  const name = `test.${crypto.randomUUID()}`;
+  const jobs = createJobQueue({ sql: ctx.sql, logger: createLogger("silent"), workerId: `test-${name}`, pollMs: 20 });
+  const left = async () => (await ctx.sql<{ n: number }[]>`select count(*)::int as n from jobs where queue = ${name}`)[0]!.n;
+  return { name, jobs, left };
+}
+
+const started: JobQueue[] = [];
+afterAll(async () => {
+  await Promise.all(started.map((q) => q.stop()));
+});
+
+describe("job queue batches", () => {
+  test("registerBatch hands a backlog over in batches of at most batchSize, and removes every job it ran", async () => {
+    const q = queue();
+    for (let i = 0; i < 25; i++) await q.jobs.enqueue(q.name, { n: i });
+    const batches: number[][] = [];
+    q.jobs.registerBatch<{ n: number }>(q.name, async (jobs) => void batches.push(jobs.map((j) => j.payload.n)), { batchSize: 10, concurrency: 2 });
+    q.jobs.start();
+    started.push(q.jobs);
+    expect(await waitFor(async () => (await q.left()) === 0)).toBe(true);
+    expect(batches.every((b) => b.length <= 10)).toBe(true);
+    expect(batches.length).toBeLessThan(25);
+    expect(batches.flat().sort((a, b) => a - b)).toEqual(Array.from({ length: 25 }, (_, i) => i));
+  });
+
+  test("a failing batch is retried as a whole: every job keeps its attempt and error, none is lost", async () => {
+    const q = queue();
+    for (let i = 0; i < 3; i++) await q.jobs.enqueue(q.name, { n: i });
+    let calls = 0;
+    q.jobs.registerBatch(
+      q.name,
+      async () => {
+        calls++;
+        throw new Error("boom");
+      },
+      { batchSize: 10, concurrency: 1, backoff: () => 60_000 },
+    );
+    q.jobs.start();
+    started.push(q.jobs);
+    const failed = async () =>
+      ctx.sql<{ attempts: number; last_error: string | null; locked_by: string | null; later: boolean }[]>`
+        select attempts, last_error, locked_by, run_at > now() + interval '30 seconds' as later from jobs where queue = ${q.name}`;
+    expect(await waitFor(async () => (await failed()).every((j) => j.last_error === "boom"))).toBe(true);
+    await q.jobs.stop();
+    expect(calls).toBe(1);
+    expect([...(await failed())]).toEqual(Array.from({ length: 3 }, () => ({ attempts: 1, last_error: "boom", locked_by: null, later: true })));
+  });
+
+  test("a handler that removed its own job returns JOB_REMOVED; the queue leaves it at that", async () => {
+    const q = queue();
+    await q.jobs.enqueue(q.name, {});
+    const seen: Job[] = [];
+    q.jobs.register<Record<string, unknown>>(q.name, async (job) => {
+      seen.push(job);
+      await ctx.sql`delete from jobs where id = ${job.id}`;
+      return JOB_REMOVED;
+    });
+    q.jobs.start();
+    started.push(q.jobs);
+    expect(await waitFor(async () => seen.length === 1 && (await q.left()) === 0)).toBe(true);
+  });
+});
