@@ -9,7 +9,7 @@
  *   --quick  short durations and fewer rounds (a few minutes in all); the summary says so
  *   --only   just these benchmarks (names below); the doc is then left alone unless --write
  *
- * Names: heartbeat, sms, webhooks, history, connections, broadcast-one, broadcast-redis, actors,
+ * Names: heartbeat, sms, webhooks, webhooks-devices, history, connections, broadcast-one, broadcast-redis, actors,
  * two-instances. Needs PostgreSQL at BENCH_DATABASE_URL's server (default 127.0.0.1:5432) and
  * Redis at REDIS_URL (default 127.0.0.1:6379); every script makes and drops its own database
  * (history keeps its reusable 1M-message data set in `simhost_bench`) and uses its own Redis prefix.
@@ -116,6 +116,27 @@ const benches: Bench[] = [
         measured: `${n(o.missing_after_60s_grace)} lost, ${n(o.duplicates)} twice, ${n(o.unverified)} unverified of ${n(o.stored)}`,
         target: "0 lost, 0 twice",
         met: o.missing_after_60s_grace === 0 && o.duplicates === 0 && o.unverified === 0 && o.store_errors === 0,
+        command,
+      },
+    ],
+  },
+  {
+    name: "webhooks-devices",
+    script: "bench/webhooks-devices-e2e.ts",
+    args: ["--rate", "1000", "--seconds", quick ? "5" : "60"],
+    timeout: quick ? 300 : 900,
+    rows: (o, command) => [
+      {
+        figure: `SMS submitted by devices over HTTP → webhook, 1,000/s for ${o.seconds} s`,
+        measured: `p50 ${ms(o.latency_ms.p50)}, p99 ${ms(o.latency_ms.p99)}; ${n(o.accepted)} of ${n(o.submitted)} accepted (submit p99 ${ms(o.submit_p99_ms)}), ${n(o.missing_after_60s_grace)} lost, ${n(o.duplicates)} twice`,
+        target: "p99 < 250 ms at 1,000/s, 0 lost, 0 twice",
+        met:
+          o.latency_ms.p99 < 250 &&
+          o.submit_rate_achieved >= 0.95 * o.rate_target &&
+          o.accepted === o.submitted &&
+          o.missing_after_60s_grace === 0 &&
+          o.duplicates === 0 &&
+          o.unverified === 0,
         command,
       },
     ],
