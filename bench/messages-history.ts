@@ -40,7 +40,7 @@ async function ensureDatabase(url: string) {
 
 type Sql = Awaited<ReturnType<typeof createServices>>["sql"];
 
-/** The organization and number of the data set, built in batches with triggers off (counts written once at the end). */
+/** The organization and number of the data set, built in batches with triggers off (seqs given, counts written once at the end). */
 async function ensureDataSet(sql: Sql) {
   const [found] = await sql<{ sim: number; org: number; total: number }[]>`
     select h.id as sim, c.organization_id as org, c.total from hosted_sims h
@@ -65,14 +65,16 @@ async function ensureDataSet(sql: Sql) {
                  now() - make_interval(secs => ${MESSAGES - start}::int - i), now() - make_interval(secs => ${MESSAGES - start}::int - i)
           from generate_series(1, ${n}::int) i order by i
           returning id)
-        insert into message_visibility (organization_id, hosted_sim_id, message_id) select ${org!.id}, ${sim!.id}, id from m`;
+        insert into message_visibility (organization_id, hosted_sim_id, message_id, seq)
+        select ${org!.id}, ${sim!.id}, id, ${start}::bigint + row_number() over (order by id) from m`;
     });
     process.stdout.write(`\rloaded ${start + n} messages`);
   }
   process.stdout.write("\n");
   await sql`
-    insert into message_visibility_counts (organization_id, hosted_sim_id, total, inbound) values (${org!.id}, ${sim!.id}, ${MESSAGES}, ${MESSAGES})
-    on conflict (organization_id, hosted_sim_id) do update set total = excluded.total, inbound = excluded.inbound`;
+    insert into message_visibility_counts (organization_id, hosted_sim_id, total, inbound, last_seq)
+    values (${org!.id}, ${sim!.id}, ${MESSAGES}, ${MESSAGES}, ${MESSAGES})
+    on conflict (organization_id, hosted_sim_id) do update set total = excluded.total, inbound = excluded.inbound, last_seq = excluded.last_seq`;
   return { sim: sim!.id, org: org!.id, total: MESSAGES };
 }
 

@@ -64,7 +64,8 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     realtime,
     /** Starts background work (job workers, timers). Tests that drive work by hand skip it. */
     start() {
-      jobs.start();
+      // WORKERS=0: an instance that serves the API only; other instances run the jobs.
+      if (config.WORKERS > 0) jobs.start();
       void devices.start().catch((e) => logger.error({ err: (e as Error).message }, "device actors not restored"));
     },
     async close() {

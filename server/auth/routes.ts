@@ -19,12 +19,8 @@ export function authRoutes(services: Deps) {
   const flow = createLoginFlow({ sql: services.sql, limiter: services.limiter, clock: services.clock, sessionTtlDays: services.config.SESSION_TTL_DAYS });
   const twoFactor = createTwoFactor({ sql: services.sql, limiter: services.limiter, clock: services.clock });
 
-  return new Elysia()
-    .use(callerPlugin(services.auth))
-    .get("/api/me", async ({ caller }) => presentIdentity(await caller({ apiKey: "any" })), {
-      response: { 200: MeResponse },
-      detail: { tags, summary: "Current identity" },
-    })
+  // Signing in needs no token: these routes stay outside the caller plugin.
+  const signIn = new Elysia()
     .post("/api/auth/login", ({ body, server, request }) => flow.login(body.email, body.password, clientAddress(server, request)), {
       body: LoginBody,
       response: { 200: t.Union([TokenResponse, ChallengeResponse]) },
@@ -45,6 +41,14 @@ export function authRoutes(services: Deps) {
         description: "A tmp_token lives 5 minutes, works once, and is burnt by 5 wrong codes.",
         security: [],
       },
+    });
+
+  return new Elysia()
+    .use(signIn)
+    .use(callerPlugin(services.auth))
+    .get("/api/me", async ({ caller }) => presentIdentity(await caller({ apiKey: "any" })), {
+      response: { 200: MeResponse },
+      detail: { tags, summary: "Current identity" },
     })
     .post(
       "/api/auth/logout",

@@ -66,3 +66,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code;
   return typeof code === "string" && unavailableCodes.has(code);
 }
+
+/** A deadlock or serialization failure: the statement lost a race and may simply be run again. */
+export function isTransientConflict(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return code === "40P01" || code === "40001";
+}

@@ -72,7 +72,7 @@ export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]) {
   for (const i of items) if ((latest.get(i.id)?.at ?? Number.NEGATIVE_INFINITY) <= i.at) latest.set(i.id, i);
   const rows = await sql<{ id: number; was_online: boolean; status: DeviceStatus }[]>`
     with v as (
-      select * from jsonb_to_recordset(${JSON.stringify(rowsOf([...latest.values()]))}::text::jsonb)
+      select * from jsonb_to_recordset(${JSON.stringify(rowsOf([...latest.values()].sort((a, b) => a.id - b.id)))}::text::jsonb)
         as v(id bigint, seen timestamptz, battery int, doze bool, sig int, cards jsonb)),
     moved as (
       update devices d set last_seen_at = greatest(d.last_seen_at, v.seen), is_online = true, offline_since = null, offline_alerted_at = null,

@@ -1,7 +1,7 @@
 import type { Mailer } from "../alerts/notify";
 import { notifyOrganizationAdmins } from "../alerts/notify";
 import type { Config } from "../config";
-import type { Pool } from "../db/client";
+import { isTransientConflict, type Pool } from "../db/client";
 import type { JobQueue } from "../jobs/queue";
 import { type Clock, createScheduler, iso } from "../lib/clock";
 import { createGroupCommit } from "../lib/group-commit";
@@ -53,17 +53,20 @@ export function createDeviceRuntime(deps: Deps) {
   // of an offline spell, say), written at once; one for heartbeats already answered, written at
   // most every DEFERRED_WRITE_MS so repeats of a device in that window become one row.
   let writesFailing = false;
-  const writeWatched = (items: HeartbeatWrite[]) =>
-    writeHeartbeats(sql, items).then(
-      (r) => {
+  // The two writers may meet on a device; a deadlock between them is retried, not reported.
+  async function writeWatched(items: HeartbeatWrite[]) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const written = await writeHeartbeats(sql, items);
         writesFailing = false;
-        return r;
-      },
-      (e) => {
+        return written;
+      } catch (e) {
+        if (isTransientConflict(e) && attempt < 3) continue;
         writesFailing = true;
         throw e;
-      },
-    );
+      }
+    }
+  }
   const awaited = createGroupCommit(writeWatched, { maxBatch: 1000, maxInFlight: 2 });
   const deferred = createGroupCommit(writeWatched, { maxBatch: 5000, maxInFlight: 1, lingerMs: DEFERRED_WRITE_MS });
 

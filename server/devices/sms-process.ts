@@ -48,7 +48,7 @@ export function registerDeviceSmsProcessing(deps: { sql: Pool; jobs: JobQueue })
       ).then(() => {}),
     {
       batchSize: 100,
-      concurrency: 2,
+      concurrency: 1,
       // Short: after a crash the jobs the dead instance held come back within this time.
       visibilitySeconds: 20,
     },

@@ -49,7 +49,11 @@ export type UnprocessedSms = {
  * first active card. hosted_sim_id null: the SIM is not verified yet, the SMS waits.
  */
 export async function lockUnprocessedSms(tx: Sql, by: { ids: number[]; deviceIds: number[] }) {
-  const filter = tx`(s.id = any(${by.ids}::bigint[]) or s.device_id = any(${by.deviceIds}::bigint[]))`;
+  // Each condition alone keeps its index (an OR of the two would scan the table): by id is the
+  // common case, by device follows a verification.
+  const byId = tx`s.id = any(${by.ids}::bigint[])`;
+  const byDevice = tx`s.device_id = any(${by.deviceIds}::bigint[])`;
+  const filter = by.deviceIds.length === 0 ? byId : by.ids.length === 0 ? byDevice : tx`(${byId} or ${byDevice})`;
   return tx<UnprocessedSms[]>`
     select s.id, s.device_id, s.message_id, s.sim_slot, s.from_number, s.body, s.received_at,
       (select c.hosted_sim_id from sim_cards c

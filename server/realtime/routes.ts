@@ -51,53 +51,56 @@ export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql
   const { realtime } = services;
   const details = connectionDetails(services.config.PUBLIC_URL, realtime.credentials.key);
   // CORS on every answer; set in onParse too, as an unparseable body fails before onTransform.
-  return new Elysia()
-    .use(callerPlugin(services.auth))
-    .onParse(({ set }) => void Object.assign(set.headers, CORS))
-    .onTransform(({ set }) => void Object.assign(set.headers, CORS))
-    .get(
-      "/api/broadcasting/connection",
-      async ({ caller }) => {
-        await caller({ apiKey: "any" }).catch((e) => Promise.reject(withCors(e)));
-        return details;
-      },
-      { response: { 200: ConnectionDetails }, detail: { tags, summary: "Broadcaster connection details (SPEC.md 2.13)" } },
-    )
-    .options("/api/broadcasting/auth", preflight, { detail: { tags, summary: "CORS preflight of the channel authorization endpoint" } })
-    .options("/api/broadcasting/connection", preflight, { detail: { tags, summary: "CORS preflight of the connection details" } })
-    .post(
-      "/api/broadcasting/auth",
-      async ({ caller, body }) => {
-        try {
-          const c = await caller({ apiKey: "any" });
-          const organizationId = await authorizeChannel(services.sql, c, body.channel_name);
-          await realtime.grants.put(body.socket_id, body.channel_name, organizationId);
-          return { auth: signChannel(realtime.credentials.key, realtime.credentials.secret, body.socket_id, body.channel_name) };
-        } catch (e) {
-          throw withCors(e);
-        }
-      },
-      {
-        body: ChannelAuthRequest,
-        response: { 200: ChannelAuthResponse },
-        detail: {
-          tags,
-          summary: "Authorize a private channel subscription",
-          description: "Form-encoded (as pusher-js sends it) or JSON. 403 permission_denied when the caller may not join the channel.",
+  return (
+    new Elysia()
+      // Lazy: preflights carry no token, and every answer needs the CORS headers set below.
+      .use(callerPlugin(services.auth, { lazy: true }))
+      .onParse(({ set }) => void Object.assign(set.headers, CORS))
+      .onTransform(({ set }) => void Object.assign(set.headers, CORS))
+      .get(
+        "/api/broadcasting/connection",
+        async ({ caller }) => {
+          await caller({ apiKey: "any" }).catch((e) => Promise.reject(withCors(e)));
+          return details;
         },
-      },
-    )
-    .get(
-      "/app/:key",
-      ({ request, server, params, query }) => {
-        if (!server || request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-          throw new AppError(426, "upgrade_required", "This is the WebSocket endpoint of the broadcaster; connect with a Pusher client.");
-        }
-        realtime.attach(server as never);
-        const protocol = typeof query.protocol === "string" ? query.protocol : null;
-        if (server.upgrade(request, { data: realtime.socketData(params.key, protocol) })) return;
-        throw new AppError(400, "malformed_body", "WebSocket upgrade failed.");
-      },
-      { detail: { tags, summary: "Pusher Channels protocol 7 WebSocket (upgrade only)" } },
-    );
+        { response: { 200: ConnectionDetails }, detail: { tags, summary: "Broadcaster connection details (SPEC.md 2.13)" } },
+      )
+      .options("/api/broadcasting/auth", preflight, { detail: { tags, summary: "CORS preflight of the channel authorization endpoint" } })
+      .options("/api/broadcasting/connection", preflight, { detail: { tags, summary: "CORS preflight of the connection details" } })
+      .post(
+        "/api/broadcasting/auth",
+        async ({ caller, body }) => {
+          try {
+            const c = await caller({ apiKey: "any" });
+            const organizationId = await authorizeChannel(services.sql, c, body.channel_name);
+            await realtime.grants.put(body.socket_id, body.channel_name, organizationId);
+            return { auth: signChannel(realtime.credentials.key, realtime.credentials.secret, body.socket_id, body.channel_name) };
+          } catch (e) {
+            throw withCors(e);
+          }
+        },
+        {
+          body: ChannelAuthRequest,
+          response: { 200: ChannelAuthResponse },
+          detail: {
+            tags,
+            summary: "Authorize a private channel subscription",
+            description: "Form-encoded (as pusher-js sends it) or JSON. 403 permission_denied when the caller may not join the channel.",
+          },
+        },
+      )
+      .get(
+        "/app/:key",
+        ({ request, server, params, query }) => {
+          if (!server || request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+            throw new AppError(426, "upgrade_required", "This is the WebSocket endpoint of the broadcaster; connect with a Pusher client.");
+          }
+          realtime.attach(server as never);
+          const protocol = typeof query.protocol === "string" ? query.protocol : null;
+          if (server.upgrade(request, { data: realtime.socketData(params.key, protocol) })) return;
+          throw new AppError(400, "malformed_body", "WebSocket upgrade failed.");
+        },
+        { detail: { tags, summary: "Pusher Channels protocol 7 WebSocket (upgrade only)" } },
+      )
+  );
 }

@@ -45,3 +45,25 @@ describe("validation errors name the field", () => {
     expect(Object.keys(id.body.errors)).toEqual(["device"]);
   });
 });
+
+describe("authentication comes before validation", () => {
+  test("no token or a bad one with an invalid body answers 401, not 422; signing in needs no token", async () => {
+    const bodies: [string, string, unknown][] = [
+      ["POST", "/api/teams", { name: 5 }],
+      ["POST", "/api/byos/devices/1/heartbeat", { battery_level: 101 }],
+      ["POST", "/api/webhook-integrations", { url: "not a url" }],
+      ["GET", "/api/messages?hosted_sim=abc", undefined],
+    ];
+    for (const [method, path, body] of bodies) {
+      for (const bad of [undefined, "not-a-token", "sk_nope"]) {
+        const res = await ctx.request(method, path, { token: bad, body });
+        expect(res.status).toBe(401);
+        expectErrorShape(res.body, "unauthenticated");
+      }
+      // With a valid token the same request fails validation.
+      expect((await ctx.request(method, path, { token, body })).status).toBe(422);
+    }
+    const login = await ctx.request("POST", "/api/auth/login", { body: { email: "nobody@example.com" } });
+    expect(login.status).toBe(422);
+  });
+});
