@@ -3,7 +3,7 @@
  * PostgreSQL (closed loop, as fast as it goes), latency at a fixed 5,000/s (open loop), and the
  * durable intake alone (group commit without HTTP and authentication) for comparison.
  *
- *   bun bench/devices-sms.ts [--devices 1000] [--seconds 10] [--concurrency 256] [--rate 5000]
+ *   bun bench/devices-sms.ts [--devices 1000] [--seconds 10] [--concurrency 256] [--rate 5000] [--workers 4]
  *
  * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test).
  */
@@ -14,6 +14,9 @@ const DEVICES = arg("devices", 1000);
 const SECONDS = arg("seconds", 10);
 const CONCURRENCY = arg("concurrency", 256);
 const RATE = arg("rate", 5000);
+// --workers 0: the server acknowledges and stores only, as an API instance beside separate
+// worker instances would; by default it also processes what it stores, on the same 2 cores.
+const WORKERS = arg("workers", 4);
 
 const sms = (i: number) =>
   JSON.stringify({ from: "+15550001111", body: `bench message ${i} ${crypto.randomUUID()}`, message_id: crypto.randomUUID(), sim_slot: 1 });
@@ -44,7 +47,7 @@ async function intakeAlone(dbUrl: string, deviceIds: number[]) {
 }
 
 const dbUrl = await freshBenchDatabase("sms");
-const server = await spawnServer("server/main.ts", { DATABASE_URL: dbUrl }, "/api/health");
+const server = await spawnServer("server/main.ts", { DATABASE_URL: dbUrl, WORKERS: String(WORKERS) }, "/api/health");
 try {
   const sql = connect(dbUrl);
   const { token, deviceIds } = await seedDevices(sql, DEVICES);
@@ -65,7 +68,14 @@ try {
   const direct = await intakeAlone(dbUrl, deviceIds);
   console.log(
     JSON.stringify(
-      { devices: DEVICES, http: { max, fixedRate: { rate: RATE, ...fixed } }, storedRows: stored!.n, acceptedOverHttp: accepted, intakeWithoutHttp: direct },
+      {
+        devices: DEVICES,
+        workers: WORKERS,
+        http: { max, fixedRate: { rate: RATE, ...fixed } },
+        storedRows: stored!.n,
+        acceptedOverHttp: accepted,
+        intakeWithoutHttp: direct,
+      },
       null,
       2,
     ),

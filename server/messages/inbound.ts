@@ -25,7 +25,8 @@ export const INBOUND_FANOUT_QUEUE = "message.inbound";
 /**
  * Stores inbound SMS on hosted SIMs, any number of them in one statement, and stamps, once and
  * for good, who may see each (API.md "Lock meaning"): the lock holder's organization alone while
- * a lock is live, otherwise every organization attached right now. Counts them on their numbers
+ * a lock is live, otherwise every organization attached right now, with the history counts and
+ * seqs of each organization's view of the number updated once per batch. Counts them on their numbers
  * (one update per number, however many messages it got) and enqueues one fan-out job (events,
  * webhooks) for the whole batch in the same statement, so nothing is announced that was not
  * stored and nothing stored goes unannounced. Message ids follow the order of `inputs`; the
@@ -66,15 +67,32 @@ export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Pro
       from input i join sims s on s.id = i.hosted_sim_id
       order by i.ord
       returning id),
-    vis as (
-      insert into message_visibility (organization_id, hosted_sim_id, message_id, team_id)
-      select o.organization_id, i.hosted_sim_id, i.message_id, o.team_id
+    -- Who may see each message, in message order.
+    seen as (
+      select o.organization_id, i.hosted_sim_id, i.message_id, o.team_id,
+             row_number() over (partition by o.organization_id, i.hosted_sim_id order by i.ord) as k
       from input i join sims s on s.id = i.hosted_sim_id
       cross join lateral (
         select s.lock_organization_id as organization_id, s.lock_team_id as team_id where s.locked
         union all
-        select hso.organization_id, hso.team_id from hosted_sim_organizations hso where hso.hosted_sim_id = i.hosted_sim_id and not s.locked) o
-      order by i.ord, o.organization_id
+        select hso.organization_id, hso.team_id from hosted_sim_organizations hso where hso.hosted_sim_id = i.hosted_sim_id and not s.locked) o),
+    -- Each (organization, number) view counts its new messages once for the batch and hands out
+    -- their seqs (0021's keyset pages) as one range; the insert below gives seq, so the per-row
+    -- trigger leaves the counts alone.
+    views as (select organization_id, hosted_sim_id, count(*) as n from seen group by organization_id, hosted_sim_id),
+    counted as (
+      insert into message_visibility_counts as c (organization_id, hosted_sim_id, last_seq, total, inbound)
+      select organization_id, hosted_sim_id, n, n, n from views order by organization_id, hosted_sim_id
+      on conflict (organization_id, hosted_sim_id) do update
+        set last_seq = c.last_seq + excluded.last_seq, total = c.total + excluded.total, inbound = c.inbound + excluded.inbound
+      returning organization_id, hosted_sim_id, last_seq),
+    vis as (
+      insert into message_visibility (organization_id, hosted_sim_id, message_id, team_id, seq)
+      select v.organization_id, v.hosted_sim_id, v.message_id, v.team_id, c.last_seq - w.n + v.k
+      from seen v
+      join views w on w.organization_id = v.organization_id and w.hosted_sim_id = v.hosted_sim_id
+      join counted c on c.organization_id = v.organization_id and c.hosted_sim_id = v.hosted_sim_id
+      order by v.message_id, v.organization_id
       returning message_id, organization_id, team_id),
     job as (
       insert into jobs (queue, payload)

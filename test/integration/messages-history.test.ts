@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, test } from "bun:test";
+import { storeInboundMessages } from "../../server/messages/inbound";
 import { createApiKey, createTenant } from "../fixtures";
 import { createSharedNumber, receiveSms } from "../fixtures-numbers";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
@@ -163,5 +164,49 @@ describe("GET /api/messages filters", () => {
     expect(res.status).toBe(404);
     expectErrorShape(res.body, "not_found");
     expect((await ctx.request("GET", "/api/messages/99999999999", { token: t.token })).status).toBe(404);
+  });
+});
+
+describe("a batch of inbound messages (storeInboundMessages)", () => {
+  test("each organization's view numbers the batch's messages on from its last seq, counts them once, and pages them in order", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const shared = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    const own = await createSharedNumber(ctx.sql, [a.org.id]);
+    await receiveSms(ctx.sql, shared.id, { text: "before" });
+    const input = (simId: number, text: string) => ({ hostedSimId: simId, from: "+15550001111", text, source: "provider" as const, receivedAt: new Date() });
+    const stored = await ctx.sql.begin((tx) =>
+      storeInboundMessages(tx, [input(shared.id, "s1"), input(own.id, "o1"), input(shared.id, "s2"), input(999_999_999, "nowhere"), input(shared.id, "s3")]),
+    );
+    expect(stored[3]).toBeNull();
+    const ids = stored.filter((s) => s !== null).map((s) => s!.messageId);
+    expect(ids).toEqual([...ids].sort((p, q) => p - q));
+    expect(stored[0]!.visibility.map((v) => v.organizationId).sort()).toEqual([a.org.id, b.org.id].sort());
+
+    const seqs = await ctx.sql<{ organization_id: number; hosted_sim_id: number; seq: number; text: string }[]>`
+      select v.organization_id, v.hosted_sim_id, v.seq, m.text from message_visibility v join messages m on m.id = v.message_id
+      where v.hosted_sim_id in (${shared.id}, ${own.id}) order by v.organization_id, v.hosted_sim_id, v.seq`;
+    const view = (org: number, sim: number) => seqs.filter((r) => r.organization_id === org && r.hosted_sim_id === sim).map((r) => `${r.seq}:${r.text}`);
+    expect(view(a.org.id, shared.id)).toEqual(["1:before", "2:s1", "3:s2", "4:s3"]);
+    expect(view(b.org.id, shared.id)).toEqual(["1:before", "2:s1", "3:s2", "4:s3"]);
+    expect(view(a.org.id, own.id)).toEqual(["1:o1"]);
+    const counts = await ctx.sql<{ organization_id: number; hosted_sim_id: number; total: number; inbound: number; last_seq: number }[]>`
+      select organization_id, hosted_sim_id, total::int, inbound::int, last_seq::int from message_visibility_counts
+      where hosted_sim_id in (${shared.id}, ${own.id}) order by organization_id, hosted_sim_id`;
+    expect(counts.map(({ total, inbound, last_seq }) => [total, inbound, last_seq])).toEqual(
+      counts.map((c) => (c.hosted_sim_id === own.id ? [1, 1, 1] : [4, 4, 4])),
+    );
+    const [sim] = await ctx.sql<{ n: number }[]>`select messages_received_count::int as n from hosted_sims where id = ${shared.id}`;
+    expect(sim!.n).toBe(4);
+
+    const page = await get(b.token, `hosted_sim=${shared.id}&per_page=2&page=1`);
+    expect(page.body.data.map((m: { text: string }) => m.text)).toEqual(["s3", "s2"]);
+    expect(page.body.meta.total).toBe(4);
+    // One more, alone (as the provider callback stores it): numbered on from the batch.
+    await receiveSms(ctx.sql, shared.id, { text: "after" });
+    expect((await get(a.token, `hosted_sim=${shared.id}&per_page=1&page=1`)).body.data[0].text).toBe("after");
+    const [last] = await ctx.sql<{ seq: number }[]>`
+      select max(seq)::int as seq from message_visibility where organization_id = ${a.org.id} and hosted_sim_id = ${shared.id}`;
+    expect(last!.seq).toBe(5);
   });
 });
