@@ -337,7 +337,7 @@ function summary(rows: Row[], context: { started: Date; loadBefore: string; load
     `Last run: \`${command}\` on ${context.started.toISOString().slice(0, 16).replace("T", " ")} UTC, ${context.minutes.toFixed(1)} min; ` +
       `load average (1, 5, 15 min) ${context.loadBefore} at the start, ${context.loadAfter} at the end.` +
       (quick ? " **Quick run**: short durations and fewer rounds, so these figures are indicative only; run without `--quick` for the real ones." : ""),
-    "The machine (2 cores) was shared with other engineers' test runs, so the figures are noisy; the sections below hold the analysed runs.",
+    "The machine has 2 cores, shared by the load generator, the server and PostgreSQL; figures move by about 10% between runs. The sections below hold the analysed runs.",
     `One benchmark alone: \`bun run bench --only <name>\` (${benches.map((b) => b.name).join(", ")}), or the command in its row.`,
     "",
     `| figure | ${quick ? "measured (quick run)" : "measured"} | target | met | reproduce |`,
