@@ -14,10 +14,6 @@ type Payload = { ids?: number[]; device_id?: number };
  */
 export async function processDeviceSms(sql: Pool, payloads: Payload[]) {
   return sql.begin(async (tx) => {
-    // Everything here is derived from device_sms rows that are already durable: a commit lost to
-    // a crash leaves them unprocessed and the jobs run again. So no wait for the WAL flush, which
-    // the SMS intake's own commits need.
-    await tx`set local synchronous_commit = off`;
     const rows = await lockUnprocessedSms(tx, {
       ids: payloads.flatMap((p) => p.ids ?? []),
       deviceIds: payloads.flatMap((p) => (p.device_id === undefined ? [] : [p.device_id])),
