@@ -10,6 +10,7 @@ import { type Clock, systemClock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/logger";
 import { createMetrics } from "./lib/metrics";
 import { createLocalRateLimiter, createRedisRateLimiter } from "./lib/rate-limit";
+import { registerRetention } from "./maintenance/retention";
 import { registerInboundFanout } from "./messages/fanout";
 import { registerOutboundJobs } from "./messages/outbound-jobs";
 import { registerLockExpiry } from "./numbers/locks";
@@ -38,6 +39,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   registerInboundFanout({ sql: db.sql, jobs, publish: bus.publish });
   const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, logger, metrics, mailer });
   registerLockExpiry({ sql: db.sql, jobs, publish: bus.publish });
+  const retention = registerRetention({ sql: db.sql, jobs, logger, logRetentionDays: config.WEBHOOK_LOG_RETENTION_DAYS, now: () => clock.now() });
   registerOutboundJobs({ sql: db.sql, jobs, publish: bus.publish, config, logger });
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
   const devices = createDeviceRuntime({ sql: db.sql, clock, config, bus, mailer, logger, jobs, metrics });
@@ -65,7 +67,10 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     /** Starts background work (job workers, timers). Tests that drive work by hand skip it. */
     start() {
       // WORKERS=0: an instance that serves the API only; other instances run the jobs.
-      if (config.WORKERS > 0) jobs.start();
+      if (config.WORKERS > 0) {
+        jobs.start();
+        void retention.schedule().catch((e) => logger.warn({ err: (e as Error).message }, "retention run not scheduled"));
+      }
       void devices.start().catch((e) => logger.error({ err: (e as Error).message }, "device actors not restored"));
     },
     async close() {

@@ -1,0 +1,86 @@
+import type { Pool, Sql } from "../db/client";
+import type { JobQueue } from "../jobs/queue";
+import type { Logger } from "../lib/logger";
+
+/** Queue of the hourly clean-up; one job per hour across instances (dedupe key of the hour). */
+export const RETENTION_QUEUE = "maintenance.retention";
+const HOUR_MS = 3_600_000;
+/** Rows removed per statement, so a large backlog never holds long locks or one huge transaction. */
+const CHUNK = 5_000;
+
+export type Removed = { deliveryLogs: number; deliveries: number; sessions: number; authorizationCodes: number; refreshTokens: number };
+
+/** Runs `remove` (a delete of at most CHUNK rows answering their count) until it removes less. */
+async function inChunks(remove: () => Promise<number>) {
+  let total = 0;
+  for (;;) {
+    const n = await remove();
+    total += n;
+    if (n < CHUNK) return total;
+  }
+}
+
+/** Rows a delete removed. */
+const deleted = async (q: PromiseLike<{ count: number }>) => (await q).count;
+
+/**
+ * Removes what nobody can use any more:
+ * - webhook delivery log records, and finished deliveries (their frozen event bodies), older than
+ *   `logRetentionDays`; walked from the oldest id, so no index on the time columns is needed;
+ * - sessions and OAuth access tokens expired for more than a day (a day of grace keeps the
+ *   answer to a just-expired token "expired", not merely "unknown", in logs and tests);
+ * - OAuth authorization codes and refresh tokens expired for more than a day (a rotated refresh
+ *   token is kept until then: presenting it again still revokes its family).
+ */
+export async function removeExpired(sql: Sql, o: { logRetentionDays: number }): Promise<Removed> {
+  const cutoff = sql`now() - make_interval(days => ${o.logRetentionDays})`;
+  const deliveryLogs = await inChunks(() =>
+    deleted(sql`
+      delete from webhook_delivery_logs where id in (
+        select id from webhook_delivery_logs where created_at < ${cutoff} order by id limit ${CHUNK})`),
+  );
+  const deliveries = await inChunks(() =>
+    deleted(sql`
+      delete from webhook_deliveries where id in (
+        select id from webhook_deliveries where created_at < ${cutoff} and status in ('succeeded', 'failed') order by id limit ${CHUNK})`),
+  );
+  const sessions = await inChunks(() =>
+    deleted(sql`
+      delete from sessions where id in (select id from sessions where expires_at < now() - interval '1 day' limit ${CHUNK})`),
+  );
+  const authorizationCodes = await inChunks(() =>
+    deleted(sql`
+      delete from oauth_authorization_codes where id in (
+        select id from oauth_authorization_codes where expires_at < now() - interval '1 day' limit ${CHUNK})`),
+  );
+  const refreshTokens = await inChunks(() =>
+    deleted(sql`
+      delete from oauth_refresh_tokens where id in (
+        select id from oauth_refresh_tokens where expires_at < now() - interval '1 day' limit ${CHUNK})`),
+  );
+  return { deliveryLogs, deliveries, sessions, authorizationCodes, refreshTokens };
+}
+
+/** The next hour's run, once however many instances ask (the dedupe key names the hour). */
+function enqueueNext(jobs: JobQueue, now: number, delayMs: number) {
+  const at = now + delayMs;
+  return jobs.enqueue(RETENTION_QUEUE, {}, { delayMs, dedupeKey: `${RETENTION_QUEUE}:${Math.floor(at / HOUR_MS)}` });
+}
+
+/** Registers the clean-up; `schedule` (at start) makes sure a run is due within the hour. */
+export function registerRetention(deps: { sql: Pool; jobs: JobQueue; logger: Logger; logRetentionDays: number; now?: () => number }) {
+  const now = deps.now ?? Date.now;
+  deps.jobs.register(
+    RETENTION_QUEUE,
+    async () => {
+      // The next run first: a run that keeps failing must not end the hourly chain.
+      await enqueueNext(deps.jobs, now(), HOUR_MS);
+      const removed = await removeExpired(deps.sql, { logRetentionDays: deps.logRetentionDays });
+      if (Object.values(removed).some((n) => n > 0)) deps.logger.info({ removed }, "expired records removed");
+    },
+    { concurrency: 1, visibilitySeconds: 600 },
+  );
+  return {
+    schedule: () => enqueueNext(deps.jobs, now(), 60_000),
+  };
+}

@@ -1,0 +1,61 @@
+import { beforeAll, describe, expect, test } from "bun:test";
+import { createJobQueue } from "../../server/jobs/queue";
+import { createLogger } from "../../server/lib/logger";
+import { RETENTION_QUEUE, registerRetention, removeExpired } from "../../server/maintenance/retention";
+import { createTenant } from "../fixtures";
+import { sharedTestContext, type TestContext } from "../helpers";
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await sharedTestContext();
+});
+
+describe("retention (hourly clean-up)", () => {
+  test("old delivery logs and finished deliveries go, recent and unfinished ones stay; expired sessions go after a day", async () => {
+    const t = await createTenant(ctx.sql);
+    const [integration] = await ctx.sql<{ id: number }[]>`
+      insert into webhook_integrations (organization_id, name, url, secret_sealed)
+      values (${t.org.id}, 'retention', 'https://example.com/hook', 'sealed') returning id`;
+    const delivery = (status: string, daysAgo: number) => ctx.sql<{ id: number }[]>`
+      insert into webhook_deliveries (webhook_integration_id, event_id, event_type, body, status, created_at)
+      values (${integration!.id}, ${`evt_${crypto.randomUUID()}`}, 'message.received', '{}', ${status}, now() - make_interval(days => ${daysAgo}))
+      returning id`;
+    const [oldDone] = await delivery("succeeded", 40);
+    const [oldRetrying] = await delivery("retrying", 40);
+    const [recent] = await delivery("failed", 2);
+    const log = (deliveryId: number | null, daysAgo: number) => ctx.sql<{ id: number }[]>`
+      insert into webhook_delivery_logs (webhook_integration_id, delivery_id, event_id, event_type, attempt, status, created_at)
+      values (${integration!.id}, ${deliveryId}, 'evt_x', 'webhook.test', 1, 'failed', now() - make_interval(days => ${daysAgo}))
+      returning id`;
+    const [oldLog] = await log(null, 31);
+    const [recentLog] = await log(recent!.id, 29);
+    const [expired] = await ctx.sql<{ id: number }[]>`
+      insert into sessions (user_id, token_hash, expires_at) values (${t.user.id}, ${Buffer.from(crypto.randomUUID())}, now() - interval '2 days') returning id`;
+    const [justExpired] = await ctx.sql<{ id: number }[]>`
+      insert into sessions (user_id, token_hash, expires_at) values (${t.user.id}, ${Buffer.from(crypto.randomUUID())}, now() - interval '1 hour') returning id`;
+
+    const removed = await removeExpired(ctx.sql, { logRetentionDays: 30 });
+    expect(removed.deliveryLogs).toBeGreaterThanOrEqual(1);
+    expect(removed.sessions).toBeGreaterThanOrEqual(1);
+
+    const ids = async (table: "webhook_deliveries" | "webhook_delivery_logs" | "sessions", list: number[]) =>
+      (await ctx.sql<{ id: number }[]>`select id from ${ctx.sql(table)} where id = any(${list}::bigint[]) order by id`).map((r) => r.id);
+    expect(await ids("webhook_deliveries", [oldDone!.id, oldRetrying!.id, recent!.id])).toEqual([oldRetrying!.id, recent!.id]);
+    expect(await ids("webhook_delivery_logs", [oldLog!.id, recentLog!.id])).toEqual([recentLog!.id]);
+    expect(await ids("sessions", [expired!.id, justExpired!.id])).toEqual([justExpired!.id]);
+    // The owner's own live session is untouched: the API still answers it.
+    expect((await ctx.request("GET", "/api/me", { token: t.token })).status).toBe(200);
+  });
+
+  test("instances scheduling at start make one run per hour between them", async () => {
+    const now = () => Date.parse("2031-05-05T10:20:00Z");
+    for (let instance = 0; instance < 3; instance++) {
+      const jobs = createJobQueue({ sql: ctx.sql, logger: createLogger("silent"), workerId: `retention-${instance}` });
+      await registerRetention({ sql: ctx.sql, jobs, logger: createLogger("silent"), logRetentionDays: 30, now }).schedule();
+    }
+    const rows =
+      await ctx.sql`select 1 from jobs where queue = ${RETENTION_QUEUE} and dedupe_key = ${`${RETENTION_QUEUE}:${Math.floor((now() + 60_000) / 3_600_000)}`}`;
+    expect(rows).toHaveLength(1);
+    await ctx.sql`delete from jobs where queue = ${RETENTION_QUEUE} and dedupe_key like ${`${RETENTION_QUEUE}:%`} and run_at > now() + interval '1 year'`;
+  });
+});
