@@ -46,6 +46,17 @@ const n = (v: number) => Math.round(v).toLocaleString("en-US");
 const ms = (v: number) => (v >= 100 ? `${n(v)} ms` : `${(+v).toFixed(1)} ms`);
 const accepted = (r: Json) => (r.statuses?.[202] ?? 0) as number;
 
+/** bench/devices-sms.ts: acknowledged per second (closed loop), and the fixed-rate run. */
+function smsFigures(o: Json) {
+  const fixed = o.http.fixedRate;
+  return {
+    fixed,
+    perSecond: accepted(o.http.max) / o.http.max.seconds,
+    // Every request sent at the fixed rate must have been acknowledged, not just answered.
+    allAccepted: accepted(fixed) === fixed.requests && fixed.errors === 0,
+  };
+}
+
 const benches: Bench[] = [
   {
     name: "heartbeat",
@@ -68,11 +79,7 @@ const benches: Bench[] = [
     args: ["--seconds", quick ? "3" : "10", "--rate", "5000"],
     timeout: quick ? 240 : 600,
     rows: (o, command) => {
-      const max = o.http.max;
-      const fixed = o.http.fixedRate;
-      const perSecond = accepted(max) / max.seconds;
-      // Every request sent at the fixed rate must have been acknowledged, not just answered.
-      const allAccepted = accepted(fixed) === fixed.requests && fixed.errors === 0;
+      const { fixed, perSecond, allAccepted } = smsFigures(o);
       return [
         {
           figure: "durable SMS ingest over HTTP (closed loop), processing on the same cores",
@@ -106,10 +113,7 @@ const benches: Bench[] = [
     args: ["--seconds", quick ? "3" : "10", "--rate", "5000", "--workers", "0"],
     timeout: quick ? 240 : 600,
     rows: (o, command) => {
-      const max = o.http.max;
-      const fixed = o.http.fixedRate;
-      const perSecond = accepted(max) / max.seconds;
-      const allAccepted = accepted(fixed) === fixed.requests && fixed.errors === 0;
+      const { fixed, perSecond, allAccepted } = smsFigures(o);
       return [
         {
           figure: "durable SMS ingest over HTTP, API-only instance (WORKERS=0)",
