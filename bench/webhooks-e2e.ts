@@ -17,6 +17,7 @@ import postgres from "postgres";
 import { loadConfig } from "../server/config";
 import { createGroupCommit } from "../server/lib/group-commit";
 import { storeInboundMessages } from "../server/messages/inbound";
+import { findMessagesForFanout } from "../server/messages/store";
 import { createServices } from "../server/services";
 import { enqueueWebhookDeliveries } from "../server/webhooks/forwarding";
 import { startReceiver } from "./webhook-receiver";
@@ -80,9 +81,13 @@ async function drain() {
         receivedAt: new Date(),
       }));
       const stored = await storeInboundMessages(tx, inputs);
-      await enqueueWebhookDeliveries(
+      const found = await findMessagesForFanout(
         tx,
         stored.map((s) => s!.messageId),
+      );
+      await enqueueWebhookDeliveries(
+        tx,
+        found.map((f) => f.message),
       );
       await tx`delete from jobs where queue = 'message.inbound'`;
     });

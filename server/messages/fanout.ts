@@ -22,7 +22,7 @@ export function registerInboundFanout(deps: { sql: Pool; jobs: JobQueue; publish
       if (found.length === 0) return;
       await enqueueWebhookDeliveries(
         deps.sql,
-        found.map((f) => f.message.id),
+        found.map((f) => f.message),
       );
       for (const { message, visibility } of found) {
         const organizations = visibility.map((v) => v.organizationId);

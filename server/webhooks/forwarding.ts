@@ -1,5 +1,5 @@
 import type { Sql } from "../db/client";
-import { type Message, messageColumns } from "../messages/store";
+import type { Message } from "../messages/store";
 import { findForwardingTargets, insertDeliveries } from "./delivery-store";
 import { messageReceivedEvent, newEventId } from "./events";
 
@@ -13,18 +13,19 @@ export const DELIVERY_QUEUE = "webhook.delivery";
 export const DELIVERY_JOB_MAX_ATTEMPTS = 1_000_000;
 
 /**
- * Creates one webhook delivery per eligible integration for each stored inbound message
- * (API.md "Forwarded" rules), with its job: one query for the targets and one statement for the
- * deliveries and their jobs, however many messages. Idempotent per message and integration:
+ * Creates one webhook delivery per eligible integration for each stored inbound message (as
+ * findMessagesForFanout reads them; API.md "Forwarded" rules), with its job: one query for the
+ * targets and one statement for the deliveries and their jobs, however many messages. Idempotent per message and integration:
  * running it again for the same messages creates nothing. Returns how many deliveries were
  * created.
  */
-export async function enqueueWebhookDeliveries(sql: Sql, messageIds: number[]): Promise<number> {
-  const targets = await findForwardingTargets(sql, messageIds);
+export async function enqueueWebhookDeliveries(sql: Sql, messages: Message[]): Promise<number> {
+  if (messages.length === 0) return 0;
+  const targets = await findForwardingTargets(
+    sql,
+    messages.map((m) => m.id),
+  );
   if (targets.length === 0) return 0;
-  const messages = await sql<
-    Message[]
-  >`select ${messageColumns(sql)} from messages m where m.id = any(${[...new Set(targets.map((t) => t.message_id))]}::bigint[])`;
   const byId = new Map(messages.map((m) => [m.id, m]));
   const createdAt = new Date().toISOString();
   const rows = targets.map((t) => {

@@ -160,7 +160,12 @@ describe("webhook deliveries", () => {
       // The fan-out ran in a worker that then died: its job is still claimed by nobody alive.
       const [msg] = await ctx.sql<{ id: number }[]>`select max(id) as id from messages where hosted_sim_id = ${s.sim.id}`;
       const { enqueueWebhookDeliveries } = await import("../../server/webhooks/forwarding");
-      await enqueueWebhookDeliveries(ctx.sql, [msg!.id]);
+      const { findMessagesForFanout } = await import("../../server/messages/store");
+      const found = await findMessagesForFanout(ctx.sql, [msg!.id]);
+      await enqueueWebhookDeliveries(
+        ctx.sql,
+        found.map((f) => f.message),
+      );
       await ctx.sql`update jobs set attempts = 1, locked_by = 'crashed-worker', locked_until = now() - interval '1 second'
                     where queue = 'webhook.delivery' and (payload->>'delivery_id')::bigint in (select id from webhook_deliveries where webhook_integration_id = ${s.id})`;
     } finally {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { findMessagesForFanout } from "../../server/messages/store";
 import { enqueueWebhookDeliveries } from "../../server/webhooks/forwarding";
 import { createTenant, createUser } from "../fixtures";
 import { createTestContext, type TestContext } from "../helpers";
@@ -87,7 +88,13 @@ describe("forwarding rules", () => {
     await lockNumber(ctx.sql, sim.id, a.org.id, x.id);
     const { messageId } = await receiveSms(ctx, sim.id);
     expect(await deliveredTo(messageId)).toEqual([id]);
-    expect(await enqueueWebhookDeliveries(ctx.sql, [messageId])).toBe(0);
+    const found = await findMessagesForFanout(ctx.sql, [messageId]);
+    expect(
+      await enqueueWebhookDeliveries(
+        ctx.sql,
+        found.map((f) => f.message),
+      ),
+    ).toBe(0);
     await waitFor(() => receiver.received.length === 1);
     expect(receiver.received[0]!.event.data.team.id).toBe(x.id);
     receiver.stop();
