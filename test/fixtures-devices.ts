@@ -4,6 +4,7 @@ import type { Config } from "../server/config";
 import type { Clock } from "../server/lib/clock";
 import type { Logger } from "../server/lib/logger";
 import { providerSignature } from "../server/provider/signature";
+import type { Bus, BusMessage } from "../server/realtime/bus";
 import { createServices } from "../server/services";
 import { buildRequest, type RequestOptions, readResponse, type TestContext } from "./helpers";
 
@@ -80,4 +81,15 @@ export async function waitFor(ok: () => boolean | Promise<boolean>, ms = 5000) {
     await new Promise((r) => setTimeout(r, 10));
   }
   return true;
+}
+
+/** The device.status_changed events of one device an instance's bus carries, as `online`/`offline`. */
+export function watchPresence(services: { bus: Bus }, deviceId: number) {
+  const seen: string[] = [];
+  services.bus.subscribe((m: BusMessage) => {
+    const d = m.data as { device_id?: number; is_online?: boolean };
+    if (m.event === "device.status_changed" && m.channel === `private-device.${deviceId}` && d.device_id === deviceId)
+      seen.push(d.is_online ? "online" : "offline");
+  });
+  return seen;
 }

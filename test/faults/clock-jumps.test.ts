@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createFakeClock } from "../../server/lib/clock";
-import type { BusMessage } from "../../server/realtime/bus";
 import { createTenant } from "../fixtures";
-import { activeDevice, clockedContext, randomSimNumber, registerDevice, verificationSms, waitFor } from "../fixtures-devices";
+import { activeDevice, clockedContext, randomSimNumber, registerDevice, verificationSms, waitFor, watchPresence } from "../fixtures-devices";
 import { sharedTestContext, type TestContext } from "../helpers";
 
 const S = 1000;
@@ -28,20 +27,11 @@ describe("clock jumps around offline deadlines and code expiry", () => {
   const heartbeat = (token: string, id: number) => c.request("POST", `/api/byos/devices/${id}/heartbeat`, { token, body: {} });
   const alerts = async (id: number) =>
     (await base.sql<{ n: number }[]>`select count(*)::int as n from alerts where kind = 'device_offline' and subject_id = ${id}`)[0]!.n;
-  function watch(deviceId: number) {
-    const seen: string[] = [];
-    c.services.bus.subscribe((m: BusMessage) => {
-      const d = m.data as { device_id?: number; is_online?: boolean };
-      if (m.event === "device.status_changed" && m.channel === `private-device.${deviceId}` && d.device_id === deviceId)
-        seen.push(d.is_online ? "online" : "offline");
-    });
-    return seen;
-  }
 
   test("far forward in one step: one offline event and one alert, not one per missed interval", async () => {
     const { token } = await createTenant(base.sql);
     const { device } = await activeDevice(c, token);
-    const events = watch(device.id);
+    const events = watchPresence(c.services, device.id);
     await jump(start);
     expect((await heartbeat(token, device.id)).status).toBe(200);
     await jump(start + 10 * H); // offline deadline and alert deadline both long past
@@ -63,7 +53,7 @@ describe("clock jumps around offline deadlines and code expiry", () => {
     const t = start + 40 * H;
     const { token } = await createTenant(base.sql);
     const { device } = await activeDevice(c, token);
-    const events = watch(device.id);
+    const events = watchPresence(c.services, device.id);
     await jump(t);
     await heartbeat(token, device.id);
     await jump(t - H);

@@ -2,9 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SMTPServer } from "smtp-server";
 import { writeHeartbeats } from "../../server/devices/presence-store";
 import { createFakeClock } from "../../server/lib/clock";
-import type { BusMessage } from "../../server/realtime/bus";
 import { createTenant } from "../fixtures";
-import { activeDevice, clockedContext, waitFor } from "../fixtures-devices";
+import { activeDevice, clockedContext, waitFor, watchPresence } from "../fixtures-devices";
 import { sharedTestContext, type TestContext } from "../helpers";
 
 type Clocked = Awaited<ReturnType<typeof clockedContext>>;
@@ -34,17 +33,6 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((resolve) => smtp.close(() => resolve())));
 
-/** device.status_changed events of one device, as `online`/`offline`. */
-function watch(c: Clocked, deviceId: number) {
-  const seen: string[] = [];
-  c.services.bus.subscribe((m: BusMessage) => {
-    const d = m.data as { device_id?: number; is_online?: boolean };
-    if (m.event === "device.status_changed" && m.channel === `private-device.${deviceId}` && d.device_id === deviceId)
-      seen.push(d.is_online ? "online" : "offline");
-  });
-  return seen;
-}
-
 async function alertsOf(deviceId: number) {
   return ctx.sql<
     { recipients: string[]; sent_at: Date | null }[]
@@ -70,7 +58,7 @@ describe("online and offline with a fake clock", () => {
   test("360 s normal: a heartbeat at 359 s keeps it online; one offline event, one alert by mail after two more intervals, one online event", async () => {
     const { token, user } = await createTenant(ctx.sql);
     const { device } = await activeDevice(c, token);
-    const events = watch(c, device.id);
+    const events = watchPresence(c.services, device.id);
     await heartbeat(token, device.id);
     await advance(359 * S);
     expect((await heartbeat(token, device.id)).body.next_heartbeat_in).toBe(60);
@@ -103,7 +91,7 @@ describe("online and offline with a fake clock", () => {
   test("960 s in doze mode, alert 600 s later (two doze intervals)", async () => {
     const { token } = await createTenant(ctx.sql);
     const { device } = await activeDevice(c, token);
-    const events = watch(c, device.id);
+    const events = watchPresence(c.services, device.id);
     expect((await heartbeat(token, device.id, { is_in_doze_mode: true })).body.next_heartbeat_in).toBe(300);
     await advance(959 * S);
     expect(await isOnline(token, device.id)).toBe(true);
@@ -120,7 +108,7 @@ describe("online and offline with a fake clock", () => {
   test("a device back before the alert is due gets no alert", async () => {
     const { token } = await createTenant(ctx.sql);
     const { device } = await activeDevice(c, token);
-    const events = watch(c, device.id);
+    const events = watchPresence(c.services, device.id);
     await heartbeat(token, device.id);
     await advance(360 * S);
     await advance(60 * S);
@@ -156,8 +144,8 @@ describe("two instances on one database", () => {
   test("heartbeats alternating between instances: one offline event per spell, one online event on return, one alert", async () => {
     const { token } = await createTenant(ctx.sql);
     const { device } = await activeDevice(a, token);
-    const seenA = watch(a, device.id);
-    const seenB = watch(b, device.id);
+    const seenA = watchPresence(a.services, device.id);
+    const seenB = watchPresence(b.services, device.id);
     // With Redis every instance receives every event; without it each sees only its own.
     const events = () => (a.services.bus.kind === "redis" ? seenA : [...seenA, ...seenB]);
     const hb = (c: Clocked) => c.request("POST", `/api/byos/devices/${device.id}/heartbeat`, { token, body: {} }).then((r) => expect(r.status).toBe(200));
