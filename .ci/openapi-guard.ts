@@ -7,28 +7,13 @@
  *   bun .ci/openapi-guard.ts            check (CI)
  *   bun .ci/openapi-guard.ts --update   rewrite the snapshot from the live document
  */
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { buildApp } from "../server/app";
-import { loadConfig } from "../server/config";
-import { createLogger } from "../server/lib/logger";
-import { createServices } from "../server/services";
+import { liveOpenApiDocument } from "./live-openapi";
 import { addedRoutes, breakingChanges, type Change, type Document } from "./openapi-compat";
 
 const SNAPSHOT = "docs/openapi-v1.json";
 const root = join(import.meta.dir, "..");
-
-async function liveDocument(): Promise<Document> {
-  const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "simhost-openapi-")), LOG_LEVEL: "silent" });
-  const services = await createServices(config, { logger: createLogger("silent") });
-  try {
-    const res = await buildApp(services).handle(new Request("http://localhost/openapi.json"));
-    return (await res.json()) as Document;
-  } finally {
-    await services.close();
-  }
-}
 
 /** Keys sorted, so the snapshot's diffs show what changed and nothing else. */
 const stable = (doc: unknown) =>
@@ -55,7 +40,7 @@ function checkSnapshotHistory(): string | null {
   return `commit ${latest.slice(0, 10)} updated ${SNAPSHOT} with breaking changes but its CHANGELOG.md change has no line marked BREAKING:\n${report(changes)}`;
 }
 
-const live = await liveDocument();
+const live = await liveOpenApiDocument<Document>();
 const snapshotPath = join(root, SNAPSHOT);
 if (process.argv.includes("--update") || !existsSync(snapshotPath)) {
   writeFileSync(snapshotPath, stable(live));

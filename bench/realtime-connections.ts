@@ -12,6 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { signChannel } from "../server/realtime/protocol";
 
+const METRICS_TOKEN = "bench-metrics-token-0123456";
+
 const N = Number(process.argv[2] ?? 10_000);
 const ROOT = join(import.meta.dir, "..");
 const KEY = "benchkey";
@@ -34,6 +36,7 @@ async function startServer() {
       PUBLIC_URL: `http://127.0.0.1:${port}`,
       PUSHER_APP_KEY: KEY,
       PUSHER_APP_SECRET: SECRET,
+      METRICS_TOKEN,
       DATA_DIR: mkdtempSync(join(tmpdir(), "simhost-bench-")),
       WORKERS: "0",
       LOG_LEVEL: "warn",
@@ -87,7 +90,7 @@ for (let i = 0; i < N; i += BATCH) {
 const connectSeconds = (performance.now() - started) / 1000;
 await Bun.sleep(2000);
 const after = rssBytes(proc.pid);
-const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
 const gauge = /^simhost_ws_connections (\d+)/m.exec(metrics)?.[1];
 
 console.log(

@@ -10,7 +10,7 @@
  *   --only   just these benchmarks (names below); the doc is then left alone unless --write
  *
  * Names: heartbeat, sms, sms-api-only, webhooks, webhooks-devices, history, connections, broadcast-one, broadcast-redis, actors,
- * two-instances. Needs PostgreSQL at BENCH_DATABASE_URL's server (default 127.0.0.1:5432) and
+ * two-instances, next. Needs PostgreSQL at BENCH_DATABASE_URL's server (default 127.0.0.1:5432) and
  * Redis at REDIS_URL (default 127.0.0.1:6379); every script makes and drops its own database
  * (history keeps its reusable 1M-message data set in `simhost_bench`) and uses its own Redis prefix.
  */
@@ -242,6 +242,36 @@ const benches: Bench[] = [
         measured: `${n(o.bytesPerActor)} bytes/actor ≈ ${n(2 ** 30 / o.bytesPerActor)} actors/GiB`,
         target: "< 1 KiB/actor (> 1,048,576/GiB)",
         met: o.bytesPerActor < 1024,
+        command,
+      },
+    ],
+  },
+  {
+    name: "next",
+    script: "bench/messages-next.ts",
+    args: ["--runs", quick ? "200" : "1000", "--waiters", "1000"],
+    timeout: quick ? 240 : 600,
+    rows: (o, command) => [
+      {
+        figure: `SMS (provider callback) → waiting messages/next answered, one instance, ${n(o.runs)} runs`,
+        measured: `p99 ${ms(o.oneInstance.p99_ms)} (p50 ${ms(o.oneInstance.p50_ms)}), ${o.oneInstance.wrong_or_missing} wrong or missing`,
+        target: "p99 < 50 ms",
+        met: o.oneInstance.p99_ms < 50 && o.oneInstance.wrong_or_missing === 0,
+        command,
+      },
+      {
+        figure: "the same, waiter on instance A, SMS into instance B (Redis)",
+        measured: `p99 ${ms(o.twoInstances.p99_ms)} (p50 ${ms(o.twoInstances.p50_ms)}), ${o.twoInstances.wrong_or_missing} wrong or missing`,
+        target: "p99 < 100 ms",
+        met: o.twoInstances.p99_ms < 100 && o.twoInstances.wrong_or_missing === 0,
+        command,
+      },
+      {
+        figure: `${n(o.concurrent.waiters)} concurrent waiters on as many numbers, one message each`,
+        measured: `${n(o.concurrent.answered)} answered, ${o.concurrent.answered_twice} twice, ${o.concurrent.wrong_message} wrong; ${n(o.concurrent.bytes_per_waiter)} bytes/waiter (RSS ${o.concurrent.rss_before_mib} → ${o.concurrent.rss_waiting_mib} MiB)`,
+        target: "all answered, none twice, memory reported",
+        met:
+          o.concurrent.answered === o.concurrent.waiters && o.concurrent.answered_twice === 0 && o.concurrent.wrong_message === 0 && o.concurrent.failed === 0,
         command,
       },
     ],

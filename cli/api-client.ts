@@ -1,18 +1,24 @@
+import createClient, { type Client } from "openapi-fetch";
+import type { ApiErrorBody, Json, paths } from "../clients/api";
 import { loadCredential } from "./credentials";
 import { CliError, type GlobalOptions } from "./output";
 
 export const DEFAULT_URL = "http://localhost:3000";
 
-export type ApiResponse<T = any> = { status: number; body: T };
-type RequestOptions = { body?: unknown; query?: Record<string, string | number | boolean | undefined>; auth?: boolean; okStatuses?: number[] };
-
 export function serverUrl(opts: GlobalOptions): string {
   return (opts.url || process.env.SIMHOST_URL || DEFAULT_URL).replace(/\/+$/, "");
 }
 
+/** A typed client of the API (openapi-fetch over the generated types of clients/). */
+export type TypedClient = Client<paths, Json>;
+
+type Outcome<D> = { data?: D; error?: unknown; response: Response };
+
 /**
- * The CLI's HTTP client. Token: --token, else SIMHOST_TOKEN, else the one `simhost login` saved
- * for this server. Non-2xx answers throw a CliError carrying the API's `message`.
+ * The CLI's HTTP client: `api.GET("/api/numbers/{id}", ...)` and the other methods are
+ * openapi-fetch's, typed from the OpenAPI document; `api.ok(...)` unwraps an answer. Token:
+ * --token, else SIMHOST_TOKEN, else the one `simhost login` saved for this server (asked for on
+ * the first request that needs one). `api.anonymous` sends none (login, health).
  */
 export function createApiClient(opts: GlobalOptions) {
   const base = serverUrl(opts);
@@ -23,41 +29,30 @@ export function createApiClient(opts: GlobalOptions) {
     return t;
   }
 
-  async function request<T = any>(method: string, path: string, ro: RequestOptions = {}): Promise<ApiResponse<T>> {
-    const url = new URL(`${base}${path}`);
-    for (const [k, v] of Object.entries(ro.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+  const client = (withToken: boolean): TypedClient => {
     const headers: Record<string, string> = { accept: "application/json" };
-    if (ro.auth !== false) headers.authorization = `Bearer ${token()}`;
     if (opts.org) headers["x-organization-id"] = opts.org;
-    if (ro.body !== undefined) headers["content-type"] = "application/json";
-    let res: Response;
-    try {
-      res = await fetch(url, { method, headers, body: ro.body === undefined ? undefined : JSON.stringify(ro.body), redirect: "manual" });
-    } catch (e) {
-      throw new CliError(`Could not reach ${base}: ${(e as Error).message}`);
-    }
-    const text = await res.text();
-    let body: any = null;
-    try {
-      body = text ? JSON.parse(text) : null;
-    } catch {
-      body = text;
-    }
-    if (!res.ok && !ro.okStatuses?.includes(res.status)) {
-      const message = typeof body?.message === "string" ? body.message : `${method} ${path} answered HTTP ${res.status}.`;
-      throw new CliError(message);
-    }
-    return { status: res.status, body };
+    const c = createClient<paths, Json>({ baseUrl: base, headers, redirect: "manual" });
+    c.use({
+      onRequest: ({ request }) => {
+        if (withToken) request.headers.set("authorization", `Bearer ${token()}`);
+      },
+      onError: ({ error }) => new CliError(`Could not reach ${base}: ${(error as Error).message}`),
+    });
+    return c;
+  };
+
+  /** The answer's body; a non-2xx answer (other than `okStatuses`) throws a CliError carrying the API's `message`. */
+  async function ok<D>(pending: Promise<Outcome<D>>, okStatuses: number[] = []): Promise<D> {
+    const { data, error, response } = await pending;
+    if (response.ok) return data as D;
+    if (okStatuses.includes(response.status)) return error as D;
+    const message = (error as Partial<ApiErrorBody> | undefined)?.message;
+    const url = new URL(response.url || base);
+    throw new CliError(typeof message === "string" ? message : `${url.pathname} answered HTTP ${response.status}.`);
   }
 
-  return {
-    url: base,
-    request,
-    get: <T = any>(path: string, ro?: RequestOptions) => request<T>("GET", path, ro),
-    post: <T = any>(path: string, body?: unknown, ro?: RequestOptions) => request<T>("POST", path, { ...ro, body }),
-    patch: <T = any>(path: string, body?: unknown, ro?: RequestOptions) => request<T>("PATCH", path, { ...ro, body }),
-    delete: <T = any>(path: string, ro?: RequestOptions) => request<T>("DELETE", path, ro),
-  };
+  return Object.assign(client(true), { url: base, anonymous: client(false), ok });
 }
 
 export type ApiClient = ReturnType<typeof createApiClient>;

@@ -2,8 +2,6 @@ import Pusher from "pusher-js/worker";
 import type { ApiClient } from "./api-client";
 import { CliError } from "./output";
 
-type ConnectionDetails = { key: string; force_tls: boolean; ws_scheme?: string; auth_endpoint?: string };
-
 export type Subscription = { subscribed: Promise<void>; close(): void };
 
 /**
@@ -13,7 +11,7 @@ export type Subscription = { subscribed: Promise<void>; close(): void };
  * does not resolve.
  */
 export async function subscribe(api: ApiClient, channels: string[], onEvent: (channel: string, event: string, data: any) => void): Promise<Subscription> {
-  const { body: details } = await api.get<ConnectionDetails>("/api/broadcasting/connection");
+  const details = await api.ok(api.GET("/api/broadcasting/connection"));
   const base = new URL(api.url);
   const tls = base.protocol === "https:";
   const port = Number(base.port) || (tls ? 443 : 80);
@@ -26,14 +24,13 @@ export async function subscribe(api: ApiClient, channels: string[], onEvent: (ch
     enabledTransports: [tls ? "wss" : "ws"],
     disableStats: true,
     channelAuthorization: {
-      // Through our client: the Bearer token, --org and the API's error messages as everywhere else.
+      // Through our client (the advertised auth endpoint is this route of the same API): the
+      // Bearer token, --org and the API's error messages as everywhere else.
       customHandler: ({ socketId, channelName }, callback) => {
-        api
-          .post<{ auth: string }>(new URL(details.auth_endpoint ?? "/api/broadcasting/auth", base).pathname, { socket_id: socketId, channel_name: channelName })
-          .then(
-            ({ body }) => callback(null, body),
-            (e: Error) => callback(e, null),
-          );
+        api.ok(api.POST("/api/broadcasting/auth", { body: { socket_id: socketId, channel_name: channelName } })).then(
+          (body) => callback(null, body),
+          (e: Error) => callback(e, null),
+        );
       },
     },
   });

@@ -1,18 +1,17 @@
+import createClient, { type Client } from "openapi-fetch";
+import type { ApiAnswer, ApiBody, ApiErrorBody, ApiQuery, Json, paths } from "../clients/api";
 import type { ReceivedSms } from "./outbox";
 import type { Stats } from "./stats";
-import type {
-  ApiErrorBody,
-  ConnectionDetails,
-  Device,
-  DeviceConfig,
-  HeartbeatRequest,
-  HeartbeatResponse,
-  LoginResult,
-  Message,
-  Page,
-  RegisterRequest,
-  SimCard,
-} from "./wire";
+
+/** The device as the API shows it (GET /api/byos/devices/{device}); register answers its own shape. */
+export type Device = ApiAnswer<"/api/byos/devices/{device}", "get">["data"] | ApiAnswer<"/api/byos/devices/register", "post">;
+export type SimCard = Device["sim_cards"][number];
+export type RegisterRequest = ApiBody<"/api/byos/devices/register", "post">;
+export type ConnectionDetails = ApiAnswer<"/api/broadcasting/connection", "get">;
+/** The hosted SIM of a verified card; a card as register answers it has none yet. */
+export const hostedSimOf = (card: SimCard): number | null => ("hosted_sim_id" in card ? (card.hosted_sim_id ?? null) : null);
+/** API.md §1: a 409 device_already_registered also names the device (not in the document's Error schema). */
+export type ErrorAnswer = ApiErrorBody & { device_id?: number };
 
 /** A failed call. `status` 0 means the server was not reached (refused, reset, timed out). */
 export class ApiError extends Error {
@@ -21,7 +20,7 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
-    readonly body?: ApiErrorBody,
+    readonly body?: ErrorAnswer,
   ) {
     super(message);
   }
@@ -54,32 +53,40 @@ export type Limiter = ReturnType<typeof createLimiter>;
 
 export type ApiOptions = { baseUrl: string; token?: string; stats?: Stats; limiter?: Limiter; timeoutMs?: number };
 
-// Register answers the SPEC.md 4.2 shape; tolerate a { data } envelope around it as well.
-const unwrap = <T>(json: any): T => (json && typeof json === "object" && "data" in json && !("id" in json) ? json.data : json);
+type Outcome<D> = { data?: D; error?: unknown; response: Response };
 
 /**
- * The companion app's HTTP client. Bun's fetch keeps connections alive and pools them per
- * origin, so every device of a fleet shares the same few sockets.
+ * The companion app's HTTP client, typed from the OpenAPI document (openapi-fetch). Bun's fetch
+ * keeps connections alive and pools them per origin, so every device of a fleet shares the same
+ * few sockets.
  */
 export function createApi(opts: ApiOptions) {
   const baseUrl = opts.baseUrl.replace(/\/+$/, "");
   let token = opts.token;
   const timeoutMs = opts.timeoutMs ?? 15_000;
   const limit = opts.limiter ?? ((fn) => fn());
+  const client: Client<paths, Json> = createClient<paths, Json>({
+    baseUrl,
+    headers: { accept: "application/json" },
+    fetch: (request) => limit(() => fetch(request, { signal: AbortSignal.timeout(timeoutMs) })),
+  });
+  client.use({
+    onRequest: ({ request }) => {
+      if (token) request.headers.set("authorization", `Bearer ${token}`);
+    },
+  });
 
   /** `expected` error codes are answers the caller handles (a re-run meeting its own device), not errors of the run. */
-  async function call<T>(operation: string, method: string, path: string, body?: unknown, expected: string[] = []): Promise<T> {
+  async function call<D>(operation: string, pending: () => Promise<Outcome<D>>, expected: string[] = []): Promise<D> {
     const started = performance.now();
     try {
-      const res = await limit(() => send(method, path, body));
-      const text = await res.text();
-      const json = text ? safeJson(text) : null;
+      const { data, error, response } = await pending();
       opts.stats?.observe(operation, performance.now() - started);
-      if (!res.ok) {
-        const err = json as ApiErrorBody | null;
-        throw new ApiError(operation, res.status, err?.code ?? "http_error", err?.message ?? `HTTP ${res.status}`, err ?? undefined);
+      if (!response.ok) {
+        const err = error && typeof error === "object" ? (error as ErrorAnswer) : undefined;
+        throw new ApiError(operation, response.status, err?.code ?? "http_error", err?.message ?? `HTTP ${response.status}`, err);
       }
-      return json as T;
+      return data as D;
     } catch (e) {
       const error = e instanceof ApiError ? e : new ApiError(operation, 0, "network", (e as Error).message);
       if (!expected.includes(error.code)) opts.stats?.error(operation, error.kind);
@@ -87,51 +94,43 @@ export function createApi(opts: ApiOptions) {
     }
   }
 
-  function send(method: string, path: string, body?: unknown) {
-    const headers: Record<string, string> = { accept: "application/json" };
-    if (token) headers.authorization = `Bearer ${token}`;
-    if (body !== undefined) headers["content-type"] = "application/json";
-    const init = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) };
-    return fetch(`${baseUrl}${path}`, init);
-  }
-
-  const dev = (id: number) => `/api/byos/devices/${id}`;
+  const device = (id: number) => ({ path: { device: id } });
   return {
     baseUrl,
     setToken: (t: string) => void (token = t),
     token: () => token,
-    login: (email: string, password: string) => call<LoginResult>("login", "POST", "/api/auth/login", { email, password }),
-    verify2fa: (tmp_token: string, code: string) => call<{ token: string }>("2fa", "POST", "/api/auth/2fa/verify", { tmp_token, code }),
-    register: async (req: RegisterRequest) => unwrap<Device>(await call("register", "POST", "/api/byos/devices/register", req, ["device_already_registered"])),
-    getDevice: async (id: number) => unwrap<Device>(await call("device", "GET", dev(id))),
-    listDevices: (query: { status?: string; per_page?: number; page?: number } = {}) => call<Page<Device>>("devices", "GET", `/api/byos/devices?${qs(query)}`),
-    revoke: (id: number) => call<null>("revoke", "DELETE", dev(id)),
-    config: (id: number) => call<DeviceConfig>("config", "GET", `${dev(id)}/config`),
-    heartbeat: (id: number, body: HeartbeatRequest) => call<HeartbeatResponse>("heartbeat", "POST", `${dev(id)}/heartbeat`, body),
-    submitSms: (id: number, sms: ReceivedSms) => call<{ message: string; message_id: string }>("sms", "POST", `${dev(id)}/sms`, sms),
-    reissueCode: async (id: number, sim: number) => unwrap<SimCard>(await call("reissue", "POST", `${dev(id)}/sims/${sim}/reissue-code`)),
+    login: (email: string, password: string) => call("login", () => client.POST("/api/auth/login", { body: { email, password } })),
+    verify2fa: (tmp_token: string, code: string) => call("2fa", () => client.POST("/api/auth/2fa/verify", { body: { tmp_token, code } })),
+    // A cast: openapi-fetch drops the register cards' always-null `phone_number` from its answer type.
+    register: (body: RegisterRequest) =>
+      call("register", () => client.POST("/api/byos/devices/register", { body }), ["device_already_registered"]) as Promise<Device>,
+    getDevice: async (id: number): Promise<Device> => (await call("device", () => client.GET("/api/byos/devices/{device}", { params: device(id) }))).data,
+    listDevices: (query: ApiQuery<"/api/byos/devices", "get"> = {}) =>
+      // The list route documents no response schema yet: its items are the show route's device.
+      call("devices", () => client.GET("/api/byos/devices", { params: { query } })) as Promise<unknown> as Promise<{ data: Device[] }>,
+    revoke: (id: number) => call("revoke", () => client.DELETE("/api/byos/devices/{device}", { params: device(id) })),
+    config: (id: number) => call("config", () => client.GET("/api/byos/devices/{device}/config", { params: device(id) })),
+    heartbeat: (id: number, body: ApiBody<"/api/byos/devices/{device}/heartbeat", "post">) =>
+      call("heartbeat", () => client.POST("/api/byos/devices/{device}/heartbeat", { params: device(id), body })),
+    submitSms: (id: number, sms: ReceivedSms) => call("sms", () => client.POST("/api/byos/devices/{device}/sms", { params: device(id), body: sms })),
+    reissueCode: async (id: number, sim: number) =>
+      (await call("reissue", () => client.POST("/api/byos/devices/{device}/sims/{simCard}/reissue-code", { params: { path: { device: id, simCard: sim } } })))
+        .data,
     reportStatus: (id: number, message: number, status: "sent" | "delivered" | "failed", error?: string) =>
-      call<unknown>("status", "POST", `${dev(id)}/messages/${message}/status`, error ? { status, error } : { status }),
-    messages: (query: { hosted_sim: number; per_page?: number; page?: number; direction?: string }) =>
-      call<Page<Message>>("messages", "GET", `/api/messages?${qs(query)}`),
-    connection: () => call<ConnectionDetails>("connection", "GET", "/api/broadcasting/connection"),
+      call("status", () =>
+        client.POST("/api/byos/devices/{device}/messages/{message}/status", {
+          params: { path: { device: id, message } },
+          body: error ? { status, error } : { status },
+        }),
+      ),
+    messages: (query: { hosted_sim: number; per_page?: number; page?: number; direction?: "inbound" | "outbound" }) =>
+      call("messages", () => client.GET("/api/messages", { params: { query } })),
+    connection: () => call("connection", () => client.GET("/api/broadcasting/connection")),
+    authorizeChannel: (socket_id: string, channel_name: string) =>
+      call("channel_auth", () => client.POST("/api/broadcasting/auth", { body: { socket_id, channel_name } })),
   };
 }
 export type Api = ReturnType<typeof createApi>;
-
-function qs(query: Record<string, string | number | undefined>) {
-  const p = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined) p.set(k, String(v));
-  return p.toString();
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
 
 export type Credentials = { email: string; password: string; totpSecret?: string };
 

@@ -1,12 +1,12 @@
-import { type Api, ApiError } from "./api";
+import { type Api, ApiError, type Device } from "./api";
 import type { Outbox, ReceivedSms } from "./outbox";
 import { sendThroughProvider } from "./provider";
+import type { SendEvent } from "./pusher";
 import type { Random } from "./random";
 import type { Stats } from "./stats";
 import { randomSender, randomText } from "./texts";
 import { numberForSlot, type Registration, registerDevice, verifySims } from "./verify";
 import { driftVitals, initialVitals, reported } from "./vitals";
-import type { Device, SendEvent } from "./wire";
 
 /** Where the phone is in its life; the network being up or down is separate (churn, outages). */
 export type DeviceState = "new" | "registering" | "verifying" | "active" | "unverified" | "revoked" | "stopped";

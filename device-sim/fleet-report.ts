@@ -1,4 +1,4 @@
-import type { Api } from "./api";
+import { type Api, hostedSimOf } from "./api";
 import type { SimDevice } from "./device";
 import type { ReceivedSms } from "./outbox";
 import type { Stats } from "./stats";
@@ -18,13 +18,14 @@ export async function checkVisibility(acknowledged: Tracked[], deadline: number)
   let unattributed = 0;
   for (const t of acknowledged) {
     const card = t.device.snapshot().cards.find((c) => c.sim_slot === (t.sms.sim_slot ?? c.sim_slot));
-    if (!card?.hosted_sim_id) {
+    const hostedSim = card ? hostedSimOf(card) : null;
+    if (!hostedSim) {
       unattributed++;
       continue;
     }
-    const entry = bySim.get(card.hosted_sim_id) ?? { api: t.api, wanted: [] };
+    const entry = bySim.get(hostedSim) ?? { api: t.api, wanted: [] };
     entry.wanted.push(t);
-    bySim.set(card.hosted_sim_id, entry);
+    bySim.set(hostedSim, entry);
   }
   let missing: Tracked[] = [];
   for (;;) {
@@ -43,7 +44,7 @@ async function missingOn(api: Api, hostedSim: number, wanted: Tracked[]): Promis
     const res = await api.messages({ hosted_sim: hostedSim, per_page: 100, page, direction: "inbound" }).catch(() => null);
     if (!res) return wanted;
     for (const m of res.data) seen.set(`${m.from}\n${m.text}`, (seen.get(`${m.from}\n${m.text}`) ?? 0) + 1);
-    const last = res.meta?.last_page ?? (res.data.length < 100 ? page : page + 1);
+    const last = Number(res.meta?.last_page ?? (res.data.length < 100 ? page : page + 1));
     if (page >= last || res.data.length === 0) break;
   }
   return wanted.filter((t) => {

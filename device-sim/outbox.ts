@@ -1,8 +1,9 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
+import type { ApiBody } from "../clients/api";
 
-/** An SMS the phone received, as it will be submitted (SPEC.md 4.2 "Submit received SMS"). */
-export type ReceivedSms = { message_id: string; from: string; body: string; received_at: string; sim_slot?: number };
+/** An SMS the phone received, as it will be submitted (POST /api/byos/devices/{device}/sms); the phone always knows when. */
+export type ReceivedSms = ApiBody<"/api/byos/devices/{device}/sms", "post"> & { received_at: string };
 
 export type OutboxEntry = { device: string; sms: ReceivedSms; queued_at: string };
 

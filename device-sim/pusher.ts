@@ -1,6 +1,19 @@
 import Pusher from "pusher-js/worker";
-import type { Api } from "./api";
-import type { ConnectionDetails } from "./wire";
+import type { Api, ConnectionDetails } from "./api";
+
+/**
+ * `message.send` on private-device.{id}: an outbound SMS the phone must send. Realtime payloads
+ * are not part of the OpenAPI document (docs/events.md declares them), so this one is read as
+ * the event catalog gives it.
+ */
+export type SendEvent = {
+  id?: number;
+  message_id?: number;
+  message?: { id: number; to: string; text: string; sim_slot?: number | null };
+  to?: string;
+  text?: string;
+  sim_slot?: number | null;
+};
 
 export type DeviceChannelHandlers = {
   onSend?(data: unknown): void;
@@ -21,7 +34,8 @@ export async function listenDeviceChannel(api: Api, deviceId: number, handlers: 
     channelAuthorization: {
       // Authorize through our own client so the Bearer token and the error handling are the app's.
       customHandler: ({ socketId, channelName }, callback) => {
-        authorize(api, details, socketId, channelName).then(
+        // The advertised auth endpoint is this route of the same API.
+        api.authorizeChannel(socketId, channelName).then(
           (auth) => callback(null, auth),
           (e) => callback(e as Error, null),
         );
@@ -46,17 +60,6 @@ function socketOptions(d: ConnectionDetails, baseUrl: string) {
   const api = new URL(baseUrl);
   const host = !d.ws_host || d.ws_host === "0.0.0.0" ? api.hostname : d.ws_host;
   const port = d.ws_port || Number(api.port) || (api.protocol === "https:" ? 443 : 80);
-  const tls = d.force_tls || d.ws_scheme === "https" || d.ws_scheme === "wss";
+  const tls = d.force_tls || d.ws_scheme === "wss";
   return { wsHost: host, wsPort: port, wssPort: port, forceTLS: tls, enabledTransports: [tls ? "wss" : "ws"] as ("ws" | "wss")[], disableStats: true };
-}
-
-async function authorize(api: Api, d: ConnectionDetails, socketId: string, channelName: string) {
-  const endpoint = new URL(d.auth_endpoint ?? "/api/broadcasting/auth", api.baseUrl).toString();
-  const res = await fetch(endpoint, {
-    method: "POST",
-    headers: { authorization: `Bearer ${api.token()}`, "content-type": "application/json", accept: "application/json" },
-    body: JSON.stringify({ socket_id: socketId, channel_name: channelName }),
-  });
-  if (!res.ok) throw new Error(`channel authorization answered ${res.status}`);
-  return (await res.json()) as { auth: string };
 }

@@ -1,6 +1,5 @@
-import { type Api, ApiError } from "./api";
+import { type Api, ApiError, type Device, type RegisterRequest, type SimCard } from "./api";
 import { sendThroughProvider } from "./provider";
-import type { Device, RegisterRequest, SimCard } from "./wire";
 
 export type Registration = RegisterRequest & { numbers: string[] };
 

@@ -1,11 +1,16 @@
-import { swagger } from "@elysiajs/swagger";
 import { Elysia } from "elysia";
 import { isDatabaseUnavailable } from "./db/client";
+import { openApiDocument } from "./docs/document";
+import { docsRoutes } from "./docs/routes";
 import { AppError, errorResponse, unavailable, validationFailed } from "./errors";
 import { healthRoutes } from "./health/routes";
+import { createBodyRules } from "./lib/body-rules";
 import { createDeprecations, DEPRECATIONS, type Deprecation } from "./lib/deprecations";
+import { dropAbsentNulls } from "./lib/fields";
 import { toOpenApi30 } from "./lib/openapi";
-import { fieldErrors } from "./lib/validation";
+import { BUN_BODY_BYTES, checkRequest } from "./lib/request-limits";
+import { fieldErrors, throughScalar } from "./lib/validation";
+import { unversioned } from "./lib/versions";
 import { websocketServerOptions } from "./realtime/limits";
 import { featureRoutes, v2Routes } from "./routes";
 import type { Services } from "./services";
@@ -22,13 +27,19 @@ function locate(issue: Issue, inputs: Record<string, unknown>): Issue {
   return matches.length === 1 ? { ...issue, path: `/${matches[0]![0]}` } : issue;
 }
 
-/** Any thrown value → the API.md §1 error it stands for. */
-export function toAppError(code: string | number, error: unknown, inputs: Record<string, unknown> = {}): AppError {
+const internalError = () => new AppError(500, "internal_error", "Something went wrong on our side; the request id identifies it in our logs.");
+
+/** Any thrown value → the API.md §1 error it stands for. `body` is the request body as parsed, before validation. */
+export function toAppError(code: string | number, error: unknown, inputs: Record<string, unknown> = {}, body?: unknown): AppError {
   if (error instanceof AppError) return error;
+  // Elysia checks answers against their `response` schema: a mismatch is our bug, not the client's.
+  if (code === "VALIDATION" && (error as { type?: string }).type === "response") return internalError();
   if (code === "VALIDATION") {
     const all = ((error as { all?: Issue[] }).all ?? []) as Issue[];
-    return validationFailed(fieldErrors(all.map((issue) => locate(issue, inputs))));
+    return validationFailed(fieldErrors(all.map((issue) => throughScalar(locate(issue, inputs), body))));
   }
+  // A body over the limit fails its read inside Elysia's parser, which wraps the error.
+  if (code === "PARSE" && (error as { cause?: unknown })?.cause instanceof AppError) return (error as { cause: AppError }).cause;
   if (code === "PARSE") return new AppError(400, "malformed_body", "The request body could not be parsed; send valid JSON (or form data where documented).");
   if (code === "NOT_FOUND") return new AppError(404, "not_found", "No such route.");
   if (code === "INVALID_COOKIE_SIGNATURE") return new AppError(400, "malformed_body", "Invalid cookie.");
@@ -36,7 +47,7 @@ export function toAppError(code: string | number, error: unknown, inputs: Record
   // Text PostgreSQL cannot store (a NUL byte that slipped past the request check): bad input.
   if ((error as { code?: string })?.code === "22021" || (error as { code?: string })?.code === "22P05")
     return validationFailed({ request: ["must not contain NUL characters"] });
-  return new AppError(500, "internal_error", "Something went wrong on our side; the request id identifies it in our logs.");
+  return internalError();
 }
 
 /**
@@ -61,25 +72,40 @@ function hasNul(value: unknown): boolean {
 }
 
 const timings = new WeakMap<Request, { id: string; start: number }>();
+/** Each request's body as parsed, before validation reshapes it (server/lib/body-rules.ts looks at it). */
+const parsedBodies = new WeakMap<Request, unknown>();
 
 /** The HTTP application. It never listens: main.ts serves it, tests call `app.handle`. */
-export function buildApp(services: Services, opts: { deprecations?: Deprecation[] } = {}) {
+export function buildApp(services: Services, opts: { deprecations?: Deprecation[]; versionSunsets?: Record<number, string> } = {}) {
   const { logger, metrics } = services;
-  const deprecations = createDeprecations(opts.deprecations ?? DEPRECATIONS, services.config.PUBLIC_URL);
-  const app = new Elysia({ websocket: websocketServerOptions })
+  const deprecations = createDeprecations(opts.deprecations ?? DEPRECATIONS, services.config.PUBLIC_URL, opts.versionSunsets);
+  const bodies = createBodyRules();
+  const limits = { bodyBytes: services.config.MAX_BODY_BYTES, headerBytes: services.config.MAX_HEADER_BYTES };
+  const app = new Elysia({ websocket: websocketServerOptions, serve: { maxRequestBodySize: BUN_BODY_BYTES } })
     .onRequest(({ request, set }) => {
       const id = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
       timings.set(request, { id, start: performance.now() });
       set.headers["x-request-id"] = id;
+      // Before routing, authentication and parsing: an oversized request costs nothing more.
+      const refused = checkRequest(request, limits);
+      if (refused) {
+        set.status = refused.status;
+        return errorResponse(refused, id);
+      }
     })
-    .onTransform(({ body, query }) => {
+    .onTransform(({ body, query, request, route }) => {
+      if (body !== undefined) parsedBodies.set(request, body);
+      dropAbsentNulls(bodies.schema(request.method, route), body);
       if (hasNul(body) || hasNul(query)) throw validationFailed(nulFields(query, "query", nulFields(body, "body", {})));
     })
-    .onError(({ code, error, request, route, set, params }) => {
+    // Typed, so the app's type does not depend on itself through `app.handle`.
+    .onError(({ code, error, request, route, set, params }): Response | Promise<Response> => {
       const versioned = code === "NOT_FOUND" ? unversioned(request) : null;
       if (versioned) return app.handle(versioned);
       const inputs = code === "VALIDATION" ? { ...Object.fromEntries(new URL(request.url).searchParams), ...(params as Record<string, unknown>) } : {};
-      const appError = toAppError(code, error, inputs);
+      const body = parsedBodies.get(request);
+      const shape = code === "VALIDATION" && (error as { type?: string }).type === "body" ? bodies.refusal(request, route, body) : null;
+      const appError = shape ?? toAppError(code, error, inputs, body);
       set.status = appError.status;
       const id = timings.get(request)?.id;
       if (appError.status >= 500 && appError.code === "internal_error") {
@@ -87,9 +113,17 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       }
       return errorResponse(appError, id);
     })
+    // A body that passed validation may still be of a type the route does not take (form data on a JSON route).
+    .onBeforeHandle(({ request, route }) => {
+      const refused = bodies.refusal(request, route, parsedBodies.get(request));
+      if (refused) throw refused;
+      // After authorization and validation, like any other field error (SPEC.md 9.2: gone only in a later version).
+      const removed = deprecations.removed(request.method, route, request);
+      if (removed) throw validationFailed({ [removed.field]: [removed.message] });
+    })
     .onAfterHandle(({ request, route, set, response }) => {
       if (route === "/openapi.json") return deprecations.annotate(toOpenApi30(response as never));
-      const headers = deprecations.signal(request.method, route, request.url);
+      const headers = deprecations.signal(request.method, route, request);
       if (headers) Object.assign(set.headers, headers);
     })
     .onAfterResponse(({ request, route, set }) => {
@@ -102,62 +136,18 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       if (logger.isLevelEnabled("info"))
         logger.info({ requestId: t.id, method: request.method, route: path, status, ms: Math.round(seconds * 10000) / 10 }, "request");
     })
-    .use(
-      swagger({
-        path: "/docs",
-        specPath: "/openapi.json",
-        // The v1 document: later versions' own routes are documented separately.
-        exclude: ["/docs", "/openapi.json", /^\/api\/v\d+\//],
-        documentation: {
-          info: {
-            title: "simhost API",
-            version: "1.0.0",
-            description: "Hosted SIM messaging. Errors always have the shape { message, code, errors? } (API.md §1).",
-          },
-          components: {
-            securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "Session token, OAuth access token or API key (sk_...)" } },
-            schemas: {
-              Error: {
-                type: "object",
-                required: ["message", "code"],
-                properties: {
-                  message: { type: "string" },
-                  code: { type: "string" },
-                  errors: { type: "object", additionalProperties: { type: "array", items: { type: "string" } } },
-                },
-              },
-            },
-          },
-          security: [{ bearer: [] }],
-        },
-      }),
-    )
+    .use(openApiDocument())
+    .use(docsRoutes())
     .get("/changelog", () => new Response(Bun.file(CHANGELOG), { headers: { "content-type": "text/markdown; charset=utf-8" } }), {
       detail: { hide: true },
     })
     .use(healthRoutes(services))
     .use(featureRoutes(services))
     .use(v2Routes(services));
+  bodies.learn(app.routes);
   return app;
 }
 
 const CHANGELOG = new URL("../CHANGELOG.md", import.meta.url).pathname;
-
-const VERSIONED = /^\/api\/v(\d+)(\/.*)$/;
-
-/**
- * `/api/v1/...` is the current API under its version prefix (SPEC.md 9.1). A version answers
- * with its own route where it has one, and otherwise with the unversioned route: the router
- * found nothing for the prefixed path, so the request is handled again without the prefix.
- */
-function unversioned(request: Request): Request | null {
-  const url = new URL(request.url);
-  const match = url.pathname.match(VERSIONED);
-  if (!match || !SUPPORTED_VERSIONS.has(Number(match[1]))) return null;
-  url.pathname = `/api${match[2]}`;
-  return new Request(url.toString(), request);
-}
-
-const SUPPORTED_VERSIONS = new Set([1, 2]);
 
 export type App = ReturnType<typeof buildApp>;

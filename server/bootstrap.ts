@@ -1,32 +1,23 @@
+import { createAdmin } from "./admin/operations";
+import { createRevoker } from "./auth/revoker";
 import type { Pool } from "./db/client";
-import { randomString } from "./lib/crypto";
 
 export type FirstOwner = { email: string; password: string; organization: { id: number; name: string } };
 
 export const FIRST_OWNER_EMAIL = "admin@simhost.local";
-const BOOTSTRAP_LOCK = 7_220_432; // two instances starting on one empty database create one owner
 
 /**
  * On a database without any user: an organization "My organization" (plan free) and its owner
- * admin@simhost.local with a random password. Returns the credentials, or null when users
- * exist. Only the password's hash is kept, so the caller shows it once, never through the logger.
+ * admin@simhost.local with a random password (server/admin bootstrapFirstOwner, the operation
+ * the CLI's admin commands share). Returns the credentials, or null when users exist.
  */
 export async function bootstrapFirstOwner(sql: Pool): Promise<FirstOwner | null> {
-  return sql.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(${BOOTSTRAP_LOCK})`;
-    const [any] = await tx`select 1 from users limit 1`;
-    if (any) return null;
-    const password = randomString(20);
-    const hash = await Bun.password.hash(password, { algorithm: "argon2id" });
-    const [org] = await tx<{ id: number; name: string }[]>`insert into organizations (name, plan) values ('My organization', 'free') returning id, name`;
-    const [user] = await tx<{ id: number }[]>`
-      insert into users (name, email, password_hash) values ('Administrator', ${FIRST_OWNER_EMAIL}, ${hash}) returning id`;
-    await tx`insert into memberships (user_id, organization_id, role) values (${user!.id}, ${org!.id}, 'owner')`;
-    return { email: FIRST_OWNER_EMAIL, password, organization: org! };
-  });
+  // Nothing is revoked here: a revoker without peers to wait for.
+  const admin = createAdmin({ sql, change: createRevoker({ sql, waitForLog: false }).change });
+  return admin.bootstrapFirstOwner(FIRST_OWNER_EMAIL);
 }
 
-/** The block printed on standard output once, when the first owner was just created. */
+/** The block shown once on the terminal (standard error, outside the log stream), when the first owner was just created. */
 export function firstOwnerNotice(owner: FirstOwner, publicUrl: string): string {
   const line = "=".repeat(72);
   return [

@@ -1,5 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import { BUN_BODY_BYTES, BUN_HEADER_BYTES } from "./lib/request-limits";
 
 /** Every setting of API.md §4. Nothing else in the server reads process.env. */
 const Env = Type.Object({
@@ -36,6 +37,13 @@ const Env = Type.Object({
   OUTBOUND_DEVICE_TIMEOUT_SECONDS: Type.Number({ exclusiveMinimum: 0, default: 300 }),
   // First retry delay of a provider send (doubling, capped at 10 min); shortened in tests.
   OUTBOUND_PROVIDER_RETRY_SECONDS: Type.Number({ exclusiveMinimum: 0, default: 5 }),
+  // Largest request body (413 payload_too_large past it); the largest legitimate body is a few KiB.
+  MAX_BODY_BYTES: Type.Integer({ minimum: 1024, maximum: BUN_BODY_BYTES, default: 64 * 1024 }),
+  // Largest request header block, all fields together (413 payload_too_large past it). Below Bun's
+  // --max-http-header-size of the start scripts, or Bun answers first with an empty 431.
+  MAX_HEADER_BYTES: Type.Integer({ minimum: 1024, maximum: BUN_HEADER_BYTES - 1024, default: 16 * 1024 }),
+  // Bearer token for GET /metrics; unset: /metrics answers 404.
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
 });
 type Env = Static<typeof Env>;
 

@@ -1,3 +1,5 @@
+import { writeSync } from "node:fs";
+import { maxHeaderSize } from "node:http";
 import { buildApp } from "./app";
 import { bootstrapFirstOwner, firstOwnerNotice } from "./bootstrap";
 import { ConfigError, loadConfig } from "./config";
@@ -31,8 +33,15 @@ async function main() {
   services.start();
   const server = app.listen({ port: config.PORT, hostname: "0.0.0.0" });
   services.logger.info({ port: server.server?.port, url: config.PUBLIC_URL, database: services.db.kind, bus: services.bus.kind }, "simhost listening");
-  // Straight to stdout, not the logger: the password must not end up in collected logs.
-  if (firstOwner) process.stdout.write(firstOwnerNotice(firstOwner, config.PUBLIC_URL));
+  // Bun answers oversized headers itself, 431 with an empty body, past its own limit (see server/lib/request-limits.ts).
+  if (maxHeaderSize <= config.MAX_HEADER_BYTES)
+    services.logger.warn(
+      { bunMaxHeaderSize: maxHeaderSize, MAX_HEADER_BYTES: config.MAX_HEADER_BYTES },
+      "start with `bun --max-http-header-size=262144 server/main.ts` (as `bun run start` does): headers past Bun's limit get an empty 431 instead of the API's error",
+    );
+  // To the terminal on standard error, in one write: the JSON log stream (standard output) never
+  // carries the password, and no log line can be interleaved with the block.
+  if (firstOwner) writeSync(2, firstOwnerNotice(firstOwner, config.PUBLIC_URL));
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -40,6 +49,7 @@ async function main() {
     stopping = true;
     services.logger.info({ signal }, "shutting down");
     services.realtime.shutdown(); // clients reconnect at once, to another instance
+    services.waiters.close(); // waiting calls are answered (503) instead of holding app.stop() for up to two minutes
     await app.stop();
     await services.close();
     process.exit(0);

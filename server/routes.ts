@@ -3,6 +3,8 @@ import { apiKeyRoutes } from "./api-keys/routes";
 import { authRoutes } from "./auth/routes";
 import { authRoutesV2 } from "./auth/routes-v2";
 import { deviceRoutes } from "./devices/routes";
+import { deviceRoutesV2 } from "./devices/routes-v2";
+import { nextMessageRoutes } from "./messages/next-routes";
 import { messageRoutes } from "./messages/routes";
 import { numberRoutes } from "./numbers/routes";
 import { oauthRoutes } from "./oauth/routes";
@@ -21,6 +23,7 @@ export function featureRoutes(services: Services) {
     .use(teamRoutes(services))
     .use(numberRoutes(services))
     .use(messageRoutes(services))
+    .use(nextMessageRoutes(services))
     .use(oauthRoutes(services))
     .use(deviceRoutes(services))
     .use(providerRoutes(services))
@@ -32,5 +35,5 @@ export function featureRoutes(services: Services) {
  * route (server/app.ts `unversioned`), so v2 holds only what changed, on the same stores.
  */
 export function v2Routes(services: Services) {
-  return new Elysia().use(authRoutesV2(services));
+  return new Elysia().use(authRoutesV2(services)).use(deviceRoutesV2(services));
 }

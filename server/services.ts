@@ -1,6 +1,6 @@
 import Redis from "ioredis";
 import { createMailer } from "./alerts/notify";
-import { createAuthenticator } from "./auth/caller";
+import { createCredentials } from "./auth/credentials";
 import type { Config } from "./config";
 import { type Database, openDatabase } from "./db/client";
 import { migrate } from "./db/migrate";
@@ -10,9 +10,11 @@ import { type Clock, systemClock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/logger";
 import { createMetrics } from "./lib/metrics";
 import { createLocalRateLimiter, createRedisRateLimiter } from "./lib/rate-limit";
+import { createRedisGuard, REDIS_CLIENT_OPTIONS } from "./lib/redis-guard";
 import { registerRetention } from "./maintenance/retention";
 import { registerInboundFanout } from "./messages/fanout";
 import { registerOutboundJobs } from "./messages/outbound-jobs";
+import { createMessageWaiters } from "./messages/waiters";
 import { registerLockExpiry } from "./numbers/locks";
 import { createLocalBus, createRedisBus } from "./realtime/bus";
 import { setupRealtime } from "./realtime/setup";
@@ -25,17 +27,28 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   const db = opts.database ?? (await openDatabase(config));
   await migrate(db.sql);
   const clock = opts.clock ?? systemClock;
-  const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: false }) : undefined;
+  // Every request-path use of Redis goes through redisGuard: a short deadline and an in-process fallback.
+  const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, REDIS_CLIENT_OPTIONS) : undefined;
   redis?.on("error", () => {});
+  const redisGuard = redis ? createRedisGuard(redis) : undefined;
   const bus = config.REDIS_URL
     ? createRedisBus({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX, origin: instanceId, logger })
     : createLocalBus(instanceId);
-  await bus.ready();
-  const limiter = redis ? createRedisRateLimiter(redis, config.REDIS_PREFIX) : createLocalRateLimiter(() => clock.now());
+  await Promise.all([bus.ready(), redisGuard?.ready()]);
+  const localLimiter = createLocalRateLimiter(() => clock.now());
+  const limiter = redisGuard ? createRedisRateLimiter(redisGuard, config.REDIS_PREFIX, localLimiter) : localLimiter;
   const jobs = createJobQueue({ sql: db.sql, logger, workerId: instanceId });
   const metrics = createMetrics();
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
-  const auth = createAuthenticator({ sql: db.sql, sessionTtlDays: config.SESSION_TTL_DAYS, bus });
+  // Credentials: resolving, caching and revoking (server/auth/credentials.ts); revocations reach every instance before the revoker answers.
+  const auth = createCredentials({
+    sql: db.sql,
+    sessionTtlDays: config.SESSION_TTL_DAYS,
+    instanceId,
+    logger,
+    redis: config.REDIS_URL ? { url: config.REDIS_URL, prefix: config.REDIS_PREFIX } : undefined,
+  });
+  await auth.start();
   registerInboundFanout({ sql: db.sql, jobs, publish: bus.publish });
   const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, logger, metrics, mailer });
   registerLockExpiry({ sql: db.sql, jobs, publish: bus.publish });
@@ -44,7 +57,10 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
   const devices = createDeviceRuntime({ sql: db.sql, clock, config, bus, mailer, logger, jobs, metrics });
   metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);
-  const realtime = await setupRealtime({ config, sql: db.sql, redis, bus, metrics, logger });
+  // Calls waiting for a message (GET /api/numbers/{id}/messages/next), woken by the bus.
+  const waiters = createMessageWaiters({ bus, clock });
+  metrics.gauge("simhost_message_waiters", "Calls waiting for a message on this instance", () => waiters.size());
+  const realtime = await setupRealtime({ config, sql: db.sql, redis: redisGuard, bus, onRevoked: auth.onRevoked, metrics, logger });
 
   return {
     config,
@@ -54,6 +70,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     clock,
     instanceId,
     redis,
+    redisGuard,
     bus,
     publish: bus.publish,
     limiter,
@@ -64,6 +81,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     devices,
     webhooks,
     realtime,
+    waiters,
     /** Starts background work (job workers, timers). Tests that drive work by hand skip it. */
     start() {
       // WORKERS=0: an instance that serves the API only; other instances run the jobs.
@@ -74,7 +92,9 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
       void devices.start().catch((e) => logger.error({ err: (e as Error).message }, "device actors not restored"));
     },
     async close() {
+      waiters.close();
       realtime.close();
+      await auth.close();
       await devices.stop();
       await jobs.stop();
       await bus.close();

@@ -6,7 +6,7 @@ import type { Logger } from "../server/lib/logger";
 import { providerSignature } from "../server/provider/signature";
 import type { Bus, BusMessage } from "../server/realtime/bus";
 import { createServices } from "../server/services";
-import { buildRequest, type RequestOptions, readResponse, type TestContext } from "./helpers";
+import { checkedRequests, type TestContext } from "./helpers";
 
 export const randomAndroidId = () => randomBytes(8).toString("hex");
 
@@ -68,9 +68,7 @@ export async function clockedContext(base: TestContext, clock: Clock, env: Parti
   const config = { ...base.config, ...env } as Config;
   const services = await createServices(config, { clock, database: { ...base.services.db, close: async () => {} }, logger: opts.logger });
   const app = buildApp(services);
-  const request = (method: string, path: string, o: RequestOptions = {}) =>
-    app.handle(buildRequest("http://localhost:3000", method, path, o)).then(readResponse);
-  return { services, app, config, sql: services.sql, request, close: () => services.close() };
+  return { services, app, config, sql: services.sql, request: checkedRequests(app), close: () => services.close() };
 }
 
 /** Polls until `ok()` holds or the deadline passes (events over Redis arrive asynchronously). */

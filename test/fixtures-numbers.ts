@@ -45,8 +45,8 @@ export async function createTeam(sql: Sql, organizationId: number, name = `team 
 export async function createByosNumber(sql: Sql, organizationId: number, opts: { attach?: boolean; deviceStatus?: string; simStatus?: string } = {}) {
   const number = randomNumber();
   const [device] = await sql<{ id: number }[]>`
-    insert into devices (organization_id, android_id, device_model, app_version, phone_number, status)
-    values (${organizationId}, ${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}, 'Pixel 8', '1.0.0', ${number}, ${opts.deviceStatus ?? "active"})
+    insert into devices (organization_id, android_id, device_model, app_version, status)
+    values (${organizationId}, ${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}, 'Pixel 8', '1.0.0', ${opts.deviceStatus ?? "active"})
     returning id`;
   const [sim] = await sql<{ id: number }[]>`
     insert into hosted_sims (number, provider, type, shared_max_orgs) values (${number}, 'byos', 'virtual', 1) returning id`;

@@ -6,6 +6,7 @@ import { buildApp } from "../server/app";
 import { loadConfig } from "../server/config";
 import { randomString } from "../server/lib/crypto";
 import { createServices, type Services } from "../server/services";
+import { createResponseCheck, type OpenApiDocument } from "./response-schemas";
 
 export type TestContext = Awaited<ReturnType<typeof createTestContext>>;
 
@@ -28,8 +29,7 @@ export async function createTestContext(env: Record<string, string> = {}) {
   const services = await createServices(config);
   const app = buildApp(services);
 
-  const request = (method: string, path: string, opts: RequestOptions = {}) =>
-    app.handle(buildRequest("http://localhost:3000", method, path, opts)).then(readResponse);
+  const request = checkedRequests(app);
 
   return { services, app, config, sql: services.sql, request, close: () => services.close() };
 }
@@ -85,6 +85,32 @@ export async function readResponse(res: Response) {
   }
   return { status: res.status, headers: res.headers, body: json, text };
 }
+
+/** `request` of a test context: an in-process request whose answer is checked against the app's OpenAPI document. */
+export function checkedRequests(app: { handle: (request: Request) => Promise<Response> }) {
+  let check: Promise<ReturnType<typeof createResponseCheck>> | undefined;
+  return async (method: string, path: string, opts: RequestOptions = {}) => {
+    const res = await readResponse(await app.handle(buildRequest("http://localhost:3000", method, path, opts)));
+    check ??= app.handle(new Request("http://localhost:3000/openapi.json")).then(async (r) => createResponseCheck((await r.json()) as OpenApiDocument));
+    expectDocumented((await check)(method, path, res.status, res.headers.get("content-type"), res.text));
+    return res;
+  };
+}
+
+/**
+ * Every answer `request` reads is checked against the OpenAPI document (test/response-schemas.ts).
+ * A mismatch fails the test that saw it at once, and is listed again when the process ends.
+ */
+export const responseMismatches: string[] = [];
+function expectDocumented(mismatch: string | null) {
+  if (!mismatch) return;
+  responseMismatches.push(mismatch);
+  throw new Error(`response contradicts the OpenAPI document: ${mismatch}`);
+}
+process.on("exit", () => {
+  if (responseMismatches.length > 0)
+    console.error(`${responseMismatches.length} response(s) contradicted the OpenAPI document:\n${responseMismatches.join("\n")}`);
+});
 
 let shared: Promise<TestContext> | undefined;
 /** One context for all test files of a run (they execute in one process). */

@@ -2,10 +2,9 @@ import type { Command } from "commander";
 import { createApiClient } from "../api-client";
 import { email, globals, orgOption } from "../args";
 import { credentialsPath, loadCredential, saveCredential } from "../credentials";
-import { details, emit } from "../output";
+import { CliError, details, emit } from "../output";
 import { ask } from "../prompt";
 
-type LoginAnswer = { token: string; token_type: string; expires_at: string | null; user: { id: number; name: string; email: string } };
 type LoginOptions = { email?: string; password?: string; code?: string };
 
 export function registerAuth(program: Command): void {
@@ -20,12 +19,13 @@ export function registerAuth(program: Command): void {
       const api = createApiClient(o);
       const address = o.email ?? (await ask("Email: ", { what: "email" }));
       const password = o.password ?? (await ask("Password: ", { hidden: true, what: "password" }));
-      let { body } = await api.post("/api/auth/login", { email: address, password }, { auth: false });
-      if (body?.["2fa_required"]) {
+      const first = await api.ok(api.anonymous.POST("/api/auth/login", { body: { email: address, password } }));
+      let answer = first;
+      if ("2fa_required" in first) {
         const code = o.code ?? (await ask("Two-factor code: ", { what: "two-factor code" }));
-        ({ body } = await api.post("/api/auth/2fa/verify", { tmp_token: body.tmp_token, code }, { auth: false }));
+        answer = await api.ok(api.anonymous.POST("/api/auth/2fa/verify", { body: { tmp_token: first.tmp_token, code } }));
       }
-      const answer = body as LoginAnswer;
+      if (!("token" in answer)) throw new CliError("The server asked for a second two-factor step.");
       const path = credentialsPath();
       saveCredential(
         api.url,
@@ -47,7 +47,8 @@ export function registerAuth(program: Command): void {
       const api = createApiClient(o);
       const saved = loadCredential(api.url);
       if (saved) {
-        await createApiClient({ ...o, token: saved.token }).post("/api/auth/logout", undefined, { okStatuses: [401] });
+        const own = createApiClient({ ...o, token: saved.token });
+        await own.ok(own.POST("/api/auth/logout"), [401]);
         saveCredential(api.url, undefined);
       }
       emit(o, { url: api.url, logged_out: Boolean(saved) }, () => (saved ? `Logged out of ${api.url}.` : `No saved session for ${api.url}.`));
@@ -57,7 +58,8 @@ export function registerAuth(program: Command): void {
     .description("who the server takes you for (GET /api/me)")
     .action(async (_opts, cmd: Command) => {
       const o = globals(cmd);
-      const { body } = await createApiClient(o).get("/api/me");
+      const api = createApiClient(o);
+      const body = await api.ok(api.GET("/api/me"));
       emit(o, body, () =>
         details([
           ["user", body.user ? `${body.user.name} <${body.user.email}> (${body.user.id})` : null],

@@ -1,37 +1,17 @@
 import { type Command, Option } from "commander";
+import type { ApiAnswer } from "../../clients/api";
 import { type ApiClient, createApiClient } from "../api-client";
 import { globals, orgOption, positiveInt } from "../args";
 import { colors, details, emit, statusColor, table } from "../output";
 import { subscribe, untilStopped } from "../realtime";
 
-const STATUSES = ["active", "disabled", "revoked", "pending_verification"];
+const STATUSES = ["active", "disabled", "revoked", "pending_verification"] as const;
+type DeviceStatus = (typeof STATUSES)[number];
 
-type SimCard = {
-  id: number;
-  phone_number: string | null;
-  sim_slot: number | null;
-  status: string;
-  signal_strength: number | null;
-  hosted_sim_id: number | null;
-};
-type Device = {
-  id: number;
-  android_id: string;
-  phone_number: string | null;
-  device_name: string | null;
-  status: string;
-  is_online: boolean;
-  sim_cards: SimCard[];
-  battery_level: number | null;
-  last_seen_at: string | null;
-  created_at: string;
-  device_model?: string;
-  app_version?: string;
-  config_version?: number;
-  messages_received_count?: number;
-  organization?: { id: number; name: string };
-};
-type Page<T> = { data: T[]; meta: { current_page: number; last_page: number; total: number }; links: { next: string | null } };
+type Device = ApiAnswer<"/api/byos/devices/{device}", "get">["data"];
+type SimCard = Device["sim_cards"][number];
+// GET /api/byos/devices documents no response schema yet: its items are the show route's device.
+type DevicePage = { data: Device[]; links?: { next?: string | null } };
 
 const paint = (s: string) => statusColor(s.trim()) + s.slice(s.trimEnd().length);
 const online = (d: Device) => (d.is_online ? "online" : "offline");
@@ -80,10 +60,10 @@ export const showDevice = (d: Device) =>
   ].join("\n");
 
 /** Every page of the device list (the API pages by at most 100). */
-async function listAllDevices(api: ApiClient, status?: string): Promise<Device[]> {
+async function listAllDevices(api: ApiClient, status?: DeviceStatus): Promise<Device[]> {
   const all: Device[] = [];
   for (let page = 1; ; page++) {
-    const { body } = await api.get<Page<Device>>("/api/byos/devices", { query: { status, per_page: 100, page } });
+    const body = (await api.ok(api.GET("/api/byos/devices", { params: { query: { status, per_page: 100, page } } }))) as unknown as DevicePage;
     all.push(...body.data);
     if (!body.links?.next || body.data.length === 0) return all;
   }
@@ -96,9 +76,12 @@ function stateChange(devices: Command, name: "enable" | "disable" | "revoke", de
     .action(async (id: number, _opts, cmd: Command) => {
       const o = globals(cmd);
       const api = createApiClient(o);
-      if (name === "revoke") await api.delete(`/api/byos/devices/${id}`);
-      const { body } =
-        name === "revoke" ? await api.get<{ data: Device }>(`/api/byos/devices/${id}`) : await api.post<{ data: Device }>(`/api/byos/devices/${id}/${name}`);
+      const path = { device: id };
+      if (name === "revoke") await api.ok(api.DELETE("/api/byos/devices/{device}", { params: { path } }));
+      const body =
+        name === "revoke"
+          ? await api.ok(api.GET("/api/byos/devices/{device}", { params: { path } }))
+          : await api.ok(api.POST(`/api/byos/devices/{device}/${name}`, { params: { path } }));
       emit(o, body, () => `Device ${id} is ${statusColor(body.data.status)}.`);
     });
 }
@@ -110,7 +93,7 @@ export function registerDevices(program: Command): void {
     .description("devices of the organization, all pages")
     .addOption(new Option("--status <status>", "only this status").choices(STATUSES))
     .action(async (_opts, cmd: Command) => {
-      const o = globals<{ status?: string }>(cmd);
+      const o = globals<{ status?: DeviceStatus }>(cmd);
       const data = await listAllDevices(createApiClient(o), o.status);
       emit(o, { data }, () => table(data, deviceColumns));
     });
@@ -120,7 +103,8 @@ export function registerDevices(program: Command): void {
     .argument("<device-id>", "device id", positiveInt)
     .action(async (id: number, _opts, cmd: Command) => {
       const o = globals(cmd);
-      const { body } = await createApiClient(o).get<{ data: Device }>(`/api/byos/devices/${id}`);
+      const api = createApiClient(o);
+      const body = await api.ok(api.GET("/api/byos/devices/{device}", { params: { path: { device: id } } }));
       emit(o, body, () => showDevice(body.data));
     });
 
@@ -140,7 +124,7 @@ export function registerDevices(program: Command): void {
 const DEVICE_EVENTS = new Set(["device.status_changed", "device.updated", "sim.verified"]);
 
 async function watchDevices(api: ApiClient, o: { json?: boolean; count?: number }) {
-  const { body: me } = await api.get<{ organization: { id: number; name: string } }>("/api/me");
+  const me = await api.ok(api.GET("/api/me"));
   const devices = new Map((await listAllDevices(api)).map((d) => [d.id, d]));
   const live = Boolean(process.stdout.isTTY) && !o.json;
   const render = (note: string) => {
@@ -165,7 +149,7 @@ async function watchDevices(api: ApiClient, o: { json?: boolean; count?: number 
             last_seen_at: data.last_seen_at ?? known.last_seen_at,
           });
         } else {
-          const { body } = await api.get<{ data: Device }>(`/api/byos/devices/${id}`);
+          const body = await api.ok(api.GET("/api/byos/devices/{device}", { params: { path: { device: id } } }));
           devices.set(id, body.data);
         }
         const d = devices.get(id)!;

@@ -3,9 +3,6 @@ import { createApiClient } from "../api-client";
 import { globals } from "../args";
 import { CliError, emit, statusColor, table } from "../output";
 
-type Check = { status: string; message: string; error?: string };
-type Health = { status: string; timestamp: string; checks: Record<string, Check> };
-
 export function registerHealth(program: Command): void {
   program
     .command("health")
@@ -13,7 +10,7 @@ export function registerHealth(program: Command): void {
     .action(async (_opts, cmd: Command) => {
       const o = globals(cmd);
       const api = createApiClient(o);
-      const { body } = await api.get<Health>("/api/health", { auth: false, okStatuses: [503] });
+      const body = await api.ok(api.anonymous.GET("/api/health"), [503]);
       const checks = Object.entries(body.checks ?? {}).map(([name, c]) => ({ name, ...c }));
       emit(o, body, () =>
         [

@@ -3,9 +3,8 @@ import { createApiClient } from "../api-client";
 import { globals, orgOption, positiveInt } from "../args";
 import { emit, table } from "../output";
 
-const PERMISSIONS = ["numbers.read", "numbers.lock", "messages.read", "webhooks.receive"];
-
-type ApiKey = { id: number; name: string; key_prefix: string; permissions: string[]; last_used_at: string | null; created_at: string };
+const PERMISSIONS = ["numbers.read", "numbers.lock", "messages.read", "webhooks.receive"] as const;
+type Permission = (typeof PERMISSIONS)[number];
 
 export function registerKeys(program: Command): void {
   const keys = program.command("keys").description("API keys of the organization (needs a session token, not an API key)");
@@ -14,7 +13,8 @@ export function registerKeys(program: Command): void {
     .description("list the API keys")
     .action(async (_opts, cmd: Command) => {
       const o = globals(cmd);
-      const { body } = await createApiClient(o).get<{ data: ApiKey[] }>("/api/api-keys");
+      const api = createApiClient(o);
+      const body = await api.ok(api.GET("/api/api-keys"));
       emit(o, body, () =>
         table(body.data, [
           { header: "ID", value: (k) => k.id },
@@ -32,11 +32,9 @@ export function registerKeys(program: Command): void {
     .requiredOption("--name <name>", "display name")
     .addOption(new Option("--permission <permission...>", "what the key may do (repeatable)").choices(PERMISSIONS).makeOptionMandatory())
     .action(async (_opts, cmd: Command) => {
-      const o = globals<{ name: string; permission: string[] }>(cmd);
-      const { body } = await createApiClient(o).post<{ api_key: ApiKey; plain_text_key: string }>("/api/api-keys", {
-        name: o.name,
-        permissions: [...new Set(o.permission)],
-      });
+      const o = globals<{ name: string; permission: Permission[] }>(cmd);
+      const api = createApiClient(o);
+      const body = await api.ok(api.POST("/api/api-keys", { body: { name: o.name, permissions: [...new Set(o.permission)] } }));
       emit(o, body, () =>
         [
           `Created API key ${body.api_key.id} "${body.api_key.name}" (${body.api_key.permissions.join(", ")}).`,
@@ -51,7 +49,8 @@ export function registerKeys(program: Command): void {
     .argument("<key-id>", "API key id", positiveInt)
     .action(async (id: number, _opts, cmd: Command) => {
       const o = globals(cmd);
-      await createApiClient(o).delete(`/api/api-keys/${id}`);
+      const api = createApiClient(o);
+      await api.ok(api.DELETE("/api/api-keys/{api_key}", { params: { path: { api_key: id } } }));
       emit(o, { id, revoked: true }, () => `API key ${id} revoked.`);
     });
 }

@@ -1,21 +1,12 @@
-import { type Command, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
+import type { ApiAnswer } from "../../clients/api";
 import { createApiClient } from "../api-client";
 import { e164, globals, instant, numberRef, orgOption, positiveInt } from "../args";
-import { colors, emit, statusColor, table } from "../output";
+import { CliError, colors, emit, statusColor, table } from "../output";
 import { subscribe, untilStopped } from "../realtime";
 import { resolveNumberId } from "./numbers";
 
-type Message = {
-  id: number;
-  direction: string;
-  from: string;
-  to: string;
-  text: string;
-  status: string;
-  received_at: string | null;
-  sent_at: string | null;
-  created_at: string;
-};
+type Message = ApiAnswer<"/api/messages/{id}", "get">["data"];
 
 const oneLine = (text: string, max = 60) => {
   const flat = text.replace(/\s+/g, " ");
@@ -41,7 +32,24 @@ const tailLine = (event: string, m: Message) =>
     event === "message.received" ? oneLine(m.text, 120) : colors.dim(oneLine(m.text, 60)),
   ].join("  ");
 
-type ListOptions = { number: number | string; since?: string; until?: string; direction?: string; search?: string; limit?: number; page?: number };
+type WaitOptions = { number: number | string; from?: string; contains?: string; code?: boolean; after?: string; timeout: number };
+
+/** The API waits 1 to 120 s per call. */
+function waitSeconds(value: string): number {
+  const n = positiveInt(value);
+  if (n > 120) throw new InvalidArgumentError("at most 120 seconds");
+  return n;
+}
+
+type ListOptions = {
+  number: number | string;
+  since?: string;
+  until?: string;
+  direction?: "inbound" | "outbound";
+  search?: string;
+  limit?: number;
+  page?: number;
+};
 
 export function registerMessages(program: Command): void {
   const messages = program.command("messages").description("message history and sending");
@@ -59,12 +67,11 @@ export function registerMessages(program: Command): void {
       const o = globals<ListOptions>(cmd);
       const api = createApiClient(o);
       const hostedSim = await resolveNumberId(api, o.number);
-      const { body } = await api.get<{ data: Message[]; meta: { total: number; current_page: number; last_page: number } }>("/api/messages", {
-        query: { hosted_sim: hostedSim, since: o.since, until: o.until, direction: o.direction, q: o.search, per_page: o.limit, page: o.page },
-      });
+      const query = { hosted_sim: hostedSim, since: o.since, until: o.until, direction: o.direction, q: o.search, per_page: o.limit, page: o.page };
+      const body = await api.ok(api.GET("/api/messages", { params: { query } }));
       emit(o, body, () => {
         const { meta } = body;
-        const footer = meta && meta.last_page > 1 ? `\npage ${meta.current_page} of ${meta.last_page} (${meta.total} messages); --page for more` : "";
+        const footer = meta && Number(meta.last_page) > 1 ? `\npage ${meta.current_page} of ${meta.last_page} (${meta.total} messages); --page for more` : "";
         return table(body.data, columns) + footer;
       });
     });
@@ -78,8 +85,32 @@ export function registerMessages(program: Command): void {
       const o = globals<{ number: number | string; to: string; text: string }>(cmd);
       const api = createApiClient(o);
       const hostedSim = await resolveNumberId(api, o.number);
-      const { body } = await api.post<{ data: Message }>("/api/messages", { hosted_sim: hostedSim, to: o.to, text: o.text });
+      const body = await api.ok(api.POST("/api/messages", { body: { hosted_sim: hostedSim, to: o.to, text: o.text } }));
       emit(o, body, () => `Message ${body.data.id} to ${body.data.to} is ${body.data.status}.`);
+    });
+
+  orgOption(messages.command("wait"))
+    .description(
+      "wait for the next message on a number and print its text (--code: only its one-time code; --json: the whole message); exit 1 when none arrives in time",
+    )
+    .requiredOption("--number <number>", "hosted SIM id or E.164 number", numberRef)
+    .option("--from <phone>", "only from this sender (exact)")
+    .option("--contains <text>", "only messages whose text contains this (case-insensitive)")
+    .option("--code", "only messages carrying a one-time code; print the code alone")
+    .option("--after <id-or-time>", "messages after this message id or ISO date-time (default: from now on)")
+    .option("--timeout <seconds>", "give up after this many seconds (1 to 120)", waitSeconds, 60)
+    .action(async (_opts, cmd: Command) => {
+      const o = globals<WaitOptions>(cmd);
+      const api = createApiClient(o);
+      const id = await resolveNumberId(api, o.number);
+      const query = { from: o.from, contains: o.contains, after: o.after, has_code: o.code ? ("true" as const) : undefined, timeout: o.timeout };
+      const body = await api.ok(api.GET("/api/numbers/{id}/messages/next", { params: { path: { id }, query } }));
+      if (body.data === null) {
+        if (o.json) console.log(JSON.stringify(body, null, 2));
+        throw new CliError(`No message${o.code ? " with a code" : ""} arrived within ${o.timeout} s.`);
+      }
+      const message = body.data;
+      emit(o, body, () => (o.code ? (message.code ?? "") : message.text));
     });
 
   orgOption(messages.command("tail"))
@@ -90,7 +121,7 @@ export function registerMessages(program: Command): void {
       const o = globals<{ number: number | string; count?: number }>(cmd);
       const api = createApiClient(o);
       const id = await resolveNumberId(api, o.number);
-      const { body: sim } = await api.get<{ data: { number: string } }>(`/api/numbers/${id}`); // a clear "not found" before listening
+      const sim = await api.ok(api.GET("/api/numbers/{id}", { params: { path: { id } } })); // a clear "not found" before listening
       const stop = untilStopped();
       const seen = new Set<string>();
       let events = 0;

@@ -1,29 +1,18 @@
 import { type Command, Option } from "commander";
+import type { ApiAnswer } from "../../clients/api";
 import { type ApiClient, createApiClient } from "../api-client";
 import { globals, numberRef, orgOption, positiveInt } from "../args";
 import { CliError, details, emit, statusColor, table } from "../output";
 
-export type HostedSim = {
-  id: number;
-  number: string;
-  provider: string;
-  status: string;
-  type: string;
-  shared_max_orgs: number;
-  messages_received_count: number;
-  organizations: { id: number; name: string; alias: string | null; team_id: number | null }[];
-  teams: { id: number; name: string }[];
-  locked?: boolean;
-  lock?: { organization_id: number; team_id: number | null; user_id: number | null; locked_until: string } | null;
-};
+type HostedSim = ApiAnswer<"/api/numbers/{id}", "get">["data"];
 
 /** The hosted SIM id of a number given by id or by its E.164 number (looked up among the organization's). */
 export async function resolveNumberId(api: ApiClient, ref: number | string): Promise<number> {
   if (typeof ref === "number") return ref;
-  const { body } = await api.get<{ data: HostedSim[] }>("/api/numbers");
+  const body = await api.ok(api.GET("/api/numbers"));
   const found = body.data.find((n) => n.number === ref);
   if (!found) throw new CliError(`No number ${ref} in your organization.`);
-  return found.id;
+  return Number(found.id); // documented as string | number (Elysia's t.Integer in the response schema)
 }
 
 const lockText = (n: HostedSim) => (n.lock ? `until ${n.lock.locked_until}` : n.locked ? "by another organization" : "-");
@@ -59,8 +48,9 @@ export function registerNumbers(program: Command): void {
     .addOption(new Option("--status <status>", "only this status").choices(["active", "inactive"]))
     .option("--team <team-id>", "only the numbers of this team", positiveInt)
     .action(async (_opts, cmd: Command) => {
-      const o = globals<{ type?: string; status?: string; team?: number }>(cmd);
-      const { body } = await createApiClient(o).get<{ data: HostedSim[] }>("/api/numbers", { query: { type: o.type, status: o.status, team_id: o.team } });
+      const o = globals<{ type?: "shared" | "virtual"; status?: "active" | "inactive"; team?: number }>(cmd);
+      const api = createApiClient(o);
+      const body = await api.ok(api.GET("/api/numbers", { params: { query: { type: o.type, status: o.status, team_id: o.team } } }));
       emit(o, body, () => table(body.data, columns));
     });
 
@@ -70,7 +60,7 @@ export function registerNumbers(program: Command): void {
     .action(async (ref: number | string, _opts, cmd: Command) => {
       const o = globals(cmd);
       const api = createApiClient(o);
-      const { body } = await api.get<{ data: HostedSim }>(`/api/numbers/${await resolveNumberId(api, ref)}`);
+      const body = await api.ok(api.GET("/api/numbers/{id}", { params: { path: { id: await resolveNumberId(api, ref) } } }));
       emit(o, body, () => showNumber(body.data));
     });
 
@@ -80,7 +70,8 @@ export function registerNumbers(program: Command): void {
     .option("--alias <alias>", "your organization's alias of it")
     .action(async (_opts, cmd: Command) => {
       const o = globals<{ team?: number; alias?: string }>(cmd);
-      const { body } = await createApiClient(o).post<{ data: HostedSim }>("/api/numbers/order", { team_id: o.team, alias: o.alias });
+      const api = createApiClient(o);
+      const body = await api.ok(api.POST("/api/numbers/order", { body: { team_id: o.team, alias: o.alias } }));
       emit(o, body, () => `Ordered ${body.data.number} (id ${body.data.id}).`);
     });
 
@@ -89,11 +80,17 @@ export function registerNumbers(program: Command): void {
     .argument("<number>", "hosted SIM id or E.164 number", numberRef)
     .option("--duration <seconds>", "how long (60 to 3600, default 600)", positiveInt)
     .option("--team <team-id>", "lock on behalf of this team", positiveInt)
+    .option("--release-on-message", "end the lock by itself when the first SMS under it arrives (after it was forwarded)")
+    .option("--sender <sender>", "with --release-on-message: only an SMS from this sender ends the lock")
     .action(async (ref: number | string, _opts, cmd: Command) => {
-      const o = globals<{ duration?: number; team?: number }>(cmd);
+      const o = globals<{ duration?: number; team?: number; releaseOnMessage?: boolean; sender?: string }>(cmd);
+      if (o.sender !== undefined && !o.releaseOnMessage) cmd.error("error: --sender needs --release-on-message"); // usage error: exit 2
       const api = createApiClient(o);
       const id = await resolveNumberId(api, ref);
-      const { body } = await api.post<{ data: HostedSim }>(`/api/numbers/${id}/lock`, { duration_seconds: o.duration, team_id: o.team });
+      const options = o.releaseOnMessage ? { release_on_message: true, sender: o.sender } : {};
+      const body = await api.ok(
+        api.POST("/api/numbers/{id}/lock", { params: { path: { id } }, body: { duration_seconds: o.duration, team_id: o.team, ...options } }),
+      );
       emit(o, body, () => `Locked ${body.data.number} ${lockText(body.data)}.`);
     });
 
@@ -104,7 +101,7 @@ export function registerNumbers(program: Command): void {
       const o = globals(cmd);
       const api = createApiClient(o);
       const id = await resolveNumberId(api, ref);
-      const { body } = await api.post<{ data: HostedSim }>(`/api/numbers/${id}/unlock`);
+      const body = await api.ok(api.POST("/api/numbers/{id}/unlock", { params: { path: { id } } }));
       emit(o, body, () => `Unlocked ${body.data.number}.`);
     });
 
@@ -118,7 +115,7 @@ export function registerNumbers(program: Command): void {
       if (Boolean(o.clear) === (alias !== undefined)) cmd.error("error: give either an alias or --clear", { exitCode: 2, code: "simhost.usage" });
       const api = createApiClient(o);
       const id = await resolveNumberId(api, ref);
-      const { body } = await api.patch<{ data: HostedSim }>(`/api/numbers/${id}/alias`, { alias: o.clear ? null : alias });
+      const body = await api.ok(api.PATCH("/api/numbers/{id}/alias", { params: { path: { id } }, body: { alias: o.clear ? null : alias! } }));
       const set = body.data.organizations[0]?.alias;
       emit(o, body, () => (set ? `${body.data.number} is now "${set}".` : `${body.data.number} has no alias.`));
     });

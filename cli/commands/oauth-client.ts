@@ -1,32 +1,10 @@
-import { randomBytes } from "node:crypto";
 import { type Command, InvalidArgumentError } from "commander";
-import type { Sql } from "../../server/db/client";
+import type { OAuthClientRow } from "../../server/admin/operations";
 import { redirectUriProblem } from "../../server/oauth/schema";
-import { withAdminDb } from "../admin-db";
+import { withAdminOps } from "../admin-db";
 import { globals } from "../args";
-import { CliError, details, emit, table } from "../output";
+import { details, emit, table } from "../output";
 import { adminGroup } from "./admin";
-
-type OAuthClientRow = { client_id: string; name: string; redirect_uris: string[]; created_at: Date; updated_at: Date };
-const COLUMNS = "client_id, name, redirect_uris, created_at, updated_at";
-
-/** Public client ids are not secret, but unguessable so they cannot be enumerated. */
-const newClientId = () => `oc_${randomBytes(18).toString("base64url")}`;
-
-async function createClient(sql: Sql, name: string, redirectUris: string[]): Promise<OAuthClientRow> {
-  const [row] = await sql<OAuthClientRow[]>`
-    insert into oauth_clients (client_id, name, redirect_uris) values (${newClientId()}, ${name}, ${redirectUris}) returning ${sql.unsafe(COLUMNS)}`;
-  return row!;
-}
-
-/** The client's access tokens are sessions rows: delete them with it, so they stop working at once. */
-async function deleteClient(sql: Sql, clientId: string): Promise<boolean> {
-  await sql`delete from sessions where id in (
-    select a.session_id from oauth_access_tokens a join oauth_grants g on g.id = a.grant_id
-    join oauth_clients c on c.id = g.client_id where c.client_id = ${clientId})`;
-  const rows = await sql`delete from oauth_clients where client_id = ${clientId} returning id`;
-  return rows.length > 0;
-}
 
 /** An OAuth client as printed: public (no secret), with its exact-match redirect URIs. */
 const present = (c: OAuthClientRow) => ({
@@ -55,9 +33,7 @@ export function registerOAuthClient(program: Command): void {
     .requiredOption("--redirect-uri <uri...>", "one or more redirect URIs", redirectUri)
     .action(async (_opts, cmd: Command) => {
       const o = globals<{ name: string; redirectUri: string[] }>(cmd);
-      const name = o.name.trim();
-      if (!name || name.length > 255) throw new CliError("The client name must be 1 to 255 characters.");
-      const client = present(await withAdminDb((sql) => createClient(sql, name, [...new Set(o.redirectUri)])));
+      const client = present(await withAdminOps((a) => a.createOAuthClient(o.name, o.redirectUri)));
       emit(o, client, () =>
         details([
           ["client_id", client.client_id],
@@ -72,7 +48,7 @@ export function registerOAuthClient(program: Command): void {
     .description("list the registered clients")
     .action(async (_opts, cmd: Command) => {
       const o = globals(cmd);
-      const clients = (await withAdminDb((sql) => sql<OAuthClientRow[]>`select ${sql.unsafe(COLUMNS)} from oauth_clients order by id`)).map(present);
+      const clients = (await withAdminOps((a) => a.listOAuthClients())).map(present);
       emit(o, { data: clients }, () =>
         table(clients, [
           { header: "CLIENT_ID", value: (c) => c.client_id },
@@ -88,8 +64,7 @@ export function registerOAuthClient(program: Command): void {
     .description("delete a client; its codes, refresh tokens and access tokens stop working at once")
     .action(async (clientId: string, _opts, cmd: Command) => {
       const o = globals(cmd);
-      const deleted = await withAdminDb((sql) => sql.begin((tx) => deleteClient(tx, clientId)));
-      if (!deleted) throw new CliError(`No OAuth client ${clientId}.`);
+      await withAdminOps((a) => a.deleteOAuthClient(clientId));
       emit(o, { client_id: clientId, deleted: true }, () => `Deleted OAuth client ${clientId}.`);
     });
 }

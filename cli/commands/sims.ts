@@ -3,8 +3,6 @@ import { createApiClient } from "../api-client";
 import { globals, orgOption, positiveInt } from "../args";
 import { emit } from "../output";
 
-type IssuedSimCard = { id: number; sim_slot: number; status: string; verification_code: string; provider_number: string; code_expires_at?: string };
-
 export function registerSims(program: Command): void {
   const sims = program.command("sims").description("SIM cards of BYOS devices");
 
@@ -14,7 +12,8 @@ export function registerSims(program: Command): void {
     .argument("<sim-id>", "SIM card id", positiveInt)
     .action(async (device: number, sim: number, _opts, cmd: Command) => {
       const o = globals(cmd);
-      const { body } = await createApiClient(o).post<{ data: IssuedSimCard }>(`/api/byos/devices/${device}/sims/${sim}/reissue-code`);
+      const api = createApiClient(o);
+      const body = await api.ok(api.POST("/api/byos/devices/{device}/sims/{simCard}/reissue-code", { params: { path: { device, simCard: sim } } }));
       const c = body.data;
       emit(
         o,

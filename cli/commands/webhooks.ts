@@ -3,26 +3,8 @@ import { createApiClient } from "../api-client";
 import { globals, orgOption, positiveInt } from "../args";
 import { CliError, details, emit, statusColor, table } from "../output";
 
-type Integration = {
-  id: number;
-  name: string;
-  url: string;
-  is_active: boolean;
-  mappings: { team_name: string; forwarding_mode: string; is_active: boolean }[];
-};
-type LogRecord = {
-  id: number;
-  event_type: string;
-  message_id: number | null;
-  attempt: number;
-  status: string;
-  http_status: number | null;
-  response_time_ms: number | null;
-  error: string | null;
-  next_retry_at: string | null;
-  created_at: string;
-};
-type TestOutcome = { success: boolean; http_status: number | null; response_body: string; response_time_ms: number };
+const LOG_STATUSES = ["pending", "succeeded", "failed", "retrying"] as const;
+type LogStatus = (typeof LOG_STATUSES)[number];
 
 const paint = (s: string) => statusColor(s.trim()) + s.slice(s.trimEnd().length);
 
@@ -33,7 +15,8 @@ export function registerWebhooks(program: Command): void {
     .description("integrations with their team mappings")
     .action(async (_opts, cmd: Command) => {
       const o = globals(cmd);
-      const { body } = await createApiClient(o).get<{ data: Integration[] }>("/api/webhook-integrations");
+      const api = createApiClient(o);
+      const body = await api.ok(api.GET("/api/webhook-integrations"));
       emit(o, body, () =>
         table(body.data, [
           { header: "ID", value: (i) => i.id },
@@ -48,14 +31,17 @@ export function registerWebhooks(program: Command): void {
   orgOption(webhooks.command("logs"))
     .description("delivery log of an integration, newest first")
     .argument("<integration-id>", "webhook integration id", positiveInt)
-    .addOption(new Option("--status <status>", "only this outcome").choices(["pending", "succeeded", "failed", "retrying"]))
+    .addOption(new Option("--status <status>", "only this outcome").choices(LOG_STATUSES))
     .option("--limit <n>", "records per page (1 to 100)", positiveInt)
     .option("--page <n>", "page (default 1)", positiveInt)
     .action(async (id: number, _opts, cmd: Command) => {
-      const o = globals<{ status?: string; limit?: number; page?: number }>(cmd);
-      const { body } = await createApiClient(o).get<{ data: LogRecord[] }>(`/api/webhook-integrations/${id}/logs`, {
-        query: { status: o.status, per_page: o.limit, page: o.page },
-      });
+      const o = globals<{ status?: LogStatus; limit?: number; page?: number }>(cmd);
+      const api = createApiClient(o);
+      const body = await api.ok(
+        api.GET("/api/webhook-integrations/{webhook_integration}/logs", {
+          params: { path: { webhook_integration: id }, query: { status: o.status, per_page: o.limit, page: o.page } },
+        }),
+      );
       emit(o, body, () =>
         table(body.data, [
           { header: "ID", value: (l) => l.id },
@@ -76,7 +62,8 @@ export function registerWebhooks(program: Command): void {
     .argument("<integration-id>", "webhook integration id", positiveInt)
     .action(async (id: number, _opts, cmd: Command) => {
       const o = globals(cmd);
-      const { body } = await createApiClient(o).post<TestOutcome>(`/api/webhook-integrations/${id}/test`);
+      const api = createApiClient(o);
+      const body = await api.ok(api.POST("/api/webhook-integrations/{webhook_integration}/test", { params: { path: { webhook_integration: id } } }));
       emit(o, body, () =>
         details([
           ["success", body.success ? statusColor("ok") : statusColor("failed")],

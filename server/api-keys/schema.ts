@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 import { PERMISSIONS } from "../auth/caller";
+import { IdParam, Optional, Text } from "../lib/fields";
 
 const DateTime = t.String({ format: "date-time" });
 
@@ -12,12 +13,12 @@ const Permission = Type.String({
   description: `one of ${PERMISSIONS.join(", ")}`,
 });
 const Permissions = Type.Array(Permission, { uniqueItems: true, maxItems: PERMISSIONS.length });
-const Name = Type.String({ minLength: 1, maxLength: 255 });
+const Name = Text({ minLength: 1, maxLength: 255 });
 
 export const CreateApiKeyBody = Type.Object({ name: Name, permissions: Permissions });
-export const UpdateApiKeyBody = Type.Object({ name: Type.Optional(Name), permissions: Type.Optional(Permissions) });
+export const UpdateApiKeyBody = Type.Object({ name: Optional(Name, "absent"), permissions: Optional(Permissions, "absent") });
 
-export const ApiKeyParams = t.Object({ api_key: t.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
+export const ApiKeyParams = t.Object({ api_key: IdParam() });
 
 export const ApiKey = t.Object({
   id: t.Integer(),

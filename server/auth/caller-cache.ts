@@ -1,19 +1,50 @@
 import type { Caller } from "./caller";
 
-/** What a revocation names: every cached caller of that session, API key or user is dropped. */
-export type Revocation = { sessionId?: number; apiKeyId?: number; userId?: number };
+/**
+ * What a revocation names: every cached caller of that session, API key or user is dropped, and
+ * every realtime subscription it authorized ends. `organizationId` with `userId`: only the user's
+ * access to that organization went (membership removed): callers acting or reading in it. `organizationId` alone: callers acting
+ * in that organization (a cache-only invalidation after a plan change, never sent to listeners).
+ * `everything`: this instance may have missed revocations (it could not read the revocation log
+ * for longer than the log keeps rows), so nothing it holds may be trusted.
+ */
+export type Revocation = { sessionId?: number; apiKeyId?: number; userId?: number; organizationId?: number; everything?: true };
+
+/**
+ * A change the credential module spreads: a revocation (listeners run: sockets end), or with
+ * `cacheOnly` a change of what a caller may do (role, plan) that only the cache must forget.
+ */
+export type Invalidation = { revocation: Revocation; cacheOnly?: true };
 
 type Entry = { caller: Caller; until: number };
 
+export function matches(r: Revocation, caller: Caller): boolean {
+  if (r.everything) return true;
+  if (r.sessionId !== undefined) return caller.sessionId === r.sessionId;
+  if (r.apiKeyId !== undefined) return caller.apiKey?.id === r.apiKeyId;
+  // A membership's end also drops callers that only read in that organization (their readScope).
+  if (r.userId !== undefined)
+    return (
+      caller.user?.id === r.userId &&
+      (r.organizationId === undefined || caller.organization.id === r.organizationId || caller.readScope.includes(r.organizationId))
+    );
+  if (r.organizationId !== undefined) return caller.organization.id === r.organizationId;
+  return false;
+}
+
 /**
  * Resolved callers by token digest (and X-Organization-Id), for a few seconds: authenticating
- * every heartbeat against the database would cost more than the heartbeat. Revocations made
- * through the API drop entries at once on every instance (the authenticator fans them out on the
- * bus); anything changed behind the API's back (admin commands on the database) is seen within
- * `ttlMs`. Bounded: past `max` entries the oldest go first.
+ * every heartbeat against the database would cost more than the heartbeat. Bounded: past `max`
+ * entries the oldest go first.
+ *
+ * Invariant: no entry outlives a revocation that matches it. `forget` drops the matching
+ * entries and moves the generation on; a lookup reads `generation()` before its database read
+ * and `set` refuses it if any revocation was applied since, because that lookup may have read
+ * the database before the revocation committed.
  */
 export function createCallerCache(opts: { ttlMs: number; max: number; now: () => number }) {
   const entries = new Map<string, Entry>();
+  let generation = 0;
   return {
     get(key: string): Caller | undefined {
       const e = entries.get(key);
@@ -24,19 +55,18 @@ export function createCallerCache(opts: { ttlMs: number; max: number; now: () =>
       }
       return e.caller;
     },
-    set(key: string, caller: Caller, expiresAt?: number) {
+    generation: () => generation,
+    /** Stores a lookup that began at generation `since`; false (nothing stored) if a revocation came in between. */
+    set(key: string, caller: Caller, since: number): boolean {
+      if (since !== generation) return false;
       if (entries.size >= opts.max) entries.delete(entries.keys().next().value as string);
-      entries.set(key, { caller, until: Math.min(opts.now() + opts.ttlMs, expiresAt ?? Number.POSITIVE_INFINITY) });
+      entries.set(key, { caller, until: opts.now() + opts.ttlMs });
+      return true;
     },
     forget(r: Revocation) {
-      for (const [key, { caller }] of entries) {
-        if (
-          (r.sessionId !== undefined && caller.sessionId === r.sessionId) ||
-          (r.apiKeyId !== undefined && caller.apiKey?.id === r.apiKeyId) ||
-          (r.userId !== undefined && caller.user?.id === r.userId)
-        )
-          entries.delete(key);
-      }
+      generation += 1;
+      if (r.everything) return entries.clear();
+      for (const [key, { caller }] of entries) if (matches(r, caller)) entries.delete(key);
     },
     size: () => entries.size,
   };

@@ -1,8 +1,7 @@
-import type { Pool } from "../db/client";
-import { AppError, notFound, permissionDenied, unauthenticated } from "../errors";
-import { sha256 } from "../lib/crypto";
-import type { Bus } from "../realtime/bus";
-import { createCallerCache, type Revocation } from "./caller-cache";
+import { AppError, permissionDenied } from "../errors";
+
+/** The credential module's interface under its former name. */
+export type { Credentials as Authenticator } from "./credentials";
 
 export const PERMISSIONS = ["numbers.read", "numbers.lock", "messages.read", "webhooks.receive"] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -14,7 +13,13 @@ export type OrganizationRow = { id: number; name: string; plan: string; created_
 /** Who is calling, resolved once per request from the Bearer token. */
 export type Caller = {
   kind: "session" | "oauth" | "api_key";
+  /** The organization writes act in: X-Organization-Id, else the user's first membership; an API key's own. */
   organization: OrganizationRow;
+  /**
+   * The organizations reads span (API.md §2): every membership of the user, or only the one
+   * X-Organization-Id names; an API key's one organization. Always holds `organization.id`.
+   */
+  readScope: number[];
   /** null for API keys */
   user: UserRow | null;
   role: Role | null;
@@ -41,107 +46,6 @@ export function bearerToken(header: string | null): string | null {
 }
 
 export type UserContext = { user: UserRow; kind: "session" | "oauth"; sessionId: number };
-
-export type Authenticator = ReturnType<typeof createAuthenticator>;
-
-/** Bus channel of revocations; no client can subscribe to it (only `private-` channels). */
-const REVOCATIONS = "internal:auth";
-
-export function createAuthenticator(opts: { sql: Pool; sessionTtlDays: number; bus?: Bus; cacheSeconds?: number; now?: () => number }) {
-  const { sql } = opts;
-  const now = opts.now ?? Date.now;
-  const cache = createCallerCache({ ttlMs: (opts.cacheSeconds ?? 10) * 1000, max: 100_000, now });
-  opts.bus?.subscribe((m) => {
-    if (m.channel === REVOCATIONS) cache.forget(m.data as Revocation);
-  });
-
-  /** A session or OAuth token → its user; sliding expiry, written at most once a minute. */
-  async function userFromToken(token: string): Promise<UserContext | null> {
-    const [row] = await sql<(UserRow & { session_id: number; kind: "session" | "oauth"; last_used_at: Date | null })[]>`
-      select u.id, u.name, u.email, u.email_verified_at, u.totp_enabled, u.created_at, u.updated_at,
-             s.id as session_id, s.kind, s.last_used_at
-      from sessions s join users u on u.id = s.user_id
-      where s.token_hash = ${sha256(token)} and s.expires_at > now()`;
-    if (!row) return null;
-    if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
-      const slide = row.kind === "session" ? sql`, expires_at = now() + make_interval(days => ${opts.sessionTtlDays})` : sql``;
-      await sql`update sessions set last_used_at = now() ${slide} where id = ${row.session_id}`;
-    }
-    const { session_id, kind, last_used_at: _, ...user } = row;
-    return { user, kind, sessionId: session_id };
-  }
-
-  async function fromApiKey(token: string): Promise<Caller | null> {
-    const [row] = await sql<{ id: number; name: string; permissions: Permission[]; last_used_at: Date | null; org: OrganizationRow }[]>`
-      select k.id, k.name, k.permissions, k.last_used_at,
-             json_build_object('id', o.id, 'name', o.name, 'plan', o.plan, 'created_at', o.created_at, 'updated_at', o.updated_at) as org
-      from api_keys k join organizations o on o.id = k.organization_id
-      where k.key_hash = ${sha256(token)}`;
-    if (!row) return null;
-    if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
-      await sql`update api_keys set last_used_at = now() where id = ${row.id}`;
-    }
-    return {
-      kind: "api_key",
-      organization: { ...row.org, created_at: new Date(row.org.created_at), updated_at: new Date(row.org.updated_at) },
-      user: null,
-      role: null,
-      apiKey: { id: row.id, name: row.name, permissions: row.permissions },
-      sessionId: null,
-    };
-  }
-
-  /** The organization a user acts in: X-Organization-Id, else their first membership. */
-  async function membership(userId: number, orgHeader: string | null) {
-    if (orgHeader !== null && !/^\d{1,15}$/.test(orgHeader)) throw notFound("Organization");
-    const [row] = await sql<(OrganizationRow & { role: Role })[]>`
-      select o.id, o.name, o.plan, o.created_at, o.updated_at, m.role
-      from memberships m join organizations o on o.id = m.organization_id
-      where m.user_id = ${userId} ${orgHeader !== null ? sql`and o.id = ${Number(orgHeader)}` : sql``}
-      order by m.created_at, o.id limit 1`;
-    if (!row) {
-      if (orgHeader !== null) throw notFound("Organization");
-      throw permissionDenied("Your account is not a member of any organization.");
-    }
-    const { role, ...organization } = row;
-    return { organization, role };
-  }
-
-  async function lookUp(token: string, orgHeader: string | null): Promise<Caller> {
-    if (token.startsWith("sk_")) {
-      const caller = await fromApiKey(token);
-      if (!caller) throw unauthenticated();
-      return caller;
-    }
-    const ctx = await userFromToken(token);
-    if (!ctx) throw unauthenticated();
-    const { organization, role } = await membership(ctx.user.id, orgHeader);
-    return { kind: ctx.kind, organization, user: ctx.user, role, apiKey: null, sessionId: ctx.sessionId };
-  }
-
-  async function resolve(request: Request): Promise<Caller> {
-    const token = bearerToken(request.headers.get("authorization"));
-    if (!token) throw unauthenticated();
-    const orgHeader = request.headers.get("x-organization-id");
-    const key = `${sha256(token).toString("base64")}|${orgHeader ?? ""}`;
-    const cached = cache.get(key);
-    if (cached) return cached;
-    const caller = await lookUp(token, orgHeader);
-    cache.set(key, caller);
-    return caller;
-  }
-
-  /**
-   * A session, API key or user's access changed (logout, revocation, regenerated or re-permitted
-   * key): every instance drops what it cached. Call after the change is committed.
-   */
-  function revoke(r: Revocation) {
-    cache.forget(r);
-    opts.bus?.publish(REVOCATIONS, "revoke", r);
-  }
-
-  return { resolve, revoke };
-}
 
 /** Enforces a route's rule on a resolved caller (API.md §2 permission matrix and roles). */
 export function authorize(caller: Caller, rule: Rule): Caller {

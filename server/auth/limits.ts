@@ -1,12 +1,13 @@
 import { AppError } from "../errors";
 import type { RateLimiter } from "../lib/rate-limit";
 
-/** API.md §2: 10 failed sign-ins in 15 minutes, per email and per client address. */
+/** A hard cap: 10 failures in 15 minutes (2FA enable/disable per user; sign-ins use login-limits.ts). */
 export const MAX_FAILURES = 10;
 export const WINDOW_SECONDS = 15 * 60;
 
 export const emailKey = (email: string) => `login:email:${email.trim().toLowerCase()}`;
 export const addressKey = (address: string) => `login:ip:${address}`;
+export const pairKey = (email: string, address: string) => `login:pair:${email.trim().toLowerCase()}|${address}`;
 export const totpUserKey = (userId: number) => `totp:user:${userId}`;
 
 export function rateLimited(retryAfter: number) {

@@ -4,7 +4,8 @@ import type { Clock } from "../lib/clock";
 import { randomString, sha256 } from "../lib/crypto";
 import type { RateLimiter } from "../lib/rate-limit";
 import type { UserRow } from "./caller";
-import { addressKey, createFailureLimits, emailKey, rateLimited } from "./limits";
+import { rateLimited } from "./limits";
+import { createLoginLimits } from "./login-limits";
 import { presentUser } from "./present";
 import { acceptTotpStep, claimChallengeAttempt, completeChallenge, findTotpUser, findUserByEmail, insertChallenge } from "./store";
 import { issueSession } from "./tokens";
@@ -27,7 +28,7 @@ export type ChallengeResult = { "2fa_required": true; tmp_token: string };
 
 export function createLoginFlow(deps: LoginDeps) {
   const { sql } = deps;
-  const limits = createFailureLimits(deps.limiter);
+  const limits = createLoginLimits(deps.limiter);
   void getDummyHash();
 
   async function tokenFor(user: UserRow): Promise<TokenResult> {
@@ -36,15 +37,18 @@ export function createLoginFlow(deps: LoginDeps) {
   }
 
   async function login(email: string, password: string, address: string): Promise<TokenResult | ChallengeResult> {
-    // Counted as a failure until the password is right (see reserve).
-    const attempt = await limits.reserve([emailKey(email), addressKey(address)]);
+    // Counted as a failure until the password is right (login-limits.ts).
+    const attempt = await limits.reserve(email, address);
     const user = await findUserByEmail(sql, email);
     const ok = await Bun.password.verify(password, user?.password_hash ?? (await getDummyHash()));
-    if (!user || !ok) throw invalidCredentials();
+    if (!user || !ok) {
+      await attempt.failed();
+      throw invalidCredentials();
+    }
     await attempt.release();
     // With 2FA on, only a correct code clears the failures: wrong codes must add up across tmp_tokens.
     if (!user.totp_enabled) {
-      await limits.clear(emailKey(email));
+      await limits.signedIn(email, address);
       return tokenFor(user);
     }
     const tmpToken = `tt_${randomString(40)}`;
@@ -52,30 +56,31 @@ export function createLoginFlow(deps: LoginDeps) {
     return { "2fa_required": true, tmp_token: tmpToken };
   }
 
-  /** Second step of a 2FA login. Every wrong code spends one of the tmp_token's attempts and counts as a failed sign-in. */
+  /**
+   * Second step of a 2FA login. Every wrong code spends one of the tmp_token's attempts and counts
+   * as a failed sign-in of the account, from this address, like a wrong password.
+   */
   async function verifyTwoFactor(tmpToken: string, code: string, address: string): Promise<TokenResult> {
-    // Each reservation counts as a failure until the code is right (see reserve).
-    const byAddress = await limits.reserve([addressKey(address)]);
+    // An unknown tmp_token is a failure of the address alone: whose it would be is not known.
+    const byAddress = await limits.reserve(null, address);
     const challenge = await claimChallengeAttempt(sql, sha256(tmpToken), CHALLENGE_MAX_ATTEMPTS);
     if (!challenge) throw invalidTwoFactor();
+    await byAddress.release();
     const user = await findTotpUser(sql, challenge.user_id);
-    const byEmail = user ? await limits.tryReserve([emailKey(user.email)]) : undefined;
-    if (!user || byEmail?.retryIn) {
-      await byAddress.release();
-      if (byEmail?.retryIn) throw rateLimited(byEmail.retryIn);
-      throw invalidTwoFactor();
-    }
+    if (!user) throw invalidTwoFactor();
+    const attempt = await limits.tryReserve(user.email, address);
+    if (attempt.retryIn) throw rateLimited(attempt.retryIn);
     const step =
       user.totp_enabled && user.totp_secret
         ? await checkTotp({ secret: user.totp_secret, code, nowMs: deps.clock.now(), afterStep: user.totp_last_step })
         : null;
-    if (step === null || !(await acceptTotpStep(sql, user.id, step))) throw invalidTwoFactor();
-    await byAddress.release();
-    if (!(await completeChallenge(sql, challenge.id))) {
-      await byEmail?.release();
+    if (step === null || !(await acceptTotpStep(sql, user.id, step))) {
+      await attempt.failed();
       throw invalidTwoFactor();
     }
-    await limits.clear(emailKey(user.email));
+    await attempt.release();
+    if (!(await completeChallenge(sql, challenge.id))) throw invalidTwoFactor();
+    await limits.signedIn(user.email, address);
     return tokenFor(user);
   }
 

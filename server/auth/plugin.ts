@@ -1,28 +1,64 @@
 import { Elysia } from "elysia";
-import { type Authenticator, authorize, type Caller, type Rule } from "./caller";
+import { authorize, type Caller, type Rule } from "./caller";
+import type { Credentials } from "./credentials";
+
+type Authenticator = Pick<Credentials, "resolve">;
+
+/** Each request's authorization: the caller the rule let through, or the error it raised. */
+type Outcome = { caller: Caller } | { error: unknown };
+const outcomes = new WeakMap<Request, Outcome>();
+
+async function decide(auth: Authenticator, request: Request, rule: Rule): Promise<Outcome> {
+  try {
+    return { caller: authorize(await auth.resolve(request), rule) };
+  } catch (error) {
+    return { error };
+  }
+}
 
 /**
- * Gives every route under it `caller(rule)`, which enforces the route's rule on the caller
- * (403/404 otherwise). The Bearer token itself is resolved before the body is validated, so a
- * request without a valid token answers 401 whatever its body, and an anonymous caller learns
- * nothing about a route's input rules. Routes that must answer without a token (logins,
- * CORS preflights) live outside the plugin, or use `{ lazy: true }`: the token is then resolved
- * only when the handler calls `caller`, after validation.
+ * Gives routes under it the `auth` option: a route declares its rule next to its path
+ * (`{ auth: { apiKey: "numbers.read" } }`), and the caller is resolved from the Bearer token and
+ * checked against the rule before the request is read: a request without a valid token answers
+ * 401, one the rule refuses 403, whatever its body, query or path, and an unauthorized caller
+ * learns nothing about a route's input rules (its body is not even parsed). The handler receives
+ * the authorized `caller`; the OpenAPI operation carries the rule as `x-simhost-auth`.
+ *
+ * Elysia parses a body before its transform hooks run, so the decision is made in a parse hook
+ * where there is a body (a refused caller's body is replaced by `{}` unread) and in the transform
+ * hook otherwise; the transform hook raises a refusal before validation.
  */
-export function callerPlugin(auth: Authenticator, opts: { lazy?: boolean } = {}) {
-  if (opts.lazy) {
-    return new Elysia({ name: "simhost-caller-lazy" }).derive({ as: "scoped" }, ({ request }) => {
-      let resolved: Promise<Caller> | undefined;
-      return {
-        caller: async (rule: Rule) => {
-          resolved ??= auth.resolve(request);
-          return authorize(await resolved, rule);
-        },
-      };
-    });
-  }
-  return new Elysia({ name: "simhost-caller" }).derive({ as: "scoped" }, async ({ request }) => {
-    const resolved = await auth.resolve(request);
-    return { caller: async (rule: Rule) => authorize(resolved, rule) };
+export function callerPlugin(auth: Authenticator) {
+  return new Elysia({ name: "simhost-caller" }).macro({
+    auth: (rule: Rule) => ({
+      detail: { "x-simhost-auth": rule } as Record<string, unknown>,
+      async parse({ request }: { request: Request }) {
+        const outcome = await decide(auth, request, rule);
+        outcomes.set(request, outcome);
+        if ("error" in outcome) return {};
+      },
+      async transform({ request }: { request: Request }) {
+        const outcome = outcomes.get(request) ?? (await decide(auth, request, rule));
+        if ("error" in outcome) throw outcome.error;
+        outcomes.set(request, outcome);
+      },
+      resolve: ({ request }: { request: Request }) => ({ caller: (outcomes.get(request) as { caller: Caller }).caller }),
+    }),
+  });
+}
+
+/**
+ * For routes that must answer without a token (CORS preflights beside the broadcasting routes):
+ * the token is resolved only when the handler calls `caller(rule)`, after validation.
+ */
+export function lazyCallerPlugin(auth: Authenticator) {
+  return new Elysia({ name: "simhost-caller-lazy" }).derive({ as: "scoped" }, ({ request }) => {
+    let resolved: Promise<Caller> | undefined;
+    return {
+      caller: async (rule: Rule) => {
+        resolved ??= auth.resolve(request);
+        return authorize(await resolved, rule);
+      },
+    };
   });
 }

@@ -18,9 +18,9 @@ export const presentUser = (u: UserRow) => ({
 
 export const presentOrganization = (o: OrganizationRow) => ({ id: o.id, name: o.name, created_at: iso(o.created_at), updated_at: iso(o.updated_at) });
 
-/** GET /api/me (SPEC.md 4.2 "Current identity"). */
-export const presentIdentity = (c: Caller) => ({
-  user: c.user ? presentUser(c.user) : null,
+/** GET /api/me (SPEC.md 4.2 "Current identity"); `user` is the caller's, or the one an API key answers for (store.ts findApiKeyUser). */
+export const presentIdentity = (c: Caller, user: UserRow | null | undefined = c.user) => ({
+  user: user ? presentUser(user) : null,
   auth_type: c.kind,
   organization: presentOrganization(c.organization),
   ...(c.apiKey ? { api_key: c.apiKey } : {}),

@@ -3,7 +3,7 @@ import type { Services } from "../services";
 import { callerPlugin } from "./plugin";
 import { presentIdentity } from "./present";
 import { MeResponse } from "./schema";
-import { listMemberships } from "./store";
+import { findApiKeyUser, listMemberships } from "./store";
 
 const MeResponseV2 = t.Composite([
   t.Omit(MeResponse, ["organization"]),
@@ -20,12 +20,15 @@ const MeResponseV2 = t.Composite([
 export function authRoutesV2(services: Pick<Services, "auth" | "sql">) {
   return new Elysia().use(callerPlugin(services.auth)).get(
     "/api/v2/me",
-    async ({ caller }) => {
-      const c = await caller({ apiKey: "any" });
-      const { organization, ...identity } = presentIdentity(c);
+    async ({ caller: c }) => {
+      const { organization, ...identity } = presentIdentity(c, c.apiKey ? await findApiKeyUser(services.sql, c.apiKey.id) : c.user);
       const organizations = c.user ? await listMemberships(services.sql, c.user.id) : [{ id: organization.id, name: organization.name, role: null }];
       return { ...identity, current_organization_id: organization.id, organizations };
     },
-    { response: { 200: MeResponseV2 }, detail: { tags: ["Auth"], summary: "Current identity (v2): every organization of the caller" } },
+    {
+      auth: { apiKey: "any" },
+      response: { 200: MeResponseV2 },
+      detail: { tags: ["Auth"], summary: "Current identity (v2): every organization of the caller" },
+    },
   );
 }

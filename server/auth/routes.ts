@@ -4,7 +4,7 @@ import { createLoginFlow } from "./login";
 import { callerPlugin } from "./plugin";
 import { presentIdentity, presentUser } from "./present";
 import { ChallengeResponse, CodeBody, LoginBody, MeResponse, SetupResponse, TokenResponse, UserData, VerifyBody } from "./schema";
-import { deleteSession } from "./store";
+import { findApiKeyUser } from "./store";
 import { createTwoFactor } from "./two-factor";
 
 type Deps = Pick<Services, "auth" | "sql" | "limiter" | "clock" | "config">;
@@ -28,7 +28,7 @@ export function authRoutes(services: Deps) {
         tags,
         summary: "Sign in with email and password",
         description:
-          "Answers a session token, or `2fa_required` with a tmp_token when two-factor authentication is on. 10 failures in 15 minutes per email or per client address answer 429.",
+          "Answers a session token, or `2fa_required` with a tmp_token when two-factor authentication is on. After 10 failures of one account from one client address in 15 minutes (20 from all addresses), each further attempt waits a delay that doubles with every failure (60 s up to 15 min; 429 with Retry-After meanwhile); an address has a ceiling of 100 failures over all accounts.",
         security: [],
       },
     })
@@ -46,45 +46,53 @@ export function authRoutes(services: Deps) {
   return new Elysia()
     .use(signIn)
     .use(callerPlugin(services.auth))
-    .get("/api/me", async ({ caller }) => presentIdentity(await caller({ apiKey: "any" })), {
+    .get("/api/me", async ({ caller: c }) => presentIdentity(c, c.apiKey ? await findApiKeyUser(services.sql, c.apiKey.id) : c.user), {
+      auth: { apiKey: "any" },
       response: { 200: MeResponse },
-      detail: { tags, summary: "Current identity" },
+      detail: {
+        tags,
+        summary: "Current identity",
+        description:
+          "With an API key, `user` is the key's creator while they are a member of its organization, else the organization's first owner (null only if it has none).",
+      },
     })
     .post(
       "/api/auth/logout",
-      async ({ caller, set }) => {
-        const c = await caller({ apiKey: "session_only" });
-        if (c.sessionId !== null) {
-          await deleteSession(services.sql, c.sessionId);
-          services.auth.revoke({ sessionId: c.sessionId });
-        }
+      async ({ caller: c, set }) => {
+        if (c.sessionId !== null) await services.auth.logout(c.sessionId);
         set.status = 204;
         return new Response(null, { status: 204 });
       },
-      { detail: { tags, summary: "Revoke the token of this request" } },
+      { auth: { apiKey: "session_only" }, detail: { tags, summary: "Revoke the token of this request" } },
     )
     .post(
       "/api/auth/2fa/setup",
-      async ({ caller }) => {
-        const c = await caller({ apiKey: "session_only" });
+      async ({ caller: c }) => {
         return twoFactor.setup(c.user!.id);
       },
-      { response: { 200: SetupResponse }, detail: { tags, summary: "Create a TOTP secret (SHA-1, 6 digits, 30 s); 2FA is on only after enable" } },
+      {
+        auth: { apiKey: "session_only" },
+        response: { 200: SetupResponse },
+        detail: { tags, summary: "Create a TOTP secret (SHA-1, 6 digits, 30 s); 2FA is on only after enable" },
+      },
     )
     .post(
       "/api/auth/2fa/enable",
-      async ({ caller, body }) => {
-        const c = await caller({ apiKey: "session_only" });
+      async ({ caller: c, body }) => {
         return { data: presentUser(await twoFactor.enable(c.user!.id, body.code)) };
       },
-      { body: CodeBody, response: { 200: UserData }, detail: { tags, summary: "Turn 2FA on with a code from the authenticator app" } },
+      {
+        auth: { apiKey: "session_only" },
+        body: CodeBody,
+        response: { 200: UserData },
+        detail: { tags, summary: "Turn 2FA on with a code from the authenticator app" },
+      },
     )
     .post(
       "/api/auth/2fa/disable",
-      async ({ caller, body }) => {
-        const c = await caller({ apiKey: "session_only" });
+      async ({ caller: c, body }) => {
         return { data: presentUser(await twoFactor.disable(c.user!.id, body.code)) };
       },
-      { body: CodeBody, response: { 200: UserData }, detail: { tags, summary: "Turn 2FA off with a current code" } },
+      { auth: { apiKey: "session_only" }, body: CodeBody, response: { 200: UserData }, detail: { tags, summary: "Turn 2FA off with a current code" } },
     );
 }

@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
+import { Text } from "../lib/fields";
 
 const DateTime = t.String({ format: "date-time" });
 
@@ -19,11 +20,11 @@ const TotpCode = Type.String({ pattern: "^[0-9]{6}$", description: "a 6-digit co
 
 export const LoginBody = Type.Object({
   email: Type.String({ format: "email", maxLength: 255, description: "an email address" }),
-  password: Type.String({ minLength: 1, maxLength: 1024 }),
+  password: Text({ minLength: 1, maxLength: 1024 }),
 });
 
 export const VerifyBody = Type.Object({
-  tmp_token: Type.String({ minLength: 1, maxLength: 200 }),
+  tmp_token: Text({ minLength: 1, maxLength: 200 }),
   code: TotpCode,
 });
 

@@ -78,3 +78,20 @@ export async function listMemberships(sql: Sql, userId: number) {
     select o.id, o.name, m.role from memberships m join organizations o on o.id = m.organization_id
     where m.user_id = ${userId} order by m.created_at, o.id`;
 }
+
+/**
+ * The user an API key answers for in GET /api/me (docs/api-notes.md "GET /api/me with an API
+ * key"): its creator while still a member of the key's organization, else the organization's
+ * first owner; undefined if it has no owner either.
+ */
+export async function findApiKeyUser(sql: Sql, apiKeyId: number): Promise<UserRow | undefined> {
+  const [row] = await sql<UserRow[]>`
+    select u.id, u.name, u.email, u.email_verified_at, u.totp_enabled, u.created_at, u.updated_at
+    from api_keys k
+    join memberships m on m.organization_id = k.organization_id
+    join users u on u.id = m.user_id
+    where k.id = ${apiKeyId} and (u.id = k.created_by or m.role = 'owner')
+    order by coalesce(u.id = k.created_by, false) desc, m.created_at, u.id
+    limit 1`;
+  return row;
+}

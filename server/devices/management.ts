@@ -1,36 +1,30 @@
 import type postgres from "postgres";
 import type { Pool } from "../db/client";
 import { invalidState, notFound } from "../errors";
+import type { Clock } from "../lib/clock";
+import { deactivateHostedSims } from "../numbers/byos-store";
 import type { Publish } from "../realtime/bus";
 import type { DeviceActors } from "./actor";
+import { claimNumber } from "./registration";
+import { announceRetired, retireCards } from "./retirement";
 import { DEVICE_STATUS_CHANNEL, type DeviceStatusNews, deviceChannels } from "./runtime";
 import type { UpdateDevice, UpdateSimCard } from "./schema";
 import {
   bumpConfigVersion,
+  type DeviceRow,
   findCardInSlot,
   findDevice,
   findSimCard,
-  isUniqueViolation,
+  moveSimCard,
   revokeDevice,
+  type SimCardRow,
   setDeviceStatus,
   simCardsOf,
-  syncHostedSimNumber,
   updateDeviceFields,
-  updateSimCardFields,
 } from "./store";
 import { assertEditable, invalidStateIf, requireDeviceMove } from "./transitions";
 
-type Deps = { sql: Pool; actors: DeviceActors; publish: Publish };
-
-/** A number already held by another SIM card or hosted SIM is a refused state, not a server error. */
-async function numberChange<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    if (isUniqueViolation(e)) throw invalidState("That phone number is already in use by another SIM.");
-    throw e;
-  }
-}
+type Deps = { sql: Pool; clock: Clock; actors: DeviceActors; publish: Publish; providerNumber: string };
 
 /** Serialises on the device's actor and runs `fn` in a transaction holding the device row. */
 async function onDevice<T>(deps: Deps, organizationId: number, deviceId: number, fn: (tx: postgres.TransactionSql) => Promise<T>) {
@@ -56,29 +50,38 @@ function announce(deps: Deps, organizationId: number, deviceId: number, configVe
   deps.publish(`private-device.${deviceId}`, "config.changed", { device_id: deviceId, config_version: configVersion });
 }
 
-/** SPEC.md 4.2 update: a new phone number follows to the device's card and its hosted SIM. */
-export async function updateDevice(deps: Deps, organizationId: number, deviceId: number, body: UpdateDevice) {
-  const changed = await onDevice(deps, organizationId, deviceId, async (tx) => {
+/**
+ * The card a device's phone_number stands for: the card that has the device's number, else its
+ * first live card by slot (a device not verified yet).
+ */
+function primaryCard(device: DeviceRow, cards: SimCardRow[]) {
+  const live = cards.filter((c) => c.status !== "inactive");
+  return live.find((c) => c.phone_number !== null && c.phone_number === device.phone_number) ?? live[0] ?? null;
+}
+
+/**
+ * SPEC.md 4.2 update. A different phone_number is a claim on the primary card (claimNumber):
+ * answered with the card that carries the new code; the device's number changes only when the
+ * claim is proven. Answers the id of that card, or null.
+ */
+export async function updateDevice(deps: Deps, organizationId: number, deviceId: number, body: UpdateDevice): Promise<number | null> {
+  const { changed, claimed } = await onDevice(deps, organizationId, deviceId, async (tx) => {
     const device = (await findDevice(tx, organizationId, deviceId))!;
     assertEditable(device.status);
+    let claimed: SimCardRow | null = null;
     if (body.phone_number && body.phone_number !== device.phone_number) {
-      const cards = (await simCardsOf(tx, [deviceId])).filter((c) => c.status === "active");
-      const card = cards.find((c) => c.phone_number === device.phone_number) ?? cards[0];
-      if (card) {
-        await numberChange(async () => {
-          await tx.savepoint(async (sp) => {
-            await updateSimCardFields(sp, card.id, { phone_number: body.phone_number });
-            if (card.hosted_sim_id) await syncHostedSimNumber(sp, card.hosted_sim_id, body.phone_number!);
-          });
-        });
-      }
+      const card = primaryCard(device, await simCardsOf(tx, [deviceId]));
+      if (!card) throw invalidState("This device has no live SIM card whose number could change.");
+      claimed = await claimNumber(tx, deps, (await findSimCard(tx, deviceId, card.id, { forUpdate: true }))!, body.phone_number);
     }
     // config_version counts changes: a PATCH that changes nothing leaves it as it is.
-    const changed = (Object.keys(body) as (keyof UpdateDevice)[]).some((k) => body[k] !== undefined && body[k] !== device[k]);
-    if (changed) await updateDeviceFields(tx, deviceId, body);
-    return changed;
+    const fields = { device_name: body.device_name, app_version: body.app_version };
+    const changed = claimed !== null || (Object.keys(fields) as (keyof typeof fields)[]).some((k) => fields[k] !== undefined && fields[k] !== device[k]);
+    if (changed) await updateDeviceFields(tx, deviceId, fields);
+    return { changed, claimed };
   });
-  return finish(deps, organizationId, deviceId, changed);
+  await finish(deps, organizationId, deviceId, changed);
+  return claimed?.id ?? null;
 }
 
 async function finish(deps: Deps, organizationId: number, deviceId: number, changed = true) {
@@ -96,13 +99,13 @@ export async function changeDeviceStatus(deps: Deps, organizationId: number, dev
   return finish(deps, organizationId, deviceId);
 }
 
-/** API.md revoke: final; the device stops counting as online and its timers go. */
+/** API.md revoke: final; the device stops counting as online, its timers go, numbers/ deactivates its hosted SIMs. */
 export async function revokeDeviceById(deps: Deps, organizationId: number, deviceId: number) {
   const state = await deps.actors.require(deviceId, organizationId);
   const wasOnline = await onDevice(deps, organizationId, deviceId, async (tx) => {
     const device = (await findDevice(tx, organizationId, deviceId))!;
     requireDeviceMove(device.status, "revoke");
-    await revokeDevice(tx, deviceId);
+    await deactivateHostedSims(tx, await revokeDevice(tx, deviceId));
     return device.is_online;
   });
   deps.actors.revoked(state);
@@ -112,27 +115,43 @@ export async function revokeDeviceById(deps: Deps, organizationId: number, devic
   await finish(deps, organizationId, deviceId);
 }
 
-/** SPEC.md 4.2 update SIM card: slot moves and number changes (synced to the hosted SIM). */
+/**
+ * SPEC.md 4.2 update SIM card: slot moves, and claims of a new number (claimNumber; the number
+ * itself changes only by proof). Answers the card and whether this request issued its code.
+ */
 export async function updateSimCard(deps: Deps, organizationId: number, deviceId: number, cardId: number, body: UpdateSimCard) {
-  await onDevice(deps, organizationId, deviceId, async (tx) => {
+  const claimed = await onDevice(deps, organizationId, deviceId, async (tx) => {
     const device = (await findDevice(tx, organizationId, deviceId))!;
     const card = await findSimCard(tx, deviceId, cardId, { forUpdate: true });
     if (!card) throw notFound("SIM card");
     assertEditable(device.status);
     if (typeof body.sim_slot === "number" && body.sim_slot !== card.sim_slot) {
-      const taken = await findCardInSlot(tx, deviceId, body.sim_slot);
+      const taken = await findCardInSlot(tx, deviceId, body.sim_slot, new Date(deps.clock.now()));
       invalidStateIf(!!taken && taken.id !== cardId, `Slot ${body.sim_slot} already holds a SIM card of this device.`);
     }
-    await numberChange(() =>
-      tx.savepoint(async (sp) => {
-        await updateSimCardFields(sp, cardId, body);
-        if (body.phone_number && card.hosted_sim_id && body.phone_number !== card.phone_number) {
-          await syncHostedSimNumber(sp, card.hosted_sim_id, body.phone_number);
-        }
-      }),
-    );
+    if (body.sim_slot !== undefined) await moveSimCard(tx, cardId, body.sim_slot);
+    const claimed = body.phone_number ? await claimNumber(tx, deps, card, body.phone_number) : null;
     await bumpConfigVersion(tx, deviceId);
+    return claimed !== null;
   });
   await finish(deps, organizationId, deviceId);
-  return (await findSimCard(deps.sql, deviceId, cardId))!;
+  return { card: (await findSimCard(deps.sql, deviceId, cardId))!, issued: claimed };
+}
+
+/**
+ * A member takes a SIM card out of service (POST .../sims/{simCard}/deactivate): it goes inactive
+ * and its number stops receiving (retireCards); a reissued code brings it back by proof. Refused
+ * (409) on an inactive card and on a revoked device.
+ */
+export async function deactivateSimCard(deps: Deps, organizationId: number, deviceId: number, cardId: number) {
+  const retired = await onDevice(deps, organizationId, deviceId, async (tx) => {
+    const device = (await findDevice(tx, organizationId, deviceId))!;
+    const card = await findSimCard(tx, deviceId, cardId, { forUpdate: true });
+    if (!card) throw notFound("SIM card");
+    assertEditable(device.status);
+    invalidStateIf(card.status === "inactive", "This SIM card is already inactive.");
+    return (await retireCards(tx, deviceId, [cardId]))!;
+  });
+  announceRetired(deps.publish, deviceChannels({ id: deviceId, organizationId }), deviceId, retired, "deactivated");
+  return retired.cards[0]!;
 }

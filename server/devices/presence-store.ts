@@ -54,6 +54,19 @@ const rowsOf = (items: HeartbeatWrite[]) =>
   }));
 
 /**
+ * An active SIM card goes inactive after this many heartbeats in a row that listed the device's
+ * SIM numbers (`sim_cards[]` with at least one E.164 number) without its number: the SIM was
+ * removed or swapped. One odd heartbeat never does it, and a heartbeat that lists no number (no
+ * `sim_cards[]`, `[]`, or only numbers the phone could not read: "", national formats) says
+ * nothing either way.
+ */
+export const MISSED_HEARTBEATS_TO_INACTIVE = 3;
+const E164 = "^\\+[1-9][0-9]{6,14}$";
+
+/** What a heartbeat's write found, plus the active cards that have now missed too many heartbeats. */
+export type HeartbeatWriteResult = { wasOnline: boolean; status: DeviceStatus; missingCards: number[] };
+
+/**
  * Writes many heartbeats in one statement (one round trip, its own transaction, committed
  * without waiting for the WAL flush: presence is soft state, and a crash losing the last few
  * milliseconds of heartbeats is harmless).
@@ -63,14 +76,16 @@ const rowsOf = (items: HeartbeatWrite[]) =>
  * writers (and markOffline) are ordered by the row lock, and a writer that waited re-reads the row
  * before its SET runs, so it sees the device already online. Several heartbeats of one device in
  * a batch are one row (the latest wins); only the first of them can be the one that brought it
- * back. Signal strengths: `sim_cards[]` go to the cards with those numbers, `signal_strength` to
- * the device's first card unless `sim_cards[]` named it; a card is only rewritten when its value
- * changed.
+ * back. Cards, each written at most once and only when something changed: signal strengths
+ * (`sim_cards[]` go to the cards with those numbers, `signal_strength` to the device's first card
+ * unless `sim_cards[]` named it) and the missed-heartbeat count of active cards (reset when
+ * `sim_cards[]` names the card, counted up when it lists numbers but not the card's). The cards
+ * that reached MISSED_HEARTBEATS_TO_INACTIVE come back in `missingCards`; the caller retires them.
  */
-export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]) {
+export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]): Promise<(HeartbeatWriteResult | null)[]> {
   const latest = new Map<number, HeartbeatWrite>();
   for (const i of items) if ((latest.get(i.id)?.at ?? Number.NEGATIVE_INFINITY) <= i.at) latest.set(i.id, i);
-  const rows = await sql<{ id: number; was_online: boolean; status: DeviceStatus }[]>`
+  const rows = await sql<{ id: number; was_online: boolean; status: DeviceStatus; missing: number[] }[]>`
     with v as (
       select * from jsonb_to_recordset(${JSON.stringify(rowsOf([...latest.values()].sort((a, b) => a.id - b.id)))}::text::jsonb)
         as v(id bigint, seen timestamptz, battery int, doze bool, sig int, cards jsonb)),
@@ -83,29 +98,35 @@ export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]) {
       from v
       where d.id = v.id and d.status <> 'revoked'
       returning d.id, d.online_tx <> pg_current_xact_id() as was_online, d.status),
-    first_card as (
-      select c.id, c.signal_strength as had, v.sig
-      from v cross join lateral (
-        select c.id, c.signal_strength from sim_cards c
-        where c.device_id = v.id and c.status <> 'inactive' order by c.sim_slot nulls last, c.id limit 1) c
-      where v.sig is not null),
-    named_cards as (
-      select s.id, s.signal_strength as had, n.signal_strength as sig
-      from v cross join jsonb_to_recordset(v.cards) as n(phone_number text, signal_strength int)
-      join sim_cards s on s.device_id = v.id and s.phone_number = n.phone_number and s.status <> 'inactive'
-      where v.cards <> '[]'),
-    signal as (
-      select id, sig from named_cards where had is distinct from sig
-      union all
-      select id, sig from first_card where had is distinct from sig and id not in (select id from named_cards)),
-    cards as (update sim_cards s set signal_strength = signal.sig, updated_at = now() from signal where s.id = signal.id)
-    select moved.* from moved, lateral (select set_config('synchronous_commit', 'off', true)) as off`;
-  const byId = new Map(rows.map((r) => [r.id, { wasOnline: r.was_online, status: r.status }]));
+    live as (
+      select c.id, c.device_id, c.phone_number, c.status, c.signal_strength as had, c.missed_heartbeats as missed,
+        row_number() over (partition by c.device_id order by c.sim_slot nulls last, c.id) as pos
+      from sim_cards c where c.device_id in (select id from v) and c.status <> 'inactive'),
+    judged as (
+      select l.id, l.device_id, l.status,
+        coalesce(r.sig, case when l.pos = 1 then v.sig end, l.had) as sig,
+        case when l.status <> 'active' or not v.lists_numbers then l.missed
+             when r.sig is not null then 0 else l.missed + 1 end as missed
+      from live l
+      join (select v.*, exists (select 1 from jsonb_array_elements(v.cards) e where e->>'phone_number' ~ ${E164}) as lists_numbers from v) v
+        on v.id = l.device_id
+      left join lateral (
+        select n.signal_strength as sig from jsonb_to_recordset(v.cards) as n(phone_number text, signal_strength int)
+        where n.phone_number = l.phone_number limit 1) r on true),
+    cards as (
+      update sim_cards s set signal_strength = j.sig, missed_heartbeats = j.missed,
+        updated_at = case when s.signal_strength is distinct from j.sig then now() else s.updated_at end
+      from judged j where s.id = j.id and (s.signal_strength is distinct from j.sig or s.missed_heartbeats <> j.missed)
+      returning s.id, s.device_id, j.missed, j.status)
+    select moved.*,
+      array(select c.id from cards c where c.device_id = moved.id and c.status = 'active' and c.missed >= ${MISSED_HEARTBEATS_TO_INACTIVE} order by c.id) as missing
+    from moved, lateral (select set_config('synchronous_commit', 'off', true)) as off`;
+  const byId = new Map(rows.map((r) => [r.id, { wasOnline: r.was_online, status: r.status, missingCards: r.missing.map(Number) }]));
   const answered = new Set<number>();
   return items.map((i) => {
     const r = byId.get(i.id);
     if (!r) return null;
-    if (answered.has(i.id)) return { ...r, wasOnline: true };
+    if (answered.has(i.id)) return { ...r, wasOnline: true, missingCards: [] };
     answered.add(i.id);
     return r;
   });

@@ -1,12 +1,14 @@
 import type postgres from "postgres";
 import type { Pool } from "../db/client";
-import { AppError, notFound } from "../errors";
+import { AppError, notFound, validationFailed } from "../errors";
 import type { Clock } from "../lib/clock";
+import { isPoolNumber } from "../numbers/byos-store";
 import { CODE_LIFETIME_MS, newVerificationCode } from "./codes";
 import type { RegisterDevice } from "./schema";
 import {
   bumpConfigVersion,
   countLiveDevices,
+  findActiveCardByNumber,
   findCardInSlot,
   findDevice,
   findLiveDeviceByAndroidId,
@@ -17,6 +19,7 @@ import {
   planOf,
   releaseExpiredCode,
   type SimCardRow,
+  setSimCardClaim,
   setSimCardCode,
 } from "./store";
 import { assertCodeReissuable, assertEditable, invalidStateIf } from "./transitions";
@@ -75,14 +78,20 @@ export async function addSimCard(deps: Deps, organizationId: number, deviceId: n
     const device = await findDevice(tx, organizationId, deviceId, { forUpdate: true });
     if (!device) throw notFound("Device");
     assertEditable(device.status);
-    invalidStateIf(!!(await findCardInSlot(tx, deviceId, slot)), `Slot ${slot} already holds a SIM card of this device.`);
-    const card = await withNewCode(tx, new Date(deps.clock.now()), (code, exp) => insertSimCard(tx, deviceId, slot, code, exp));
+    const now = new Date(deps.clock.now());
+    invalidStateIf(!!(await findCardInSlot(tx, deviceId, slot, now)), `Slot ${slot} already holds a SIM card of this device.`);
+    const card = await withNewCode(tx, now, (code, exp) => insertSimCard(tx, deviceId, slot, code, exp));
     await bumpConfigVersion(tx, deviceId);
     return card;
   });
 }
 
-/** SPEC.md 3.2 reissue: the new code replaces the old one, which stops working at once. */
+/**
+ * SPEC.md 3.2 reissue: the new code replaces the old one, which stops working at once. On an
+ * inactive card it starts re-verification: the card stays inactive until an SMS carrying the code
+ * proves a number (verification.ts), and holds its slot meanwhile (findCardInSlot). Refused on a
+ * revoked device's card, and on an inactive card whose slot another card holds now.
+ */
 export async function reissueCode(deps: Deps, organizationId: number, deviceId: number, cardId: number) {
   return deps.sql.begin(async (tx) => {
     const device = await findDevice(tx, organizationId, deviceId, { forUpdate: true });
@@ -91,6 +100,31 @@ export async function reissueCode(deps: Deps, organizationId: number, deviceId: 
     if (!card) throw notFound("SIM card");
     assertCodeReissuable(card.status);
     assertEditable(device.status);
-    return withNewCode(tx, new Date(deps.clock.now()), (code, exp) => setSimCardCode(tx, cardId, code, exp));
+    const now = new Date(deps.clock.now());
+    if (card.status === "inactive" && card.sim_slot !== null) {
+      const holder = await findCardInSlot(tx, deviceId, card.sim_slot, now);
+      invalidStateIf(!!holder && holder.id !== cardId, `Slot ${card.sim_slot} now holds another SIM card of this device; move this card first.`);
+    }
+    return withNewCode(tx, now, (code, exp) => setSimCardCode(tx, cardId, code, exp));
   });
+}
+
+export const numberInUse = () =>
+  new AppError(409, "number_in_use", "That phone number is already in use by another SIM card or a pool number; it cannot be claimed.");
+
+/**
+ * A member asks a card to take `number` (PATCH phone_number). Numbers change only by proof: this
+ * only records the claim and issues a fresh code that proves that number alone; the card keeps
+ * its number (null while pending) until an SMS from `number` carries the code
+ * (verification.ts). Null when `number` already is the card's. Refuses what no proof could
+ * ever give: the provider's own number (422), a number active on another card or held by the
+ * pool (409 number_in_use). Call with the device and card locked.
+ */
+export async function claimNumber(tx: Tx, deps: Deps & { providerNumber: string }, card: SimCardRow, number: string): Promise<SimCardRow | null> {
+  if (number === card.phone_number) return null;
+  if (number === deps.providerNumber) {
+    throw validationFailed({ phone_number: ["is the provider number that receives verification SMS; a SIM card cannot have it"] });
+  }
+  if ((await findActiveCardByNumber(tx, number)) || (await isPoolNumber(tx, number))) throw numberInUse();
+  return withNewCode(tx, new Date(deps.clock.now()), (code, exp) => setSimCardClaim(tx, card.id, number, code, exp));
 }

@@ -19,29 +19,26 @@ export function relayRoutes(services: Deps) {
     .use(callerPlugin(services.auth))
     .get(
       "/api/byos/devices/:device/config",
-      async ({ caller, params }) => {
-        const c = await caller({ apiKey: "session_only" });
+      async ({ caller: c, params }) => {
         const device = await findDevice(sql, c.organization.id, params.device);
         if (!device) throw notFound("Device");
         return buildDeviceConfig(sql, device, { heartbeatSeconds: devices.nextHeartbeatIn(device.is_in_doze_mode), now: clock.now() });
       },
-      { params: DeviceParams, response: { 200: DeviceConfig }, detail: { tags, summary: "Device configuration" } },
+      { auth: { apiKey: "session_only" }, params: DeviceParams, response: { 200: DeviceConfig }, detail: { tags, summary: "Device configuration" } },
     )
     .post(
       "/api/byos/devices/:device/heartbeat",
-      async ({ caller, params, body }) => {
-        const c = await caller({ apiKey: "session_only" });
+      async ({ caller: c, params, body }) => {
         const state = await actors.require(params.device, c.organization.id);
         const doze = body.is_in_doze_mode ?? false;
         await actors.heartbeat(state, { doze, batteryLevel: body.battery_level, signalStrength: body.signal_strength, simCards: body.sim_cards });
         return { success: true, next_heartbeat_in: devices.nextHeartbeatIn(doze), server_time: iso(clock.now()) };
       },
-      { params: DeviceParams, body: Heartbeat, response: { 200: HeartbeatAnswer }, detail: { tags, summary: "Heartbeat" } },
+      { auth: { apiKey: "session_only" }, params: DeviceParams, body: Heartbeat, response: { 200: HeartbeatAnswer }, detail: { tags, summary: "Heartbeat" } },
     )
     .post(
       "/api/byos/devices/:device/sms",
-      async ({ caller, params, body, set }) => {
-        const c = await caller({ apiKey: "session_only" });
+      async ({ caller: c, params, body, set }) => {
         const state = await actors.require(params.device, c.organization.id);
         // SMS wait for state changes already queued on the device (a disable in flight wins); the
         // status itself is checked by the insert, against the database, not this instance's copy.
@@ -57,6 +54,12 @@ export function relayRoutes(services: Deps) {
         set.status = 202;
         return { message: "SMS accepted for processing.", message_id: body.message_id };
       },
-      { params: DeviceParams, body: SubmitSms, response: { 202: SmsAccepted }, detail: { tags, summary: "Submit a received SMS" } },
+      {
+        auth: { apiKey: "session_only" },
+        params: DeviceParams,
+        body: SubmitSms,
+        response: { 202: SmsAccepted },
+        detail: { tags, summary: "Submit a received SMS" },
+      },
     );
 }

@@ -10,6 +10,7 @@ import type { Metrics } from "../lib/metrics";
 import type { Bus } from "../realtime/bus";
 import { createDeviceActors, type DeviceState, type Timing } from "./actor";
 import { claimOfflineAlert, deviceForAlert, type HeartbeatWrite, loadPendingPresence, loadPresence, markOffline, writeHeartbeats } from "./presence-store";
+import { announceRetired, retireMissingCards } from "./retirement";
 import { createSmsIngest } from "./sms-ingest";
 import { registerDeviceSmsProcessing } from "./sms-process";
 import type { DeviceStatus } from "./transitions";
@@ -59,6 +60,9 @@ export function createDeviceRuntime(deps: Deps) {
       try {
         const written = await writeHeartbeats(sql, items);
         writesFailing = false;
+        written.forEach((w, k) => {
+          if (w?.missingCards.length) retireMissing(items[k]!.id, w.missingCards);
+        });
         return written;
       } catch (e) {
         if (isTransientConflict(e) && attempt < 3) continue;
@@ -88,6 +92,21 @@ export function createDeviceRuntime(deps: Deps) {
       error: (err, deviceId) => logger.warn({ device: deviceId, err: (err as Error).message }, "device presence work failed"),
     },
   });
+
+  // Not awaited by the heartbeat whose write found the cards missing: it runs on the device's
+  // actor after the work already queued there (that heartbeat's own task, say).
+  const retiring = new Set<Promise<void>>();
+  function retireMissing(deviceId: number, cardIds: number[]) {
+    const work = (async () => {
+      const state = await actors.get(deviceId);
+      if (!state || state.status === "revoked") return;
+      const retired = await actors.run(state, () => retireMissingCards(sql, deviceId, cardIds));
+      if (retired) announceRetired(deps.bus.publish, deviceChannels(state), deviceId, retired, "missing_from_heartbeats");
+    })()
+      .catch((err) => logger.warn({ device: deviceId, err: (err as Error).message }, "retiring missing SIM cards failed"))
+      .finally(() => retiring.delete(work));
+    retiring.add(work);
+  }
 
   function publishStatus(d: DeviceState, at: number) {
     deps.bus.publish(deviceChannels(d), "device.status_changed", {
@@ -144,11 +163,13 @@ export function createDeviceRuntime(deps: Deps) {
     },
     async stop() {
       await Promise.all([awaited.flush(), deferred.flush(), sms.flush()]);
+      await Promise.allSettled([...retiring]);
       scheduler.stop();
     },
     /** Everything written and every timer task finished (tests). */
     async settle() {
       await Promise.all([awaited.flush(), deferred.flush(), sms.flush()]);
+      while (retiring.size > 0) await Promise.allSettled([...retiring]);
       await actors.drain();
     },
   };

@@ -2,11 +2,11 @@ import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import type { Services } from "../services";
-import { updateSimCard } from "./management";
-import { presentIssuedSimCard, presentSimCard } from "./present";
+import { deactivateSimCard, updateSimCard } from "./management";
+import { presentClaimingSimCard, presentIssuedSimCard, presentSimCard } from "./present";
 import { addSimCard, reissueCode } from "./registration";
 import { deviceChannels } from "./runtime";
-import { AddSimCard, DeviceParams, IssuedSimCard, SimCard, SimCardParams, UpdateSimCard } from "./schema";
+import { AddSimCard, DeviceParams, ErrorBody, IssuedSimCard, numberClaimAnswers, SimCard, SimCardParams, UpdateSimCard } from "./schema";
 
 type Deps = Pick<Services, "auth" | "sql" | "clock" | "config" | "devices" | "publish">;
 const tags = ["BYOS devices"];
@@ -15,15 +15,14 @@ const tags = ["BYOS devices"];
 export function simCardRoutes(services: Deps) {
   const { actors } = services.devices;
   const codes = { sql: services.sql, clock: services.clock };
-  const management = { sql: services.sql, actors, publish: services.publish };
+  const management = { sql: services.sql, clock: services.clock, actors, publish: services.publish, providerNumber: services.config.PROVIDER_NUMBER };
   const provider = services.config.PROVIDER_NUMBER;
 
   return new Elysia()
     .use(callerPlugin(services.auth))
     .post(
       "/api/byos/devices/:device/sims",
-      async ({ caller, params, body, set }) => {
-        const c = await caller({ apiKey: "session_only" });
+      async ({ caller: c, params, body, set }) => {
         const state = await actors.require(params.device, c.organization.id);
         const card = await actors.run(state, () => addSimCard(codes, c.organization.id, params.device, body.sim_slot));
         services.publish(`private-device.${state.id}`, "config.changed", { device_id: state.id });
@@ -31,24 +30,52 @@ export function simCardRoutes(services: Deps) {
         set.status = 201;
         return { data: presentIssuedSimCard(card, provider) };
       },
-      { params: DeviceParams, body: AddSimCard, response: { 201: Type.Object({ data: IssuedSimCard }) }, detail: { tags, summary: "Add a SIM card" } },
+      {
+        auth: { apiKey: "session_only" },
+        params: DeviceParams,
+        body: AddSimCard,
+        response: { 201: Type.Object({ data: IssuedSimCard }) },
+        detail: { tags, summary: "Add a SIM card" },
+      },
     )
     .patch(
       "/api/byos/devices/:device/sims/:simCard",
-      async ({ caller, params, body }) => {
-        const c = await caller({ apiKey: "session_only" });
-        return { data: presentSimCard(await updateSimCard(management, c.organization.id, params.device, params.simCard, body)) };
+      async ({ caller: c, params, body }) => {
+        const { card, issued } = await updateSimCard(management, c.organization.id, params.device, params.simCard, body);
+        return { data: issued ? presentClaimingSimCard(card, provider) : presentSimCard(card) };
       },
-      { params: SimCardParams, body: UpdateSimCard, response: { 200: Type.Object({ data: SimCard }) }, detail: { tags, summary: "Update a SIM card" } },
+      {
+        auth: { apiKey: "session_only" },
+        params: SimCardParams,
+        body: UpdateSimCard,
+        response: numberClaimAnswers(Type.Object({ data: SimCard })),
+        detail: { tags, summary: "Update a SIM card (a new phone_number is only claimed until an SMS from it proves it)" },
+      },
     )
     .post(
       "/api/byos/devices/:device/sims/:simCard/reissue-code",
-      async ({ caller, params }) => {
-        const c = await caller({ apiKey: "session_only" });
+      async ({ caller: c, params }) => {
         const state = await actors.require(params.device, c.organization.id);
         const card = await actors.run(state, () => reissueCode(codes, c.organization.id, params.device, params.simCard));
         return { data: presentIssuedSimCard(card, provider) };
       },
-      { params: SimCardParams, response: { 200: Type.Object({ data: IssuedSimCard }) }, detail: { tags, summary: "Reissue a verification code" } },
+      {
+        auth: { apiKey: "session_only" },
+        params: SimCardParams,
+        response: { 200: Type.Object({ data: IssuedSimCard }) },
+        detail: { tags, summary: "Reissue a verification code (on an inactive card: starts its re-verification)" },
+      },
+    )
+    .post(
+      "/api/byos/devices/:device/sims/:simCard/deactivate",
+      async ({ caller: c, params }) => {
+        return { data: presentSimCard(await deactivateSimCard(management, c.organization.id, params.device, params.simCard)) };
+      },
+      {
+        auth: { apiKey: "session_only" },
+        params: SimCardParams,
+        response: { 200: Type.Object({ data: SimCard }), 409: ErrorBody },
+        detail: { tags, summary: "Deactivate a SIM card (its number stops receiving until a reissued code proves it again)" },
+      },
     );
 }

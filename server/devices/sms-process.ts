@@ -27,7 +27,7 @@ export async function processDeviceSms(sql: Pool, payloads: Payload[]) {
         text: row.body,
         source: "device" as const,
         deviceId: row.device_id,
-        simSlot: row.sim_slot,
+        simSlot: row.attributed_slot,
         externalId: row.message_id,
         receivedAt: row.received_at,
       })),

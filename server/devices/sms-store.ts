@@ -41,12 +41,15 @@ export type UnprocessedSms = {
   body: string;
   received_at: Date;
   hosted_sim_id: number | null;
+  /** The slot of the card the SMS is attributed to (its own slot, or the first active card's for an SMS without one). */
+  attributed_slot: number | null;
 };
 
 /**
  * Unprocessed SMS (by id, and all of some devices), locked for this transaction, each with the hosted
  * SIM it belongs to: the active card of its slot, or for an SMS without a slot the device's
- * first active card. hosted_sim_id null: the SIM is not verified yet, the SMS waits.
+ * first active card (by slot), whose slot it is then stored with. hosted_sim_id null: the SIM
+ * is not verified yet (or no longer active), the SMS waits.
  */
 export async function lockUnprocessedSms(tx: Sql, by: { ids: number[]; deviceIds: number[] }) {
   // Each condition alone keeps its index (an OR of the two would scan the table): by id is the
@@ -56,11 +59,13 @@ export async function lockUnprocessedSms(tx: Sql, by: { ids: number[]; deviceIds
   const filter = by.deviceIds.length === 0 ? byId : by.ids.length === 0 ? byDevice : tx`(${byId} or ${byDevice})`;
   return tx<UnprocessedSms[]>`
     select s.id, s.device_id, s.message_id, s.sim_slot, s.from_number, s.body, s.received_at,
-      (select c.hosted_sim_id from sim_cards c
-       where c.device_id = s.device_id and c.status = 'active' and c.hosted_sim_id is not null
-         and (s.sim_slot is null or c.sim_slot = s.sim_slot)
-       order by c.sim_slot nulls last, c.id limit 1) as hosted_sim_id
+      c.hosted_sim_id, coalesce(s.sim_slot, c.sim_slot) as attributed_slot
     from device_sms s join devices d on d.id = s.device_id
+    left join lateral (
+      select c.hosted_sim_id, c.sim_slot from sim_cards c
+      where c.device_id = s.device_id and c.status = 'active' and c.hosted_sim_id is not null
+        and (s.sim_slot is null or c.sim_slot = s.sim_slot)
+      order by c.sim_slot nulls last, c.id limit 1) c on true
     where ${filter} and s.message_row_id is null and d.status <> 'revoked'
     order by s.id
     for update of s`;

@@ -1,84 +1,85 @@
 import type postgres from "postgres";
 import type { Pool } from "../db/client";
 import type { Clock } from "../lib/clock";
+import { linkProvenNumber, renumberProvenNumber } from "../numbers/byos-store";
+import { deviceKey, senderKey, type VerificationThrottle } from "../numbers/verification-throttle";
 import type { Publish } from "../realtime/bus";
 import type { DeviceActors } from "./actor";
 import { deviceChannels } from "./runtime";
 import { enqueueDeviceSmsProcessing } from "./sms-store";
-import { isUniqueViolation } from "./store";
-import { nextDeviceStatus } from "./transitions";
+import { activateSimCard, findActiveCardByNumber, isUniqueViolation, recordDeviceVerified } from "./store";
+import { type DeviceStatus, nextDeviceStatus } from "./transitions";
 
 type Tx = postgres.TransactionSql;
+type Guard = (tx: Tx) => Promise<boolean>;
 
-export type VerificationOutcome = "verified" | "unknown_code" | "expired" | "number_in_use" | "duplicate";
+export type VerificationOutcome = "verified" | "unknown_code" | "expired" | "wrong_sender" | "number_in_use" | "throttled" | "duplicate";
 
-type Deps = { sql: Pool; clock: Clock; actors: DeviceActors; publish: Publish };
+/** A code that was not the right one from its sender: these count against the throttle. */
+const WRONG: ReadonlySet<VerificationOutcome> = new Set(["unknown_code", "expired", "wrong_sender"]);
+
+type Deps = { sql: Pool; clock: Clock; actors: DeviceActors; publish: Publish; throttle: VerificationThrottle; providerNumber: string };
+
+type CodeCard = {
+  id: number;
+  device_id: number;
+  organization_id: number;
+  status: string;
+  sim_slot: number | null;
+  phone_number: string | null;
+  claimed_number: string | null;
+  hosted_sim_id: number | null;
+  code_expires_at: Date | null;
+};
 
 async function cardByCode(sql: Pool | Tx, code: string, lock: boolean) {
-  const [row] = await sql<{ id: number; device_id: number; organization_id: number; status: string; sim_slot: number | null; code_expires_at: Date | null }[]>`
-    select c.id, c.device_id, d.organization_id, c.status, c.sim_slot, c.code_expires_at
+  const [row] = await sql<CodeCard[]>`
+    select c.id, c.device_id, d.organization_id, c.status, c.sim_slot, c.phone_number, c.claimed_number, c.hosted_sim_id, c.code_expires_at
     from sim_cards c join devices d on d.id = c.device_id
     where c.verification_code = ${code} and d.status <> 'revoked' ${lock ? sql`for update of c, d` : sql``}`;
   return row ?? null;
 }
 
-/**
- * The virtual hosted SIM of a verified number: created, or re-linked when the number was BYOS
- * before (a revoked device's SIM). A number the pool holds under another type is not taken.
- */
-async function linkHostedSim(tx: Tx, number: string, organizationId: number) {
-  const [sim] = await tx<{ id: number }[]>`
-    insert into hosted_sims (number, provider, status, type, shared_max_orgs) values (${number}, 'byos', 'active', 'virtual', 1)
-    on conflict (number) do update set status = 'active', updated_at = now()
-      where hosted_sims.type = 'virtual' and hosted_sims.provider = 'byos'
-    returning id`;
-  if (!sim) return null;
-  // shared_max_orgs 1: the organization that proved it holds the SIM is its only one.
-  await tx`delete from hosted_sim_organizations where hosted_sim_id = ${sim.id} and organization_id <> ${organizationId}`;
-  await tx`insert into hosted_sim_organizations (hosted_sim_id, organization_id) values (${sim.id}, ${organizationId}) on conflict do nothing`;
-  return sim.id;
+/** Records the SMS (the caller's guard) without proving anything: `outcome`, or duplicate for a repeat. */
+async function settle(deps: Deps, guard: Guard, outcome: VerificationOutcome): Promise<VerificationOutcome> {
+  return (await deps.sql.begin((tx) => guard(tx))) ? outcome : "duplicate";
 }
 
-async function verifyInTx(tx: Tx, code: string, from: string, now: Date) {
+/** The proof itself: numbers/ gives a pending card its hosted SIM, or renumbers a verified card's. */
+async function proveNumber(tx: Tx, card: CodeCard, from: string, providerNumber: string) {
+  const holder = await findActiveCardByNumber(tx, from);
+  if (from === providerNumber || (holder && holder.id !== card.id)) return null;
+  return card.status === "active" ? renumberProvenNumber(tx, card.hosted_sim_id, from, card.organization_id) : linkProvenNumber(tx, from, card.organization_id);
+}
+
+async function verifyInTx(tx: Tx, code: string, from: string, now: Date, providerNumber: string) {
   const card = await cardByCode(tx, code, true);
-  if (!card || card.status === "active") return { outcome: "unknown_code" as const };
+  // A verified card answers only the code of its pending claim.
+  if (!card || (card.status === "active" && card.claimed_number === null)) return { outcome: "unknown_code" as const };
   if (!card.code_expires_at || card.code_expires_at <= now) return { outcome: "expired" as const };
-  const [inUse] = await tx`select 1 from sim_cards where phone_number = ${from} and status = 'active'`;
-  if (inUse) return { outcome: "number_in_use" as const };
-  const hostedSimId = await linkHostedSim(tx, from, card.organization_id);
+  if (card.claimed_number !== null && card.claimed_number !== from) return { outcome: "wrong_sender" as const };
+  const hostedSimId = await proveNumber(tx, card, from, providerNumber);
   if (hostedSimId === null) return { outcome: "number_in_use" as const };
-  await tx`
-    update sim_cards set phone_number = ${from}, status = 'active', hosted_sim_id = ${hostedSimId},
-      verification_code = null, code_expires_at = null, updated_at = now()
-    where id = ${card.id}`;
-  const [device] = await tx<{ status: "pending_verification" | "active" | "disabled" | "revoked"; config_version: number }[]>`
-    select status, config_version from devices where id = ${card.device_id}`;
+  await activateSimCard(tx, card.id, from, hostedSimId);
+  const [device] = await tx<{ status: DeviceStatus }[]>`select status from devices where id = ${card.device_id}`;
   const status = nextDeviceStatus(device!.status, "verify") ?? device!.status;
-  await tx`
-    update devices set status = ${status}, phone_number = coalesce(phone_number, ${from}), config_version = config_version + 1, updated_at = now()
-    where id = ${card.device_id}`;
+  const configVersion = await recordDeviceVerified(tx, card.device_id, status);
   await enqueueDeviceSmsProcessing(tx, card.device_id);
-  return { outcome: "verified" as const, card, hostedSimId, status, configVersion: device!.config_version + 1 };
+  return { outcome: "verified" as const, card, hostedSimId, status, configVersion };
 }
 
-/**
- * API.md verification: the SMS carrying a pending code proves the sender's number is that SIM's.
- * Serialised on the device's actor; everything (card, hosted SIM, device, the job that releases
- * the SMS that waited for this SIM, and the caller's `guard` such as the provider's MessageSid)
- * commits together.
- */
-export async function verifySimCard(deps: Deps, code: string, from: string, guard: (tx: Tx) => Promise<boolean>): Promise<VerificationOutcome> {
-  const found = await cardByCode(deps.sql, code, false);
-  const state = found ? await deps.actors.get(found.device_id) : null;
-  if (!found || !state) return (await deps.sql.begin((tx) => guard(tx))) ? "unknown_code" : "duplicate";
+/** Serialised on the device's actor; everything, with the caller's guard, commits together. */
+async function verifyOnDevice(deps: Deps, deviceId: number, code: string, from: string, guard: Guard): Promise<VerificationOutcome> {
+  const state = await deps.actors.get(deviceId);
+  if (!state) return settle(deps, guard, "unknown_code");
   return deps.actors.run(state, async () => {
     const result = await deps.sql
       .begin(async (tx) => {
         if (!(await guard(tx))) return { outcome: "duplicate" as const };
-        return verifyInTx(tx, code, from, new Date(deps.clock.now()));
+        return verifyInTx(tx, code, from, new Date(deps.clock.now()), deps.providerNumber);
       })
       .catch((e) => {
-        // Another card took the same number at the same moment (sim_cards_active_number_key).
+        // Another card took the same number at the same moment (the active-number index, or a hosted SIM's unique number).
         if (isUniqueViolation(e)) return { outcome: "number_in_use" as const };
         throw e;
       });
@@ -94,4 +95,35 @@ export async function verifySimCard(deps: Deps, code: string, from: string, guar
     deps.publish(`private-device.${state.id}`, "config.changed", { device_id: state.id, config_version: result.configVersion });
     return "verified";
   });
+}
+
+/**
+ * Counts the code against its sender and against the device it can be attributed to (the card
+ * the code belongs to, else the device whose active card has the sender's number; a code that
+ * matches nothing and comes from an unknown number counts against the sender alone) before it is
+ * judged; a code that was not wrong gives those counts back. Over the limit, the code is ignored.
+ */
+async function throttledAttempt(deps: Deps, code: string, from: string, guard: Guard): Promise<VerificationOutcome> {
+  const sender = await deps.throttle.reserve(senderKey(from));
+  if (!sender.allowed) return settle(deps, guard, "throttled");
+  const found = await cardByCode(deps.sql, code, false);
+  const deviceId = found?.device_id ?? (await findActiveCardByNumber(deps.sql, from))?.device_id;
+  const device = deviceId === undefined ? null : await deps.throttle.reserve(deviceKey(deviceId));
+  let outcome: VerificationOutcome;
+  if (device && !device.allowed) outcome = await settle(deps, guard, "throttled");
+  else if (found) outcome = await verifyOnDevice(deps, found.device_id, code, from, guard);
+  else outcome = await settle(deps, guard, "unknown_code");
+  if (!WRONG.has(outcome) && outcome !== "throttled") await Promise.all([sender.release(), device?.release()]);
+  return outcome;
+}
+
+/**
+ * API.md verification: an SMS from `from` carrying a live code proves that number is the code's
+ * SIM card's (for a claim, only an SMS from the claimed number does). Wrong codes are throttled
+ * per sender and per device (server/numbers/verification-throttle.ts).
+ */
+export async function verifySimCard(deps: Deps, code: string, from: string, guard: Guard): Promise<VerificationOutcome> {
+  const outcome = await throttledAttempt(deps, code, from, guard);
+  deps.throttle.record(outcome);
+  return outcome;
 }

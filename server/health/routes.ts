@@ -1,6 +1,9 @@
 import { Elysia, t } from "elysia";
+import type { Config } from "../config";
 import type { Pool } from "../db/client";
+import { AppError } from "../errors";
 import type { JobQueue } from "../jobs/queue";
+import { constantTimeEqual } from "../lib/crypto";
 import type { Metrics } from "../lib/metrics";
 import type { Bus } from "../realtime/bus";
 
@@ -37,7 +40,20 @@ async function timed(fn: () => Promise<Check>, ms = 2000): Promise<Check> {
   }
 }
 
-export function healthRoutes(deps: { sql: Pool; bus: Bus; jobs: JobQueue; metrics: Metrics }) {
+const errorAnswer = (description: string) => ({ description, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } });
+
+/**
+ * /metrics is for the operator's scraper only: a Bearer METRICS_TOKEN, and without one
+ * configured it does not exist (404), so a default install shows nothing.
+ */
+function authorizeScrape(token: string | undefined, authorization: string | null) {
+  if (!token) throw new AppError(404, "not_found", "No such route.");
+  const presented = authorization?.match(/^Bearer\s+(.+)$/i)?.[1] ?? "";
+  if (!constantTimeEqual(presented, token))
+    throw new AppError(401, "unauthenticated", "Send the metrics token as a Bearer token.", { headers: { "www-authenticate": 'Bearer realm="metrics"' } });
+}
+
+export function healthRoutes(deps: { sql: Pool; bus: Bus; jobs: JobQueue; metrics: Metrics; config: Pick<Config, "METRICS_TOKEN"> }) {
   async function check() {
     const database = await timed(async () => {
       const started = performance.now();
@@ -72,7 +88,22 @@ export function healthRoutes(deps: { sql: Pool; bus: Bus; jobs: JobQueue; metric
       },
       { response: { 200: HealthResult, 503: HealthResult }, detail: { tags: ["Health"], summary: "Database, cache and queue status (no token needed)" } },
     )
-    .get("/metrics", async () => new Response(await deps.metrics.registry.metrics(), { headers: { "content-type": deps.metrics.registry.contentType } }), {
-      detail: { tags: ["Health"], summary: "Prometheus metrics" },
-    });
+    .get(
+      "/metrics",
+      async ({ request }) => {
+        authorizeScrape(deps.config.METRICS_TOKEN, request.headers.get("authorization"));
+        return new Response(await deps.metrics.registry.metrics(), { headers: { "content-type": deps.metrics.registry.contentType } });
+      },
+      {
+        detail: {
+          tags: ["Health"],
+          summary: "Prometheus metrics: Bearer METRICS_TOKEN; 404 when no METRICS_TOKEN is configured",
+          responses: {
+            200: { description: "Prometheus text format", content: { "text/plain": { schema: { type: "string" } } } },
+            401: errorAnswer("unauthenticated: missing or wrong metrics token"),
+            404: errorAnswer("not_found: no METRICS_TOKEN configured"),
+          },
+        },
+      },
+    );
 }

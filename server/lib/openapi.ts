@@ -3,15 +3,38 @@
  * allow (`type: "null"`, `const`, responses without a description). This rewrites them into valid 3.0
  * (`nullable: true`, one-value `enum`), so generators, validators and our breaking-change guard can read it.
  */
+import { bodyMediaTypes } from "./body-rules";
+
 type Node = Record<string, unknown>;
 
-const isNull = (s: unknown) => typeof s === "object" && s !== null && (s as Node).type === "null";
+// Children are rewritten first, so a null member of a union may already read `{ nullable, enum: [null] }`.
+const isNull = (s: unknown) =>
+  typeof s === "object" &&
+  s !== null &&
+  ((s as Node).type === "null" ||
+    ((s as Node).nullable === true &&
+      (s as Node).type === undefined &&
+      Array.isArray((s as Node).enum) &&
+      ((s as Node).enum as unknown[]).length === 1 &&
+      ((s as Node).enum as unknown[])[0] === null));
+
+const isIntegerString = (s: Node) => s.type === "string" && s.format === "integer" && s.default === 0;
 
 function fixSchema(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(fixSchema);
   if (typeof schema !== "object" || schema === null) return schema;
   const node: Node = {};
   for (const [k, v] of Object.entries(schema)) node[k] = fixSchema(v);
+  for (const key of ["anyOf", "oneOf"] as const) {
+    const options = node[key] as Node[] | undefined;
+    // Elysia's t.Integer() also admits a string of digits; what the server sends is the integer.
+    if (options?.some(isIntegerString) && options.some((o) => o.type === "integer")) {
+      const rest = options.filter((o) => !isIntegerString(o));
+      delete node[key];
+      if (rest.length === 1) Object.assign(node, rest[0], node);
+      else node[key] = rest;
+    }
+  }
   for (const key of ["anyOf", "oneOf"] as const) {
     const options = node[key] as unknown[] | undefined;
     if (!options?.some(isNull)) continue;
@@ -20,6 +43,12 @@ function fixSchema(schema: unknown): unknown {
     if (rest.length === 1) Object.assign(node, rest[0] as Node);
     else if (rest.length > 1) node[key] = rest;
     node.nullable = true;
+  }
+  // A union of one-value literals of one type is an enum (and `nullable` needs a `type` beside it in 3.0).
+  const literals = node.anyOf as Node[] | undefined;
+  if (literals?.length && literals.every((o) => Array.isArray(o.enum) && Object.keys(o).length === 2 && o.type === literals[0]!.type)) {
+    delete node.anyOf;
+    Object.assign(node, { type: literals[0]!.type, enum: literals.flatMap((o) => o.enum as unknown[]) });
   }
   if (node.patternProperties) {
     // Records: one value schema for any key.
@@ -30,6 +59,14 @@ function fixSchema(schema: unknown): unknown {
     node.example = node.examples[0];
     delete node.examples;
   }
+  // What null means for an optional request field (server/lib/fields.ts `Optional`), in words.
+  if (node["x-null-means"]) {
+    const note = node["x-null-means"] === "absent" ? "null: the same as leaving it out" : "null clears it";
+    if (typeof node.description !== "string") node.description = note;
+    else if (!node.description.endsWith(note)) node.description = `${node.description}; ${note}`;
+  }
+  // Our validation messages (server/lib/validation.ts), not part of the schema a client reads.
+  delete node.errorMessage;
   for (const key of ["$id", "$schema", "exclusiveMinimum", "exclusiveMaximum"] as const) {
     // 2020 numeric exclusive bounds become 3.0's boolean form.
     if ((key === "exclusiveMinimum" || key === "exclusiveMaximum") && typeof node[key] === "number") {
@@ -49,7 +86,39 @@ function fixSchema(schema: unknown): unknown {
   return node;
 }
 
+const errorAnswer = (description: string) => ({ description, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } });
+
+/** Answers every route can give before it runs (server/lib/request-limits.ts). */
+function addLimitAnswers(op: Node) {
+  const responses = (op.responses ??= {}) as Record<string, Node>;
+  responses["413"] ??= errorAnswer(
+    op.requestBody
+      ? "payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit"
+      : "payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default)",
+  );
+}
+
+/**
+ * The media types a route takes (server/lib/body-rules.ts), not Elysia's default list (which
+ * also names form data and text/plain, read as something else than the route expects), and the
+ * 415 its other types answer.
+ */
+function restrictBody(op: Node) {
+  const content = (op.requestBody as Node | undefined)?.content as Record<string, Node> | undefined;
+  const json = content?.["application/json"];
+  if (!json) return;
+  const types = bodyMediaTypes(op);
+  (op.requestBody as Node).content = Object.fromEntries(types.map((type) => [type, json]));
+  const responses = (op.responses ??= {}) as Record<string, Node>;
+  responses["415"] ??= errorAnswer(`unsupported_media_type: the body is not ${types.join(" or ")} (check the Content-Type header)`);
+}
+
+const LENGTHS =
+  " Text lengths (minLength, maxLength) count Unicode code points: an emoji is one character. An optional request field may be sent as null: its description says whether null means the same as leaving it out or clears the value.";
+
 export function toOpenApi30<T extends { paths?: Record<string, Record<string, Node>> }>(doc: T): T {
+  const info = (doc as Node).info as Node | undefined;
+  if (info && typeof info.description === "string" && !info.description.includes(LENGTHS)) info.description += LENGTHS;
   for (const item of Object.values(doc.paths ?? {})) {
     for (const op of Object.values(item)) {
       const responses = (op.responses ?? {}) as Record<string, Node>;
@@ -58,7 +127,9 @@ export function toOpenApi30<T extends { paths?: Record<string, Record<string, No
         // A union response schema also comes out bare beside its content: keep the content.
         if (fixed.content && !fixed.$ref) {
           const { content, description } = fixed;
-          fixed = { description, content };
+          // Answers are JSON; Elysia also lists form data and text/plain, which no answer is.
+          const json = (content as Record<string, unknown>)["application/json"];
+          fixed = { description, content: json ? { "application/json": json } : content };
         } else if (!fixed.$ref && (fixed.anyOf || fixed.oneOf || fixed.type || fixed.properties)) {
           fixed = { content: { "application/json": { schema: fixed } } };
         }
@@ -67,6 +138,8 @@ export function toOpenApi30<T extends { paths?: Record<string, Record<string, No
       }
       if (op.requestBody) op.requestBody = fixSchema(op.requestBody);
       if (op.parameters) op.parameters = fixSchema(op.parameters);
+      restrictBody(op);
+      addLimitAnswers(op);
     }
   }
   const components = (doc as Node).components as Node | undefined;

@@ -1,4 +1,4 @@
-import type Redis from "ioredis";
+import type { RedisGuard } from "./redis-guard";
 
 /** Fixed-window counters: in-process, or in Redis so every instance shares them. */
 export type RateLimiter = {
@@ -43,23 +43,45 @@ export function createLocalRateLimiter(now: () => number = Date.now): RateLimite
 // Decrements only a live window (never creates a key without expiry) and drops it at zero.
 const RELEASE_SCRIPT = `if redis.call('exists', KEYS[1]) == 1 and redis.call('decr', KEYS[1]) <= 0 then redis.call('del', KEYS[1]) end return 0`;
 
-export function createRedisRateLimiter(redis: Redis, prefix: string): RateLimiter {
+/**
+ * Counters in Redis, shared by every instance. While Redis fails (the guard's deadline or a known
+ * outage) they fall back to this instance's in-process counters: limits still hold, per instance,
+ * and go back to the shared counters once Redis answers again.
+ */
+export function createRedisRateLimiter(guard: RedisGuard, prefix: string, local: RateLimiter = createLocalRateLimiter()): RateLimiter {
   const k = (key: string) => `${prefix}rl:${key}`;
   return {
-    async hit(key, windowSeconds) {
-      const [[, count], [, ttl]] = (await redis.multi().incr(k(key)).ttl(k(key)).exec()) as [[null, number], [null, number]];
-      if (ttl < 0) await redis.expire(k(key), windowSeconds);
-      return { count, resetIn: ttl < 0 ? windowSeconds : ttl };
-    },
-    async peek(key) {
-      const [[, count], [, ttl]] = (await redis.multi().get(k(key)).ttl(k(key)).exec()) as [[null, string | null], [null, number]];
-      return { count: Number(count ?? 0), resetIn: Math.max(0, ttl) };
-    },
+    hit: (key, windowSeconds) =>
+      guard.run(
+        async (redis) => {
+          const [[, count], [, ttl]] = (await redis.multi().incr(k(key)).ttl(k(key)).exec()) as [[null, number], [null, number]];
+          if (ttl < 0) await redis.expire(k(key), windowSeconds);
+          return { count, resetIn: ttl < 0 ? windowSeconds : ttl };
+        },
+        () => local.hit(key, windowSeconds),
+      ),
+    peek: (key) =>
+      guard.run(
+        async (redis) => {
+          const [[, count], [, ttl]] = (await redis.multi().get(k(key)).ttl(k(key)).exec()) as [[null, string | null], [null, number]];
+          return { count: Number(count ?? 0), resetIn: Math.max(0, ttl) };
+        },
+        () => local.peek(key),
+      ),
+    // Both places: a hit may have been counted in-process during an outage.
     async release(key) {
-      await redis.eval(RELEASE_SCRIPT, 1, k(key));
+      await local.release(key);
+      await guard.run(
+        (redis) => redis.eval(RELEASE_SCRIPT, 1, k(key)),
+        () => undefined,
+      );
     },
     async reset(key) {
-      await redis.del(k(key));
+      await local.reset(key);
+      await guard.run(
+        (redis) => redis.del(k(key)),
+        () => undefined,
+      );
     },
   };
 }

@@ -1,3 +1,5 @@
+import { characterCount } from "./fields";
+
 type SchemaLike = {
   type?: string | string[];
   anyOf?: SchemaLike[];
@@ -9,6 +11,7 @@ type SchemaLike = {
   maxLength?: number;
   minItems?: number;
   maxItems?: number;
+  maxProperties?: number;
   uniqueItems?: boolean;
   pattern?: string;
   format?: string;
@@ -29,11 +32,23 @@ function typeName(schema: SchemaLike): string | undefined {
   return Array.isArray(schema.type) ? schema.type[0] : schema.type;
 }
 
+/** A whole number (digits in a path or query) past a parameter's bounds: which bound it broke. */
+function outOfBounds(schema: SchemaLike, value: unknown): string | null {
+  if (schema.minimum === undefined || schema.maximum === undefined || !schema.errorMessage) return null;
+  const n = typeof value === "string" && /^[0-9]+$/.test(value) ? Number(value) : value;
+  if (typeof n !== "number" || !Number.isInteger(n)) return null;
+  if (n < schema.minimum) return `must be at least ${schema.minimum}`;
+  if (n > schema.maximum) return `must be at most ${schema.maximum}`;
+  return null;
+}
+
 /** A sentence fragment a person can read, e.g. "must be at most 100". */
 export function describeIssue({ value, schema, message }: Issue): string {
   if (!schema) return message ?? "is invalid";
-  if (schema.errorMessage) return schema.errorMessage;
   if (value === undefined) return "is required";
+  const bound = outOfBounds(schema, value);
+  if (bound) return bound;
+  if (schema.errorMessage) return schema.errorMessage;
   const options = schema.anyOf?.map((s) => s.const).filter((c) => c !== undefined) ?? [];
   if (options.length > 0 && options.length === schema.anyOf?.length) return `must be one of: ${options.join(", ")}`;
   const base = schema.anyOf?.find((s) => s.type !== "null" && s.format !== "numeric" && s.type !== "string") ?? schema.anyOf?.[0] ?? schema;
@@ -45,14 +60,18 @@ export function describeIssue({ value, schema, message }: Issue): string {
   if (t === "string" && typeof value !== "string") return "must be a string";
   if (t === "array" && !Array.isArray(value)) return "must be an array";
   if (t === "object" && (typeof value !== "object" || value === null || Array.isArray(value))) return "must be an object";
+  if (t === "object" && merged.maxProperties !== undefined && Object.keys(value as object).length > merged.maxProperties)
+    return `must have at most ${merged.maxProperties} entries`;
   if (typeof value === "number") {
     if (merged.minimum !== undefined && value < merged.minimum) return `must be at least ${merged.minimum}`;
     if (merged.maximum !== undefined && value > merged.maximum) return `must be at most ${merged.maximum}`;
   }
   if (typeof value === "string") {
-    if (merged.minLength !== undefined && value.length < merged.minLength)
+    if (!value.isWellFormed()) return "must be valid Unicode text (it holds a lone surrogate)";
+    const length = characterCount(value);
+    if (merged.minLength !== undefined && length < merged.minLength)
       return merged.minLength === 1 ? "must not be empty" : `must be at least ${merged.minLength} characters`;
-    if (merged.maxLength !== undefined && value.length > merged.maxLength) return `must be at most ${merged.maxLength} characters`;
+    if (merged.maxLength !== undefined && length > merged.maxLength) return `must be at most ${merged.maxLength} characters`;
     if (merged.pattern || merged.format) return merged.description ? `must be ${merged.description}` : "has an invalid format";
   }
   if (Array.isArray(value)) {
@@ -61,6 +80,25 @@ export function describeIssue({ value, schema, message }: Issue): string {
     if (merged.uniqueItems) return "must not contain duplicates";
   }
   return t ? `must be ${article(t)}` : (message ?? "is invalid");
+}
+
+/**
+ * An issue whose path runs through a value that is neither an object nor an array (a string
+ * sent for a list of objects is read item by item, "abc" as three items) is the container's:
+ * `sim_cards` "must be an array".
+ */
+export function throughScalar(issue: Issue, body: unknown): Issue {
+  const segments = issue.path.split("/").slice(1);
+  let current = body;
+  for (let i = 0; i < segments.length - 1; i++) {
+    current = (current as Record<string, unknown>)[segments[i]!];
+    if (typeof current !== "object" || current === null) {
+      if (current === undefined) return issue;
+      const path = `/${segments.slice(0, i + 1).join("/")}`;
+      return { path, value: current, message: /^\d+$/.test(segments[i + 1]!) ? "must be an array" : "must be an object" };
+    }
+  }
+  return issue;
 }
 
 /** `/sim_cards/0/signal_strength` → `sim_cards.0.signal_strength` */

@@ -1,5 +1,6 @@
 import type { Pool } from "../db/client";
 import type { JobQueue } from "../jobs/queue";
+import { announceLocksReleasedOnMessage } from "../numbers/locks";
 import type { Publish } from "../realtime/bus";
 import { enqueueWebhookDeliveries } from "../webhooks/forwarding";
 import { INBOUND_FANOUT_QUEUE } from "./inbound";
@@ -7,32 +8,37 @@ import { findMessagesForFanout } from "./store";
 
 /**
  * Announces stored inbound messages, many jobs' worth at a time (storeInboundMessages enqueues
- * one job per batch it stores, and a backlog of jobs is claimed in batches): `message.received` to every organization that may see each message (and to
- * the number's channel, limited to those organizations), then webhook deliveries. Runs on the
+ * one job per batch it stores, and a backlog of jobs is claimed in batches): `message.received` to
+ * every organization that may see each message, with that organization's team of the message
+ * (and to the number's channel, limited to that organization), after the webhook deliveries, then
+ * `number.unlocked` for the locks those messages released (`released_locks`). Runs on the
  * job queue, so a crash in between means the job runs again: events are at least once, and
  * deliveries are created once (enqueueWebhookDeliveries is idempotent per message).
  */
 export function registerInboundFanout(deps: { sql: Pool; jobs: JobQueue; publish: Publish }) {
   // `message_id`: jobs enqueued before batches, one message each.
-  deps.jobs.registerBatch<{ message_ids?: number[]; message_id?: number }>(
+  deps.jobs.registerBatch<{ message_ids?: number[]; message_id?: number; released_locks?: number[] }>(
     INBOUND_FANOUT_QUEUE,
     async (jobs) => {
       const ids = jobs.flatMap((job) => job.payload.message_ids ?? (job.payload.message_id === undefined ? [] : [job.payload.message_id]));
       const found = await findMessagesForFanout(deps.sql, ids);
-      if (found.length === 0) return;
+      const released = jobs.flatMap((job) => job.payload.released_locks ?? []);
       await enqueueWebhookDeliveries(
         deps.sql,
         found.map((f) => f.message),
       );
       for (const { message, visibility } of found) {
-        const organizations = visibility.map((v) => v.organizationId);
-        const channels = [
-          ...organizations.map((id) => `private-organization.${id}`),
-          ...visibility.filter((v) => v.teamId !== null).map((v) => `private-team.${v.teamId}`),
-        ];
-        deps.publish(channels, "message.received", { message });
-        deps.publish(`private-number.${message.hosted_sim_id}`, "message.received", { message }, { organizations });
+        // Each organization sees the message with its one team (docs/events.md "A message's team"), as its history shows it.
+        const seen = visibility.map((v) => ({ v, data: { message: { ...message, team_id: v.teamId } } }));
+        for (const { v, data } of seen) {
+          deps.publish([`private-organization.${v.organizationId}`, ...(v.teamId === null ? [] : [`private-team.${v.teamId}`])], "message.received", data);
+        }
+        for (const { v, data } of seen) {
+          deps.publish(`private-number.${message.hosted_sim_id}`, "message.received", data, { organizations: [v.organizationId] });
+        }
       }
+      // After the messages that released them (their deliveries exist, their events are out).
+      await announceLocksReleasedOnMessage(deps, released);
     },
     { batchSize: 50, concurrency: 8, visibilitySeconds: 30 },
   );

@@ -1,7 +1,7 @@
 import type { Sql } from "../db/client";
 import { type Message, messageColumns } from "./store";
 
-export type HistoryFilter = { direction?: "inbound" | "outbound"; from?: string; since?: Date; until?: Date; q?: string };
+export type HistoryFilter = { direction?: "inbound" | "outbound"; from?: string; since?: Date; until?: Date; q?: string; hasCode?: boolean };
 
 type Row = Message & { viewer_team_id: number | null };
 
@@ -22,6 +22,20 @@ function messageConditions(sql: Sql, f: HistoryFilter) {
     ${f.until !== undefined ? sql`and coalesce(m.received_at, m.created_at) < ${f.until}` : sql``}
     ${f.q !== undefined ? sql`and m.text ilike ${likePattern(f.q)}` : sql``}`;
 }
+
+/**
+ * Conditions on `message_visibility v` alone: the direction and the code flag live on the view's
+ * rows (has_code has a partial index in seq order, migration 0080), so they need no join. The
+ * code flag is written as SQL, not as a parameter, so that a prepared plan still matches that
+ * index's predicate.
+ */
+function viewConditions(sql: Sql, f: HistoryFilter) {
+  return sql`
+    ${f.direction !== undefined ? sql`and v.outbound = ${f.direction === "outbound"}` : sql``}
+    ${f.hasCode === true ? sql`and v.has_code` : f.hasCode === false ? sql`and not v.has_code` : sql``}`;
+}
+
+const hasViewFilters = (f: HistoryFilter) => f.direction !== undefined || f.hasCode !== undefined;
 
 type Counts = { total: number; inbound: number; last_seq: number };
 
@@ -47,17 +61,16 @@ type PageQuery = { organizationId: number; hostedSimId: number; filter: HistoryF
 function pageIds(sql: Sql, q: PageQuery, counts: Counts) {
   const { organizationId: org, hostedSimId: sim, filter: f } = q;
   const offset = (q.page - 1) * q.perPage;
-  if (!hasMessageFilters(f) && f.direction === undefined && counts.last_seq === counts.total) {
+  if (!hasMessageFilters(f) && !hasViewFilters(f) && counts.last_seq === counts.total) {
     const high = counts.total - offset;
     return sql`
       select v.message_id, v.seq from message_visibility v
       where v.organization_id = ${org} and v.hosted_sim_id = ${sim} and v.seq between ${Math.max(1, high - q.perPage + 1)} and ${high}`;
   }
-  const direction = f.direction === undefined ? sql`` : sql`and v.outbound = ${f.direction === "outbound"}`;
   const join = hasMessageFilters(f) ? sql`join messages m on m.id = v.message_id` : sql``;
   return sql`
     select v.message_id, v.seq from message_visibility v ${join}
-    where v.organization_id = ${org} and v.hosted_sim_id = ${sim} ${direction} ${hasMessageFilters(f) ? messageConditions(sql, f) : sql``}
+    where v.organization_id = ${org} and v.hosted_sim_id = ${sim} ${viewConditions(sql, f)} ${hasMessageFilters(f) ? messageConditions(sql, f) : sql``}
     order by v.seq desc limit ${q.perPage} offset ${offset}`;
 }
 
@@ -81,23 +94,73 @@ export async function messageHistory(sql: Sql, q: PageQuery): Promise<{ rows: Me
 
 async function historyTotal(sql: Sql, q: PageQuery, counts: Counts): Promise<number> {
   const { organizationId: org, hostedSimId: sim, filter: f } = q;
-  if (!hasMessageFilters(f)) {
+  if (!hasMessageFilters(f) && f.hasCode === undefined) {
     if (f.direction === "inbound") return counts.inbound;
     if (f.direction === "outbound") return counts.total - counts.inbound;
     return counts.total;
   }
-  const direction = f.direction === undefined ? sql`` : sql`and v.outbound = ${f.direction === "outbound"}`;
+  const join = hasMessageFilters(f) ? sql`join messages m on m.id = v.message_id` : sql``;
   const [row] = await sql<{ total: number }[]>`
-    select count(*) as total from message_visibility v join messages m on m.id = v.message_id
-    where v.organization_id = ${org} and v.hosted_sim_id = ${sim} ${direction} ${messageConditions(sql, f)}`;
+    select count(*) as total from message_visibility v ${join}
+    where v.organization_id = ${org} and v.hosted_sim_id = ${sim} ${viewConditions(sql, f)} ${hasMessageFilters(f) ? messageConditions(sql, f) : sql``}`;
   return row?.total ?? 0;
 }
 
-/** One message, if the organization may see it (message_visibility); null otherwise. */
-export async function findVisibleMessage(sql: Sql, organizationId: number, messageId: number): Promise<Message | null> {
+/**
+ * One message, if the organization (or one of the organizations, a read's scope) may see it
+ * (message_visibility); null otherwise. Seen by several, it is shown as the first of them sees it.
+ */
+export async function findVisibleMessage(sql: Sql, organizationId: number | number[], messageId: number): Promise<Message | null> {
+  const viewers = Array.isArray(organizationId) ? organizationId : [organizationId];
   const [row] = await sql<Row[]>`
     select ${messageColumns(sql)}, v.team_id as viewer_team_id
     from message_visibility v join messages m on m.id = v.message_id
-    where v.organization_id = ${organizationId} and v.message_id = ${messageId}`;
+    where v.organization_id = any(${viewers}::bigint[]) and v.message_id = ${messageId}
+    order by array_position(${viewers}::bigint[], v.organization_id) limit 1`;
+  return row ? asMessage(row) : null;
+}
+
+/**
+ * Whose history of a number a read shows: the first of the organizations attached to it (a
+ * caller's read scope starts with the organization it acts in); null when none is.
+ */
+export async function historyViewer(sql: Sql, organizationIds: number[], hostedSimId: number): Promise<number | null> {
+  if (organizationIds.length === 1) return organizationIds[0]!;
+  const [row] = await sql<{ organization_id: number }[]>`
+    select organization_id from hosted_sim_organizations
+    where hosted_sim_id = ${hostedSimId} and organization_id = any(${organizationIds}::bigint[])
+    order by array_position(${organizationIds}::bigint[], organization_id) limit 1`;
+  return row?.organization_id ?? null;
+}
+
+/** Where a wait starts: after a message id (the default, `lastMessageId` at the call's start), or after a time of reception. */
+export type WaitStart = { afterId: number } | { afterTime: Date };
+
+export type NextQuery = {
+  /** The organizations whose view counts, in the order a message seen by several is shown (the first). */
+  viewers: number[];
+  hostedSimId: number;
+  start: WaitStart;
+  filter: Pick<HistoryFilter, "from" | "q" | "hasCode">;
+  /** Only these message ids (those the bus announced), or every message after `start`. */
+  among?: number[];
+};
+
+/**
+ * The first inbound message after `start` that one of `viewers` may see on the number and that
+ * matches the filter, in storage (id) order, shown as the first viewer that sees it sees it; null
+ * when none. The same visibility rows and filters as the history, over the visibility primary key
+ * (organization, number, message id).
+ */
+export async function findNextMessage(sql: Sql, q: NextQuery): Promise<Message | null> {
+  const f: HistoryFilter = { ...q.filter, direction: "inbound" };
+  const start = "afterId" in q.start ? sql`and v.message_id > ${q.start.afterId}` : sql`and coalesce(m.received_at, m.created_at) > ${q.start.afterTime}`;
+  const [row] = await sql<Row[]>`
+    select ${messageColumns(sql)}, v.team_id as viewer_team_id
+    from message_visibility v join messages m on m.id = v.message_id
+    where v.organization_id = any(${q.viewers}::bigint[]) and v.hosted_sim_id = ${q.hostedSimId}
+      ${q.among ? sql`and v.message_id = any(${q.among}::bigint[])` : sql``}
+      ${start} ${viewConditions(sql, f)} ${messageConditions(sql, f)}
+    order by v.message_id, array_position(${q.viewers}::bigint[], v.organization_id) limit 1`;
   return row ? asMessage(row) : null;
 }

@@ -1,4 +1,6 @@
 import type { Sql } from "../db/client";
+import { countInboundOnNumbers } from "../numbers/byos-store";
+import { extractCode } from "./code";
 
 export type InboundInput = {
   hostedSimId: number;
@@ -25,11 +27,15 @@ export const INBOUND_FANOUT_QUEUE = "message.inbound";
 /**
  * Stores inbound SMS on hosted SIMs, any number of them in one statement, and stamps, once and
  * for good, who may see each (API.md "Lock meaning"): the lock holder's organization alone while
- * a lock is live, otherwise every organization attached right now, with the history counts and
- * seqs of each organization's view of the number updated once per batch. Counts them on their numbers
- * (one update per number, however many messages it got) and enqueues one fan-out job (events,
- * webhooks) for the whole batch in the same statement, so nothing is announced that was not
- * stored and nothing stored goes unannounced. Message ids follow the order of `inputs`; the
+ * a lock is live, otherwise every organization attached right now (a lock that releases on a
+ * message covers the batch up to and including the message that releases it: numbers/'
+ * countInboundOnNumbers decides, and the fan-out job announces the release), with the history counts and
+ * seqs of each organization's view of the number updated once per batch. Counts them on their
+ * numbers (one update per number, however many messages it got: numbers/ owns that part of the
+ * statement, countInboundOnNumbers) and enqueues one fan-out job (events, webhooks) for the whole
+ * batch in the same statement, so nothing is announced that was not
+ * stored and nothing stored goes unannounced. Each message's one-time code (code.ts) is extracted
+ * here, in JavaScript, and stored with it (and flagged on its visibility rows for `has_code`). Message ids follow the order of `inputs`; the
  * answer is in that order too, null where the hosted SIM does not exist.
  */
 export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Promise<(StoredInbound | null)[]> {
@@ -44,38 +50,32 @@ export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Pro
     sim_slot: i.simSlot ?? null,
     external_id: i.externalId ?? null,
     received_at: i.receivedAt.toISOString(),
+    code: extractCode(i.text),
   }));
   const stored = await tx<{ ord: number; message_id: number; hosted_sim_id: number; locked: boolean; visibility: StoredInbound["visibility"] }[]>`
     with input as (
       select v.*, nextval(pg_get_serial_sequence('messages', 'id')) as message_id
       from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as v(ord int, hosted_sim_id bigint, from_number text, body text,
-        source text, device_id bigint, sim_slot int, external_id text, received_at timestamptz)),
-    -- Numbers locked in id order: concurrent batches sharing numbers queue up instead of deadlocking.
-    locked as (select id from hosted_sims where id in (select hosted_sim_id from input) order by id for no key update),
-    sims as (
-      update hosted_sims h set messages_received_count = h.messages_received_count + c.n, updated_at = now()
-      from (select hosted_sim_id, count(*) as n from input group by hosted_sim_id) c
-      where h.id = c.hosted_sim_id and h.id in (select id from locked)
-      returning h.id, h.number, h.lock_organization_id, h.lock_team_id,
-        (h.lock_organization_id is not null and h.locked_until is not null and h.locked_until > now()) as locked),
+        source text, device_id bigint, sim_slot int, external_id text, received_at timestamptz, code text)),
+    ${countInboundOnNumbers(tx)},
     msgs as (
       insert into messages (id, hosted_sim_id, number, direction, from_number, to_number, text, status, source,
-                            device_id, sim_slot, external_id, team_id, locked, received_at)
+                            device_id, sim_slot, external_id, team_id, locked, received_at, code)
       overriding system value
       select i.message_id, i.hosted_sim_id, s.number, 'inbound', i.from_number, s.number, i.body, 'received', i.source,
-             i.device_id, i.sim_slot, i.external_id, case when s.locked then s.lock_team_id end, s.locked, i.received_at
-      from input i join sims s on s.id = i.hosted_sim_id
+             i.device_id, i.sim_slot, i.external_id, case when a.under_lock then s.lock_team_id end, a.under_lock, i.received_at, i.code
+      from input i join sims s on s.id = i.hosted_sim_id join arrivals a on a.ord = i.ord
       order by i.ord
       returning id),
     -- Who may see each message, in message order.
     seen as (
-      select o.organization_id, i.hosted_sim_id, i.message_id, o.team_id,
+      select o.organization_id, i.hosted_sim_id, i.message_id, o.team_id, i.code is not null as has_code,
              row_number() over (partition by o.organization_id, i.hosted_sim_id order by i.ord) as k
-      from input i join sims s on s.id = i.hosted_sim_id
+      from input i join sims s on s.id = i.hosted_sim_id join arrivals a on a.ord = i.ord
       cross join lateral (
-        select s.lock_organization_id as organization_id, s.lock_team_id as team_id where s.locked
+        select s.lock_organization_id as organization_id, s.lock_team_id as team_id where a.under_lock
         union all
-        select hso.organization_id, hso.team_id from hosted_sim_organizations hso where hso.hosted_sim_id = i.hosted_sim_id and not s.locked) o),
+        select hso.organization_id, hso.team_id from hosted_sim_organizations hso where hso.hosted_sim_id = i.hosted_sim_id and not a.under_lock) o),
     -- Each (organization, number) view counts its new messages once for the batch and hands out
     -- their seqs (0021's keyset pages) as one range; the insert below gives seq, so the per-row
     -- trigger leaves the counts alone.
@@ -87,8 +87,8 @@ export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Pro
         set last_seq = c.last_seq + excluded.last_seq, total = c.total + excluded.total, inbound = c.inbound + excluded.inbound
       returning organization_id, hosted_sim_id, last_seq),
     vis as (
-      insert into message_visibility (organization_id, hosted_sim_id, message_id, team_id, seq)
-      select v.organization_id, v.hosted_sim_id, v.message_id, v.team_id, c.last_seq - w.n + v.k
+      insert into message_visibility (organization_id, hosted_sim_id, message_id, team_id, seq, has_code)
+      select v.organization_id, v.hosted_sim_id, v.message_id, v.team_id, c.last_seq - w.n + v.k, v.has_code
       from seen v
       join views w on w.organization_id = v.organization_id and w.hosted_sim_id = v.hosted_sim_id
       join counted c on c.organization_id = v.organization_id and c.hosted_sim_id = v.hosted_sim_id
@@ -96,11 +96,13 @@ export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Pro
       returning message_id, organization_id, team_id),
     job as (
       insert into jobs (queue, payload)
-      select ${INBOUND_FANOUT_QUEUE}, jsonb_build_object('message_ids', jsonb_agg(id order by id)) from msgs having count(*) > 0)
-    select i.ord, i.message_id, i.hosted_sim_id, s.locked,
+      select ${INBOUND_FANOUT_QUEUE}, jsonb_strip_nulls(jsonb_build_object('message_ids', jsonb_agg(id order by id),
+               'released_locks', (select jsonb_agg(hosted_sim_id order by hosted_sim_id) from releases)))
+      from msgs having count(*) > 0)
+    select i.ord, i.message_id, i.hosted_sim_id, a.under_lock as locked,
       coalesce((select jsonb_agg(jsonb_build_object('organizationId', v.organization_id, 'teamId', v.team_id) order by v.organization_id)
                 from vis v where v.message_id = i.message_id), '[]') as visibility
-    from input i join sims s on s.id = i.hosted_sim_id`;
+    from input i join arrivals a on a.ord = i.ord`;
   const byOrd = new Map(stored.map((r) => [r.ord, r]));
   return rows.map(({ ord }) => {
     const r = byOrd.get(ord);

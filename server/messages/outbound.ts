@@ -3,7 +3,7 @@ import type { Pool } from "../db/client";
 import { AppError, invalidState, notFound } from "../errors";
 import type { JobQueue } from "../jobs/queue";
 import { numberLocked, requireNumber } from "../numbers/locks";
-import { byosDeviceOf } from "../numbers/store";
+import { attachmentOf, byosDeviceOf } from "../numbers/store";
 import type { Publish } from "../realtime/bus";
 import { findVisibleMessage } from "./history-store";
 import { findDeviceOutbound, insertOutbound, liveLockHolder, lockOrganizationQuota, monthlyLimit, moveStatus } from "./outbound-store";
@@ -49,7 +49,7 @@ export async function sendMessage(deps: OutboundDeps, c: Caller, body: { hosted_
       to: body.to,
       text: body.text,
       organizationId: org,
-      teamId: holder ? sim.lock_team_id : sim.team_id,
+      teamId: holder ? sim.lock_team_id : (attachmentOf(sim, org)?.team_id ?? null),
       locked: holder !== null,
       deviceId: device?.device_id ?? null,
       simSlot: device?.sim_slot ?? null,

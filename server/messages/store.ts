@@ -17,6 +17,8 @@ export type Message = {
   team_id: number | null;
   locked: boolean;
   error: string | null;
+  /** The one-time code of an inbound message (code.ts), null when it carries none and for outbound messages. */
+  code: string | null;
   received_at: string | null;
   sent_at: string | null;
   created_at: string;
@@ -26,7 +28,7 @@ export type Message = {
 /** Columns of `messages` (aliased `m`) as the API's message object. */
 export const messageColumns = (sql: Sql) => sql`
   m.id, m.hosted_sim_id, m.number, m.direction, m.from_number as "from", m.to_number as "to", m.text, m.status, m.source,
-  m.device_id, m.sim_slot, m.external_id, m.team_id, m.locked, m.error,
+  m.device_id, m.sim_slot, m.external_id, m.team_id, m.locked, m.error, m.code,
   to_char(m.received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as received_at,
   to_char(m.sent_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as sent_at,
   to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at,
@@ -48,4 +50,13 @@ export async function monthlyOutboundCount(sql: Sql, organizationId: number): Pr
     where organization_id = ${organizationId} and direction = 'outbound'
       and created_at >= date_trunc('month', now() at time zone 'UTC') at time zone 'UTC'`;
   return row?.count ?? 0;
+}
+
+/**
+ * The last message id handed out so far (0 before the first): every message stored later gets
+ * a higher one. Read from the sequence, so a message still being stored counts as before.
+ */
+export async function lastMessageId(sql: Sql): Promise<number> {
+  const [row] = await sql<{ id: number | null }[]>`select pg_sequence_last_value(pg_get_serial_sequence('messages', 'id')::regclass) as id`;
+  return row?.id ?? 0;
 }

@@ -8,9 +8,25 @@ export type LockRequest = {
   userId: number | null;
   apiKeyId: number | null;
   durationSeconds: number;
+  /** Undefined: a new lock does not release on a message, an extension keeps the lock's options (with its sender). */
+  releaseOnMessage: boolean | undefined;
+  /** Only with releaseOnMessage true: the one sender whose message releases the lock. */
+  sender: string | null;
 };
 
-export type TakenLock = { locked_until: string; team_id: number | null; user_id: number | null; extended: boolean };
+export type TakenLock = {
+  locked_until: string;
+  team_id: number | null;
+  user_id: number | null;
+  release_on_message: boolean;
+  sender: string | null;
+  extended: boolean;
+};
+
+/** Ends the current lock in an UPDATE of hosted_sims: every lock column back to "no lock". */
+export const clearLockColumns = (sql: Sql) => sql`
+  lock_organization_id = null, lock_team_id = null, lock_user_id = null, lock_api_key_id = null, locked_until = null,
+  lock_release_on_message = false, lock_sender = null`;
 
 /**
  * Takes the lock, or extends it for the organization already holding it, in one conditional
@@ -20,6 +36,7 @@ export type TakenLock = { locked_until: string; team_id: number | null; user_id:
  * `locked_until` is kept to the millisecond so its ISO form identifies the lock exactly.
  */
 export async function takeLock(sql: Sql, r: LockRequest): Promise<TakenLock | null> {
+  const keep = r.releaseOnMessage === undefined;
   const [row] = await sql<TakenLock[]>`
     update hosted_sims h set
       lock_organization_id = ${r.organizationId},
@@ -28,16 +45,19 @@ export async function takeLock(sql: Sql, r: LockRequest): Promise<TakenLock | nu
       lock_api_key_id = case when old.own then old.lock_api_key_id else ${r.apiKeyId}::bigint end,
       locked_until = case when old.own then greatest(old.locked_until, date_trunc('milliseconds', now() + make_interval(secs => ${r.durationSeconds})))
                           else date_trunc('milliseconds', now() + make_interval(secs => ${r.durationSeconds})) end,
+      lock_release_on_message = case when old.own and ${keep}::boolean then old.lock_release_on_message else ${r.releaseOnMessage === true}::boolean end,
+      lock_sender = case when old.own and ${keep}::boolean then old.lock_sender else ${r.sender}::text end,
       updated_at = now()
     from (
-      select id, lock_team_id, lock_user_id, lock_api_key_id, locked_until,
+      select id, lock_team_id, lock_user_id, lock_api_key_id, locked_until, lock_release_on_message, lock_sender,
              (lock_organization_id = ${r.organizationId} and locked_until > now()) is true as own,
              (lock_organization_id is not null and locked_until > now()) is true as live
       from hosted_sims where id = ${r.hostedSimId} for update
     ) old
     where h.id = old.id and (old.own or not old.live)
       and exists (select 1 from hosted_sim_organizations a where a.hosted_sim_id = h.id and a.organization_id = ${r.organizationId})
-    returning ${isoColumn(sql, "h.locked_until")} as locked_until, h.lock_team_id as team_id, h.lock_user_id as user_id, old.own as extended`;
+    returning ${isoColumn(sql, "h.locked_until")} as locked_until, h.lock_team_id as team_id, h.lock_user_id as user_id,
+      h.lock_release_on_message as release_on_message, h.lock_sender as sender, old.own as extended`;
   if (!row) return null;
   await recordLock(sql, r, row);
   return row;
@@ -47,7 +67,8 @@ export async function takeLock(sql: Sql, r: LockRequest): Promise<TakenLock | nu
 async function recordLock(sql: Sql, r: LockRequest, lock: TakenLock) {
   if (lock.extended) {
     const moved = await sql`
-      update number_locks set locked_until = ${lock.locked_until}, team_id = ${lock.team_id}
+      update number_locks set locked_until = ${lock.locked_until}, team_id = ${lock.team_id},
+        release_on_message = ${lock.release_on_message}, sender = ${lock.sender}
       where hosted_sim_id = ${r.hostedSimId} and organization_id = ${r.organizationId} and released_at is null returning 1`;
     if (moved.length > 0) return;
   }
@@ -56,15 +77,15 @@ async function recordLock(sql: Sql, r: LockRequest, lock: TakenLock) {
       release_reason = case when locked_until <= now() then 'expired' else 'replaced' end
     where hosted_sim_id = ${r.hostedSimId} and released_at is null`;
   await sql`
-    insert into number_locks (hosted_sim_id, organization_id, team_id, user_id, api_key_id, locked_until)
-    values (${r.hostedSimId}, ${r.organizationId}, ${lock.team_id}, ${lock.user_id}, ${r.apiKeyId}, ${lock.locked_until})`;
+    insert into number_locks (hosted_sim_id, organization_id, team_id, user_id, api_key_id, locked_until, release_on_message, sender)
+    values (${r.hostedSimId}, ${r.organizationId}, ${lock.team_id}, ${lock.user_id}, ${r.apiKeyId}, ${lock.locked_until},
+            ${lock.release_on_message}, ${lock.sender})`;
 }
 
 /** Releases a live lock held by the organization; false when it holds none. */
 export async function releaseLock(sql: Sql, hostedSimId: number, organizationId: number): Promise<boolean> {
   const rows = await sql`
-    update hosted_sims set lock_organization_id = null, lock_team_id = null, lock_user_id = null, lock_api_key_id = null,
-      locked_until = null, updated_at = now()
+    update hosted_sims set ${clearLockColumns(sql)}, updated_at = now()
     where id = ${hostedSimId} and lock_organization_id = ${organizationId} and locked_until > now()
     returning 1`;
   if (rows.length === 0) return false;
@@ -87,8 +108,7 @@ export async function clearExpiredLock(sql: Sql, hostedSimId: number, organizati
   if (!row) return "gone";
   if (!row.expired) return Math.ceil(row.remaining_ms);
   await sql`
-    update hosted_sims set lock_organization_id = null, lock_team_id = null, lock_user_id = null, lock_api_key_id = null,
-      locked_until = null, updated_at = now()
+    update hosted_sims set ${clearLockColumns(sql)}, updated_at = now()
     where id = ${hostedSimId}`;
   await sql`
     update number_locks set released_at = locked_until, release_reason = 'expired'
@@ -102,10 +122,14 @@ export type LockHistoryRow = {
   locked_until: string;
   released_at: string | null;
   release_reason: string | null;
+  release_on_message: boolean;
+  sender: string | null;
+  released_by_message_id: number | null;
 };
 
 export async function lockHistory(sql: Sql, hostedSimId: number): Promise<LockHistoryRow[]> {
   return sql<LockHistoryRow[]>`
-    select organization_id, team_id, ${isoColumn(sql, "locked_until")} as locked_until, ${isoColumn(sql, "released_at")} as released_at, release_reason
+    select organization_id, team_id, ${isoColumn(sql, "locked_until")} as locked_until, ${isoColumn(sql, "released_at")} as released_at, release_reason,
+      release_on_message, sender, released_by_message_id
     from number_locks where hosted_sim_id = ${hostedSimId} order by id`;
 }

@@ -15,14 +15,20 @@ type Deps = EventDeps & { jobs: JobQueue };
 export const numberLocked = (lockedUntil: string | null) =>
   new AppError(409, "number_locked", "Another organization holds the lock on this number.", { locked_until: lockedUntil });
 
-/** 404 unless the caller's organization is attached to the number. */
+/** 404 unless the organization the caller acts in is attached to the number (writes act in one organization). */
 export async function requireNumber(sql: Pool, c: Caller, id: number): Promise<HostedSimRow> {
-  const sim = await findHostedSim(sql, c.organization.id, id);
+  const sim = await findHostedSim(sql, [c.organization.id], id);
   if (!sim) throw notFound("Number");
   return sim;
 }
 
-export async function lockNumber(deps: Deps, c: Caller, id: number, body: { duration_seconds?: number; team_id?: number }) {
+export type LockOptions = { duration_seconds?: number; team_id?: number; release_on_message?: boolean; sender?: string };
+
+export async function lockNumber(deps: Deps, c: Caller, id: number, body: LockOptions) {
+  // A sender only says which message releases the lock: without a release it would mean nothing.
+  if (body.sender !== undefined && body.release_on_message !== true) {
+    throw validationFailed({ sender: ["needs release_on_message: true (only messages from this sender release the lock)"] });
+  }
   const sim = await requireNumber(deps.sql, c, id);
   if (body.team_id !== undefined && !(await teamBelongsTo(deps.sql, body.team_id, c.organization.id))) {
     throw validationFailed({ team_id: ["is not a team of your organization"] });
@@ -35,6 +41,8 @@ export async function lockNumber(deps: Deps, c: Caller, id: number, body: { dura
       userId: c.user?.id ?? null,
       apiKeyId: c.apiKey?.id ?? null,
       durationSeconds: body.duration_seconds ?? 600,
+      releaseOnMessage: body.release_on_message,
+      sender: body.sender ?? null,
     });
     if (taken) {
       const payload = { hosted_sim_id: id, organization_id: c.organization.id, locked_until: taken.locked_until };
@@ -44,7 +52,7 @@ export async function lockNumber(deps: Deps, c: Caller, id: number, body: { dura
     return taken;
   });
   if (!lock) {
-    const now = await findHostedSim(deps.sql, c.organization.id, id);
+    const now = await findHostedSim(deps.sql, [c.organization.id], id);
     throw numberLocked(now?.locked_until ?? sim.locked_until);
   }
   await publishLocked(deps, sim, c.organization.id, lock);
@@ -72,7 +80,14 @@ async function publishLocked(deps: EventDeps, sim: HostedSimRow, holder: number,
     hosted_sim_id: sim.id,
     number: sim.number,
     locked: true,
-    lock: { organization_id: holder, team_id: lock.team_id, user_id: lock.user_id, locked_until: lock.locked_until },
+    lock: {
+      organization_id: holder,
+      team_id: lock.team_id,
+      user_id: lock.user_id,
+      locked_until: lock.locked_until,
+      release_on_message: lock.release_on_message,
+      sender: lock.sender,
+    },
   };
   const redacted = { hosted_sim_id: sim.id, number: sim.number, locked: true, lock: null };
   deps.publish(`private-number.${sim.id}`, "number.locked", full, { organizations: [holder] });
@@ -87,7 +102,9 @@ async function publishLocked(deps: EventDeps, sim: HostedSimRow, holder: number,
   }
 }
 
-async function publishUnlocked(deps: EventDeps, sim: Pick<HostedSimRow, "id" | "number">, reason: "unlock" | "expired") {
+type UnlockReason = "unlock" | "expired" | "released_on_message";
+
+async function publishUnlocked(deps: EventDeps, sim: Pick<HostedSimRow, "id" | "number">, reason: UnlockReason) {
   const orgs = await attachedOrganizations(deps.sql, sim.id);
   const data = { hosted_sim_id: sim.id, number: sim.number, locked: false, lock: null, reason };
   deps.publish(`private-number.${sim.id}`, "number.unlocked", data, { organizations: orgs });
@@ -97,6 +114,17 @@ async function publishUnlocked(deps: EventDeps, sim: Pick<HostedSimRow, "id" | "
       "number.unlocked",
       data,
     );
+}
+
+/**
+ * Announces locks that the inbound store ended because a message released them (the fan-out
+ * job calls this after that message's deliveries and events). The lock is already gone in the
+ * database: this only tells the attached organizations.
+ */
+export async function announceLocksReleasedOnMessage(deps: EventDeps, hostedSimIds: number[]) {
+  if (hostedSimIds.length === 0) return;
+  const sims = await deps.sql<{ id: number; number: string }[]>`select id, number from hosted_sims where id = any(${hostedSimIds}::bigint[]) order by id`;
+  for (const sim of sims) await publishUnlocked(deps, sim, "released_on_message");
 }
 
 type ExpiryPayload = { hosted_sim_id: number; organization_id: number; locked_until: string };

@@ -1,32 +1,50 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
+import { Id, IdParam, Optional, Text } from "../lib/fields";
 
-const Id = { minimum: 1, maximum: Number.MAX_SAFE_INTEGER, multipleOf: 1 };
 // NUL cannot be stored in PostgreSQL text: refused as a validation error, not a 500.
-const Alias = Type.String({ minLength: 1, maxLength: 64, description: "1 to 64 characters" });
+const Alias = Text({ minLength: 1, maxLength: 64, description: "1 to 64 characters" });
 
-export const NumberParams = t.Object({ id: t.Numeric(Id) });
+export const NumberParams = t.Object({ id: IdParam() });
 
 export const NumberListQuery = t.Object({
-  type: t.Optional(t.String({ maxLength: 32 })),
-  status: t.Optional(t.String({ maxLength: 32 })),
-  team_id: t.Optional(t.Numeric(Id)),
+  type: t.Optional(Text({ maxLength: 32 })),
+  status: t.Optional(Text({ maxLength: 32 })),
+  team_id: t.Optional(IdParam()),
 });
 
 export const ClaimBody = Type.Object({
-  hosted_sim_id: Type.Optional(Type.Integer(Id)),
-  team_id: Type.Optional(Type.Integer(Id)),
-  alias: Type.Optional(Type.Union([Alias, Type.Null()])),
+  hosted_sim_id: Optional(Id(), "absent"),
+  team_id: Optional(Id(), "absent"),
+  alias: Optional(Alias, "clears"),
 });
-export const OrderBody = Type.Object({ team_id: Type.Optional(Type.Integer(Id)), alias: Type.Optional(Type.Union([Alias, Type.Null()])) });
+export const OrderBody = Type.Object({ team_id: Optional(Id(), "absent"), alias: Optional(Alias, "clears") });
 export const ClaimVirtualBody = Type.Object({
-  hosted_sim_id: Type.Integer(Id),
-  team_id: Type.Optional(Type.Integer(Id)),
-  alias: Type.Optional(Type.Union([Alias, Type.Null()])),
+  hosted_sim_id: Id(),
+  team_id: Optional(Id(), "absent"),
+  alias: Optional(Alias, "clears"),
 });
+/** Who sent an SMS: an E.164 number, or an alphanumeric sender id of at most 11 characters (short codes included). */
+export const SENDER_PATTERN = "^(\\+[1-9][0-9]{6,14}|[A-Za-z0-9][A-Za-z0-9 .&_-]{0,10})$";
 export const LockBody = Type.Object({
-  duration_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 3600, default: 600 })),
-  team_id: Type.Optional(Type.Integer(Id)),
+  duration_seconds: Optional(Type.Integer({ minimum: 60, maximum: 3600, default: 600 }), "absent"),
+  team_id: Optional(Id(), "absent"),
+  release_on_message: Optional(
+    Type.Boolean({
+      description:
+        "true: the lock ends by itself right after the first inbound message under it (from `sender` if given) was stored and forwarded. Absent: false for a new lock; extending your lock keeps its options.",
+    }),
+    "absent",
+  ),
+  sender: Optional(
+    Type.String({
+      pattern: SENDER_PATTERN,
+      description:
+        "Only with release_on_message: true (else 422): only a message from this sender (E.164, or an alphanumeric sender id up to 11 characters, compared ignoring case) releases the lock.",
+      examples: ["+15550001111", "Google"],
+    }),
+    "absent",
+  ),
 });
 export const AliasBody = Type.Object({ alias: Type.Union([Alias, Type.Null()]) });
 
@@ -37,6 +55,8 @@ export const Lock = t.Object({
   team_id: t.Union([t.Integer(), t.Null()]),
   user_id: t.Union([t.Integer(), t.Null()]),
   locked_until: Timestamp,
+  release_on_message: t.Boolean({ description: "the lock ends by itself after the first inbound message under it (from `sender` if set)" }),
+  sender: t.Union([t.String(), t.Null()], { description: "the only sender whose message releases the lock; null: any sender" }),
 });
 export const HostedSim = t.Object({
   id: t.Integer(),
@@ -47,7 +67,7 @@ export const HostedSim = t.Object({
   shared_max_orgs: t.Integer(),
   messages_received_count: t.Integer({ description: "inbound messages your organization may see on this number" }),
   organizations: t.Array(t.Object({ id: t.Integer(), name: t.String(), alias: t.Union([t.String(), t.Null()]), team_id: t.Union([t.Integer(), t.Null()]) }), {
-    description: "your organization's attachment only",
+    description: "the attachments of the organizations you read in (yours only, never another organization's)",
   }),
   teams: t.Array(t.Object({ id: t.Integer(), name: t.String() })),
   locked: t.Boolean(),

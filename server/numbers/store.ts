@@ -3,7 +3,19 @@ import type { Sql } from "../db/client";
 /** A timestamp column as API.md's ISO UTC string with milliseconds. */
 export const isoColumn = (sql: Sql, column: string) => sql`to_char(${sql.unsafe(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** One hosted SIM as one organization sees it: its own attachment, never another's. */
+/** One organization's attachment to a number: its alias and team, and what it may see of its traffic. */
+export type HostedSimAttachment = {
+  organization_id: number;
+  organization_name: string;
+  alias: string | null;
+  team_id: number | null;
+  team_name: string | null;
+};
+
+/**
+ * One hosted SIM as a set of organizations sees it (the caller's read scope, or the one
+ * organization a write acts in): their own attachments, never another organization's.
+ */
 export type HostedSimRow = {
   id: number;
   number: string;
@@ -11,48 +23,66 @@ export type HostedSimRow = {
   status: string;
   type: string;
   shared_max_orgs: number;
+  /** The viewing organizations' attachments, by organization id. */
+  attachments: HostedSimAttachment[];
+  /** Inbound messages any viewing organization may see, each counted once. */
   messages_received_count: number;
-  organization_id: number;
-  organization_name: string;
-  alias: string | null;
-  team_id: number | null;
-  team_name: string | null;
   lock_live: boolean;
   lock_organization_id: number | null;
   lock_team_id: number | null;
   lock_user_id: number | null;
   locked_until: string | null;
+  lock_release_on_message: boolean;
+  lock_sender: string | null;
   created_at: string;
   updated_at: string;
 };
 
 export type HostedSimFilter = { id?: number; type?: string; status?: string; teamId?: number };
 
-export async function listHostedSims(sql: Sql, organizationId: number, f: HostedSimFilter = {}): Promise<HostedSimRow[]> {
+/** The numbers attached to any of `organizationIds`, each once (SPEC.md 1.4: a user reaches the SIMs of all their organizations). */
+export async function listHostedSims(sql: Sql, organizationIds: number[], f: HostedSimFilter = {}): Promise<HostedSimRow[]> {
   return sql<HostedSimRow[]>`
     select h.id, h.number, h.provider, h.status, h.type, h.shared_max_orgs,
-           coalesce(c.inbound, 0) as messages_received_count,
-           a.organization_id, o.name as organization_name, a.alias, a.team_id, t.name as team_name,
+           json_agg(json_build_object(
+             'organization_id', a.organization_id, 'organization_name', o.name, 'alias', a.alias,
+             'team_id', a.team_id, 'team_name', t.name
+           ) order by a.organization_id) as attachments,
+           -- One viewer: its kept count. Several (rare): the messages any of them sees, once each.
+           case when count(*) = 1 then max(coalesce(c.inbound, 0))
+                else (select count(distinct v.message_id) from message_visibility v
+                      where v.hosted_sim_id = h.id and v.organization_id = any(${organizationIds}::bigint[]) and not v.outbound)
+           end::int as messages_received_count,
            (h.lock_organization_id is not null and h.locked_until > now()) as lock_live,
            h.lock_organization_id, h.lock_team_id, h.lock_user_id, ${isoColumn(sql, "h.locked_until")} as locked_until,
+           h.lock_release_on_message, h.lock_sender,
            ${isoColumn(sql, "h.created_at")} as created_at, ${isoColumn(sql, "h.updated_at")} as updated_at
     from hosted_sim_organizations a
     join hosted_sims h on h.id = a.hosted_sim_id
     join organizations o on o.id = a.organization_id
     left join teams t on t.id = a.team_id
     left join message_visibility_counts c on c.organization_id = a.organization_id and c.hosted_sim_id = h.id
-    where a.organization_id = ${organizationId}
+    where a.organization_id = any(${organizationIds}::bigint[])
       ${f.id !== undefined ? sql`and h.id = ${f.id}` : sql``}
       ${f.type !== undefined ? sql`and h.type = ${f.type}` : sql``}
       ${f.status !== undefined ? sql`and h.status = ${f.status}` : sql``}
-      ${f.teamId !== undefined ? sql`and a.team_id = ${f.teamId}` : sql``}
+      ${
+        f.teamId !== undefined
+          ? sql`and exists (select 1 from hosted_sim_organizations x
+                            where x.hosted_sim_id = h.id and x.team_id = ${f.teamId} and x.organization_id = any(${organizationIds}::bigint[]))`
+          : sql``
+      }
+    group by h.id
     order by h.id`;
 }
 
-export async function findHostedSim(sql: Sql, organizationId: number, id: number): Promise<HostedSimRow | null> {
-  const [row] = await listHostedSims(sql, organizationId, { id });
+export async function findHostedSim(sql: Sql, organizationIds: number[], id: number): Promise<HostedSimRow | null> {
+  const [row] = await listHostedSims(sql, organizationIds, { id });
   return row ?? null;
 }
+
+/** The attachment of the organization a write acts in (rows read for it hold that one). */
+export const attachmentOf = (row: HostedSimRow, organizationId: number) => row.attachments.find((a) => a.organization_id === organizationId) ?? null;
 
 export async function teamBelongsTo(sql: Sql, teamId: number, organizationId: number): Promise<boolean> {
   const [row] = await sql`select 1 from teams where id = ${teamId} and organization_id = ${organizationId}`;

@@ -14,6 +14,8 @@ const queryParameters = (schema: TObject) =>
   Object.entries(schema.properties).map(([name, s]) => ({ name, in: "query", required: schema.required?.includes(name) ?? false, schema: s }));
 
 const common = { tags: ["OAuth"], security: [] };
+const page = { description: "The sign-in or consent page (HTML)", content: { "text/html": { schema: { type: "string" as const } } } };
+const redirect = { description: "Redirect to the client's redirect_uri with code and state, or with error (RFC 6749 4.1.2)" };
 
 export const docs = {
   metadata: { ...common, summary: "Authorization server metadata (RFC 8414)" },
@@ -22,8 +24,14 @@ export const docs = {
     summary: "Sign-in and consent page (RFC 6749 4.1.1, PKCE S256)",
     description: "HTML. Approval redirects to redirect_uri with code and state; errors after the client is known redirect with error.",
     parameters: queryParameters(AuthorizeQuery),
+    responses: { 200: page, 303: redirect },
   },
-  authorizeForm: { ...common, summary: "Sign-in page form steps (HTML)", requestBody: formBody(SignInForm, "A step of the page") },
+  authorizeForm: {
+    ...common,
+    summary: "Sign-in page form steps (HTML)",
+    requestBody: formBody(SignInForm, "A step of the page"),
+    responses: { 200: page, 303: redirect },
+  },
   token: {
     ...common,
     summary: "Token endpoint (RFC 6749 4.1.3 and 6)",

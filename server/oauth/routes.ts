@@ -69,7 +69,7 @@ type Server = { requestIP(r: Request): { address: string } | null } | null;
 export function oauthRoutes(services: Pick<Services, "sql" | "limiter" | "clock" | "config" | "auth">) {
   const { sql, config } = services;
   const base = config.PUBLIC_URL;
-  const tokens = createTokenService({ sql, accessTokenSeconds: config.OAUTH_ACCESS_TOKEN_SECONDS, onRevoke: services.auth.revoke });
+  const tokens = createTokenService({ sql, accessTokenSeconds: config.OAUTH_ACCESS_TOKEN_SECONDS, change: services.auth.change });
   const signIn = createSignIn({ sql, limiter: services.limiter, clock: services.clock });
   let flow: Promise<ReturnType<typeof createAuthorizeFlow>> | undefined;
   const authorizeFlow = () => (flow ??= loadFormKey(sql).then((key) => createAuthorizeFlow({ sql, signer: createFormSigner(key, services.clock), signIn })));

@@ -1,4 +1,5 @@
-import { addressKey, createFailureLimits, emailKey, totpUserKey } from "../auth/limits";
+import { totpUserKey } from "../auth/limits";
+import { createLoginLimits } from "../auth/login-limits";
 import { acceptTotpStep, findTotpUser, findUserByEmail } from "../auth/store";
 import { checkTotp } from "../auth/totp";
 import type { Sql } from "../db/client";
@@ -13,32 +14,33 @@ let dummyHash: Promise<string> | undefined;
 const getDummyHash = () => (dummyHash ??= Bun.password.hash(randomString(32), { algorithm: "argon2id" }));
 
 /**
- * Password and TOTP checks of the sign-in page. They share the API login's failure counters
- * (per email, per client address, per user for codes) and its TOTP replay guard, so the page is
- * no side door around either.
+ * Password and TOTP checks of the sign-in page. They share the API login's throttles (per account,
+ * per account and address, per address; per user for codes) and its TOTP replay guard, so the
+ * page is no side door around either.
  */
 export function createSignIn(deps: { sql: Sql; limiter: RateLimiter; clock: Clock }) {
-  const { sql, limiter } = deps;
-  // Each attempt is counted as a failure before it is judged and released when it succeeds, so a
-  // parallel burst cannot all pass the check (auth/limits.ts reserve).
-  const limits = createFailureLimits(limiter);
+  const { sql } = deps;
+  // The API login's throttles (auth/login-limits.ts): each attempt is counted before it is judged.
+  const limits = createLoginLimits(deps.limiter);
 
   async function checkPassword(email: string, password: string, address: string): Promise<SignInResult> {
-    const keys = [emailKey(email), addressKey(address)];
-    const attempt = await limits.tryReserve(keys);
+    const attempt = await limits.tryReserve(email, address);
     if (attempt.retryIn) return { ok: false, retryIn: attempt.retryIn };
     const user = await findUserByEmail(sql, email.trim());
     const ok = await Bun.password.verify(password, user?.password_hash ?? (await getDummyHash()));
-    if (!user || !ok) return { ok: false };
+    if (!user || !ok) {
+      await attempt.failed();
+      return { ok: false };
+    }
     await attempt.release();
-    await limiter.reset(keys[0]!);
+    await limits.signedIn(email, address);
     return { ok: true, userId: user.id, needsCode: user.totp_enabled };
   }
 
   async function checkCode(userId: number, code: string, address: string): Promise<SignInResult> {
     const user = await findTotpUser(sql, userId);
     if (!user) return { ok: false };
-    const attempt = await limits.tryReserve([emailKey(user.email), addressKey(address), totpUserKey(userId)]);
+    const attempt = await limits.tryReserve(user.email, address, [totpUserKey(userId)]);
     if (attempt.retryIn) return { ok: false, retryIn: attempt.retryIn };
     const token = code.replace(/\s+/g, "");
     const step =
@@ -46,7 +48,10 @@ export function createSignIn(deps: { sql: Sql; limiter: RateLimiter; clock: Cloc
         ? await checkTotp({ secret: user.totp_secret, code: token, nowMs: deps.clock.now(), afterStep: user.totp_last_step })
         : null;
     // A code is good once (RFC 6238 5.2), on this page or the API alike.
-    if (step === null || !(await acceptTotpStep(sql, userId, step))) return { ok: false };
+    if (step === null || !(await acceptTotpStep(sql, userId, step))) {
+      await attempt.failed();
+      return { ok: false };
+    }
     await attempt.release();
     return { ok: true, userId, needsCode: false };
   }

@@ -45,15 +45,17 @@ export async function createGrant(sql: Sql, g: { clientId: number; userId: numbe
   return row!.id;
 }
 
-/** Revokes a grant: its refresh tokens stop working and its access tokens are deleted at once. */
-export async function revokeGrant(sql: Sql, grantId: string) {
+/** Revokes a grant: its refresh tokens stop working and its access tokens are deleted. Returns their session ids (to revoke). */
+export async function revokeGrant(sql: Sql, grantId: string): Promise<number[]> {
   await sql`update oauth_grants set revoked_at = coalesce(revoked_at, now()) where id = ${grantId}`;
-  await sql`delete from sessions where id in (select session_id from oauth_access_tokens where grant_id = ${grantId})`;
+  const rows = await sql<{ id: number }[]>`
+    delete from sessions where id in (select session_id from oauth_access_tokens where grant_id = ${grantId}) returning id`;
+  return rows.map((r) => r.id);
 }
 
-export async function revokeGrantOfCode(sql: Sql, codeId: number) {
+export async function revokeGrantOfCode(sql: Sql, codeId: number): Promise<number[]> {
   const [row] = await sql<{ id: string }[]>`select id from oauth_grants where authorization_code_id = ${codeId}`;
-  if (row) await revokeGrant(sql, row.id);
+  return row ? revokeGrant(sql, row.id) : [];
 }
 
 /**
@@ -97,10 +99,6 @@ export async function findAccessTokenGrant(sql: Sql, token: string) {
     from sessions s join oauth_access_tokens a on a.session_id = s.id join oauth_grants g on g.id = a.grant_id
     where s.token_hash = ${sha256(token)} and s.kind = 'oauth'`;
   return row;
-}
-
-export async function deleteSession(sql: Sql, sessionId: number) {
-  await sql`delete from sessions where id = ${sessionId}`;
 }
 
 /** The user named on the consent page. */

@@ -1,4 +1,5 @@
-import type { Revocation } from "../auth/caller-cache";
+import type { Recorder, Revoker } from "../auth/revoker";
+import { deleteSession } from "../auth/store";
 import { issueSession } from "../auth/tokens";
 import type { Pool, Sql } from "../db/client";
 import { invalidClient, invalidGrant, invalidRequest, OAuthError } from "./oauth-error";
@@ -14,14 +15,12 @@ export type TokenBody = { access_token: string; token_type: "Bearer"; expires_in
 /**
  * The token endpoint's grants and RFC 7009 revocation. A replayed code or refresh token is a
  * sign of theft: the grant it belongs to is revoked, and that revocation is committed even
- * though the request itself fails.
+ * though the request itself fails. Every transaction runs through the credential module's
+ * `change`, so what it revokes is logged with it and dropped on every instance before the
+ * request answers.
  */
-export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number; onRevoke?: (r: Revocation) => void }) {
+export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number; change: Revoker["change"] }) {
   const { sql, accessTokenSeconds } = opts;
-  // Revocations are announced (cached callers dropped) once their transaction has committed.
-  const announce = (revoked: Revocation[]) => {
-    for (const r of revoked) opts.onRevoke?.(r);
-  };
 
   async function issue(tx: Sql, grantId: string, userId: number): Promise<TokenBody> {
     const access = await issueSession(tx, userId, { kind: "oauth", ttlSeconds: accessTokenSeconds });
@@ -36,25 +35,26 @@ export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number
     return client;
   }
 
-  /** Runs `fn` in a transaction; an OAuthError it returns is thrown only after the commit. */
-  async function commitThen(fn: (tx: Sql, revoked: Revocation[]) => Promise<TokenBody | OAuthError>): Promise<TokenBody> {
-    const revoked: Revocation[] = [];
-    const result = await sql.begin((tx) => fn(tx, revoked));
-    announce(revoked);
+  /** Runs `fn` in a transaction; an OAuthError it returns is thrown only after the commit (and the revocations it recorded). */
+  async function commitThen(fn: (tx: Sql, record: Recorder) => Promise<TokenBody | OAuthError>): Promise<TokenBody> {
+    const result = await opts.change(fn);
     if (result instanceof OAuthError) throw result;
     return result;
   }
+
+  const revokeSessions = (record: Recorder, sessionIds: number[]) => {
+    for (const sessionId of sessionIds) record.revoke({ sessionId });
+  };
 
   async function exchangeCode(p: AuthorizationCodeGrant): Promise<TokenBody> {
     const client = await clientOrFail(p.client_id);
     if (!isValidVerifier(p.code_verifier)) throw invalidRequest("code_verifier must be 43 to 128 characters of [A-Za-z0-9-._~].");
     await store.pruneExpired(sql);
-    return commitThen(async (tx, revoked) => {
+    return commitThen(async (tx, record) => {
       const code = await store.lockCode(tx, p.code);
       if (!code || code.client_id !== client.id) return invalidGrant("The authorization code is invalid.");
       if (code.used_at) {
-        await store.revokeGrantOfCode(tx, code.id);
-        revoked.push({ userId: code.user_id });
+        revokeSessions(record, await store.revokeGrantOfCode(tx, code.id));
         return invalidGrant("The authorization code was already used; tokens issued from it are revoked.");
       }
       // Single use means a single attempt: a failed redemption burns the code too.
@@ -69,12 +69,11 @@ export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number
 
   async function refresh(p: RefreshTokenGrant): Promise<TokenBody> {
     const client = await clientOrFail(p.client_id);
-    return commitThen(async (tx, revoked) => {
+    return commitThen(async (tx, record) => {
       const token = await store.lockRefreshToken(tx, p.refresh_token);
       if (!token || token.client_id !== client.id || token.revoked) return invalidGrant("The refresh token is invalid or revoked.");
       if (token.used_at) {
-        await store.revokeGrant(tx, token.grant_id);
-        revoked.push({ userId: token.user_id });
+        revokeSessions(record, await store.revokeGrant(tx, token.grant_id));
         return invalidGrant("The refresh token was already used; its token family is revoked.");
       }
       if (token.expired) return invalidGrant("The refresh token has expired.");
@@ -89,27 +88,24 @@ export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number
    */
   async function revoke(p: RevokeRequest): Promise<void> {
     const client = await clientOrFail(p.client_id);
-    const revoked: Revocation[] = [];
-    await sql.begin(async (tx) => {
+    await opts.change(async (tx, record) => {
       const order = p.token_type_hint === "access_token" ? [revokeAccess, revokeRefresh] : [revokeRefresh, revokeAccess];
-      for (const attempt of order) if (await attempt(tx, p.token, client.id, revoked)) return;
+      for (const attempt of order) if (await attempt(tx, p.token, client.id, record)) return;
     });
-    announce(revoked);
   }
 
-  async function revokeRefresh(tx: Sql, token: string, clientId: number, revoked: Revocation[]) {
+  async function revokeRefresh(tx: Sql, token: string, clientId: number, record: Recorder) {
     const row = await store.lockRefreshToken(tx, token);
     if (!row || row.client_id !== clientId) return false;
-    await store.revokeGrant(tx, row.grant_id);
-    revoked.push({ userId: row.user_id });
+    revokeSessions(record, await store.revokeGrant(tx, row.grant_id));
     return true;
   }
 
-  async function revokeAccess(tx: Sql, token: string, clientId: number, revoked: Revocation[]) {
+  async function revokeAccess(tx: Sql, token: string, clientId: number, record: Recorder) {
     const row = await store.findAccessTokenGrant(tx, token);
     if (!row || row.client_id !== clientId) return false;
-    await store.deleteSession(tx, row.session_id);
-    revoked.push({ sessionId: row.session_id });
+    await deleteSession(tx, row.session_id);
+    record.revoke({ sessionId: row.session_id });
     return true;
   }
 

@@ -3,11 +3,13 @@ import { findVerificationCode } from "../devices/codes";
 import { verifySimCard } from "../devices/verification";
 import { AppError, validationFailed } from "../errors";
 import { storeInboundMessage } from "../messages/inbound";
+import { findActiveHostedSimByNumber } from "../numbers/byos-store";
+import { createVerificationThrottle } from "../numbers/verification-throttle";
 import type { Services } from "../services";
 import { type FormParams, isValidProviderSignature, parseForm } from "./signature";
-import { findActiveHostedSimByNumber, recordProviderMessage } from "./store";
+import { recordProviderMessage } from "./store";
 
-type Deps = Pick<Services, "sql" | "clock" | "config" | "devices" | "publish" | "logger" | "jobs">;
+type Deps = Pick<Services, "sql" | "clock" | "config" | "devices" | "publish" | "logger" | "jobs" | "metrics">;
 
 const REQUIRED = ["From", "To", "Body", "MessageSid"] as const;
 const xml = () => new Response("<Response/>", { status: 200, headers: { "content-type": "text/xml" } });
@@ -27,7 +29,14 @@ function requiredFields(params: FormParams) {
 /** API.md "Provider callback": signed form posts from the messaging provider. */
 export function providerRoutes(services: Deps) {
   const { sql, config, logger } = services;
-  const verification = { sql, clock: services.clock, actors: services.devices.actors, publish: services.publish };
+  const verification = {
+    sql,
+    clock: services.clock,
+    actors: services.devices.actors,
+    publish: services.publish,
+    throttle: createVerificationThrottle({ sql, clock: services.clock, metrics: services.metrics }),
+    providerNumber: config.PROVIDER_NUMBER,
+  };
 
   async function inbound(f: Record<(typeof REQUIRED)[number], string>, hostedSimId: number) {
     const stored = await sql.begin(async (tx) => {

@@ -7,8 +7,3 @@ export async function recordProviderMessage(sql: Sql, messageSid: string, kind: 
   const rows = await sql`insert into provider_messages (message_sid, kind) values (${messageSid}, ${kind}) on conflict do nothing returning message_sid`;
   return rows.length > 0;
 }
-
-export async function findActiveHostedSimByNumber(sql: Sql, number: string) {
-  const [row] = await sql<{ id: number }[]>`select id from hosted_sims where number = ${number} and status = 'active'`;
-  return row ?? null;
-}

@@ -1,5 +1,6 @@
 import Redis from "ioredis";
 import type { Logger } from "../lib/logger";
+import { REDIS_CLIENT_OPTIONS } from "../lib/redis-guard";
 
 /**
  * One event on one channel, as every instance sees it. `organizations`, when set, limits who
@@ -19,6 +20,11 @@ export type Bus = {
   kind: "local" | "redis";
   publish: Publish;
   subscribe(listener: (message: BusMessage) => void): () => void;
+  /**
+   * Runs `listener` each time the bus (re)joins the other instances: messages published while it
+   * was cut off never reach it, so whoever relies on them (revocations) checks again.
+   */
+  onResumed(listener: () => void): () => void;
   /** Redis round trip, or a constant for the local bus. */
   ping(): Promise<void>;
   /** Resolves once connected (or after `ms` if Redis is not reachable: the server starts degraded). */
@@ -40,6 +46,7 @@ export function createLocalBus(origin: string): Bus {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    onResumed: () => () => {},
     ping: async () => {},
     ready: async () => {},
     close: async () => listeners.clear(),
@@ -48,16 +55,24 @@ export function createLocalBus(origin: string): Bus {
 
 export function createRedisBus(opts: { url: string; prefix: string; origin: string; logger: Logger }): Bus {
   const topic = `${opts.prefix}events`;
-  const connect = () =>
-    new Redis(opts.url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: (n) => Math.min(n * 200, 2000) });
+  // Fail fast while disconnected: a publish falls back to this instance at once (REDIS_CLIENT_OPTIONS).
+  const connect = () => new Redis(opts.url, REDIS_CLIENT_OPTIONS);
   const pub = connect();
   const sub = connect();
   const local = createLocalBus(opts.origin);
+  const resumed = new Set<() => void>();
   const silence = (e: Error) => opts.logger.debug({ err: e.message }, "redis connection error");
   pub.on("error", silence);
   sub.on("error", silence);
-  // (Re)subscribe on every connect: a Redis restart drops subscriptions.
-  sub.on("ready", () => void sub.subscribe(topic).catch(silence));
+  // (Re)subscribe on every connect: a Redis restart drops subscriptions. The first connect
+  // resumes too: an instance that started without Redis may have missed revocations as well.
+  sub.on(
+    "ready",
+    () =>
+      void sub.subscribe(topic).then(() => {
+        for (const l of resumed) l();
+      }, silence),
+  );
   sub.on("message", (_channel: string, raw: string) => {
     try {
       const m = JSON.parse(raw) as BusMessage;
@@ -81,6 +96,10 @@ export function createRedisBus(opts: { url: string; prefix: string; origin: stri
       }
     },
     subscribe: local.subscribe,
+    onResumed(listener) {
+      resumed.add(listener);
+      return () => resumed.delete(listener);
+    },
     async ping() {
       const answer = await pub.ping();
       if (answer !== "PONG") throw new Error(`unexpected answer ${answer}`);

@@ -1,6 +1,6 @@
 import type { ServerWebSocket } from "bun";
 import { channelRefusal, isValidChannelName, parseChannel } from "./channels";
-import type { GrantStore } from "./grants";
+import type { Grant, GrantStore } from "./grants";
 import type { RealtimeLimits } from "./limits";
 import { ErrorCode, errorFrame, eventFrame, parseClientFrame, subscriptionErrorFrame, verifyChannelSignature } from "./protocol";
 
@@ -13,8 +13,8 @@ export type SocketData = {
   id: string;
   appKey: string;
   protocol: string | null;
-  /** channel → organization the subscription was authorized for (null: unknown, sees no filtered events) */
-  subscriptions: Map<string, number | null>;
+  /** channel → what its subscription was granted (organization, credential); null while it is being set up */
+  subscriptions: Map<string, Grant | null>;
   lastSeen: number;
   pingSentAt: number;
   slowSweeps: number;
@@ -30,6 +30,8 @@ export type ConnectionDeps = {
   limits: RealtimeLimits;
   now(): number;
   countIn(): void;
+  /** Whether the grant's credential still stands; false also when it was revoked while this was asked. */
+  stillGranted(grant: Grant): Promise<boolean>;
 };
 
 /** Handles one client frame: ping, subscribe, unsubscribe; everything else is answered with pusher:error. */
@@ -85,23 +87,44 @@ export function createFrameHandler(deps: ConnectionDeps) {
       const limit = deps.limits.maxSubscriptionsPerConnection;
       return void ws.send(subscriptionErrorFrame(channel, 429, `At most ${limit} channels per connection.`, "LimitReached"));
     }
-    // Reserve the slot now: the grant lookup may take a round trip to Redis.
+    // Reserve the slot now: the grant lookup may take a round trip to Redis and the database.
     d.subscriptions.set(channel, null);
-    const parsed = parseChannel(channel)!;
-    const org = parsed.kind === "organization" ? parsed.id : await deps.grants.take(d.id, channel);
-    if (ws.readyState !== 1 || !d.subscriptions.has(channel)) return;
-    d.subscriptions.set(channel, org);
+    const outcome = await checkGrant(d.id, channel);
+    // Closed, or unsubscribed meanwhile.
+    if (ws.readyState !== 1 || d.subscriptions.get(channel) !== null) return;
+    if ("status" in outcome) {
+      d.subscriptions.delete(channel);
+      return void ws.send(subscriptionErrorFrame(channel, outcome.status, outcome.error));
+    }
+    d.subscriptions.set(channel, outcome);
     ws.subscribe(channel);
-    if (org !== null) ws.subscribe(orgTopic(channel, org));
+    ws.subscribe(orgTopic(channel, outcome.organizationId));
     ws.send(eventFrame("pusher_internal:subscription_succeeded", {}, channel));
+  }
+
+  /**
+   * The grant the auth endpoint recorded for this socket and channel, if its credential still
+   * stands; else why not. Without a grant nothing could end the subscription when the credential
+   * is revoked, so none is accepted without one.
+   */
+  async function checkGrant(socketId: string, channel: string): Promise<Grant | { status: number; error: string }> {
+    const grant = await deps.grants.take(socketId, channel);
+    const parsed = parseChannel(channel)!;
+    if (!grant || (parsed.kind === "organization" && grant.organizationId !== parsed.id)) {
+      return { status: 401, error: "No authorization recorded for this connection and channel (expired, or lost while the cache was down): authorize again." };
+    }
+    const standing = await deps.stillGranted(grant).catch(() => null);
+    if (standing === null) return { status: 503, error: "Authorization could not be checked right now; try again." };
+    if (!standing) return { status: 401, error: "The credential that authorized this channel was revoked." };
+    return grant;
   }
 
   function unsubscribe(ws: Socket, channel: unknown) {
     const d = ws.data;
     if (typeof channel !== "string" || !d.subscriptions.has(channel)) return;
-    const org = d.subscriptions.get(channel);
+    const grant = d.subscriptions.get(channel);
     d.subscriptions.delete(channel);
     ws.unsubscribe(channel);
-    if (org !== null && org !== undefined) ws.unsubscribe(orgTopic(channel, org));
+    if (grant) ws.unsubscribe(orgTopic(channel, grant.organizationId));
   }
 }

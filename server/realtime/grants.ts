@@ -1,42 +1,70 @@
-import type Redis from "ioredis";
+import type { RedisGuard } from "../lib/redis-guard";
 
 /**
- * What the auth endpoint learnt about a (socket, channel) pair: the organization it joins for.
- * The signature proves the server agreed to the subscription, but not for which organization;
- * the socket that later subscribes (possibly on another instance) reads it back here, so events
- * on a shared number reach only the organizations allowed to see them. Kept briefly: clients
- * subscribe right after authorizing.
+ * The credential that authorized a subscription. Sessions and OAuth tokens are `sessions` rows
+ * (their user's membership in the grant's organization is part of their validity); an API key
+ * carries the first bytes of its digest too, so a regenerated key (same id) is told apart.
  */
+export type Credential = { sessionId: number | null; userId: number | null; apiKeyId: number | null; keyDigest: string | null };
+
+/**
+ * What the auth endpoint decided for a (socket, channel) pair: the organization it joins for and
+ * the credential that asked. The signature proves the server agreed to the subscription, but not
+ * for which organization nor on whose credential; the socket that later subscribes (possibly on
+ * another instance) reads it back here, so events on a shared number reach only the organizations
+ * allowed to see them, and revoking the credential ends the subscription.
+ * Kept briefly: clients subscribe right after authorizing.
+ */
+export type Grant = { organizationId: number; credential: Credential };
+
 export type GrantStore = {
-  put(socketId: string, channel: string, organizationId: number): Promise<void>;
-  take(socketId: string, channel: string): Promise<number | null>;
+  put(socketId: string, channel: string, grant: Grant): Promise<void>;
+  take(socketId: string, channel: string): Promise<Grant | null>;
 };
 
 const TTL_SECONDS = 300;
 
+function parseGrant(raw: string | null): Grant | null {
+  if (raw === null) return null;
+  try {
+    const g = JSON.parse(raw) as Grant;
+    return typeof g?.organizationId === "number" && typeof g.credential === "object" && g.credential !== null ? g : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Grants in Redis, shared by every instance. A copy stays in this process too, so while Redis is
- * unreachable a client that authorizes and connects on the same instance still gets its events.
+ * unreachable a client that authorizes and connects on the same instance still subscribes; one
+ * that connects to another instance is refused and authorizes again (docs/events.md).
  */
-export function createRedisGrantStore(redis: Redis, prefix: string): GrantStore {
+export function createRedisGrantStore(guard: RedisGuard, prefix: string): GrantStore {
   const key = (socketId: string, channel: string) => `${prefix}ws-grant:${socketId}:${channel}`;
   const local = createLocalGrantStore();
   return {
-    async put(socketId, channel, organizationId) {
-      await local.put(socketId, channel, organizationId);
-      await redis.set(key(socketId, channel), String(organizationId), "EX", TTL_SECONDS).catch(() => {});
+    async put(socketId, channel, grant) {
+      await local.put(socketId, channel, grant);
+      await guard.run(
+        (redis) => redis.set(key(socketId, channel), JSON.stringify(grant), "EX", TTL_SECONDS),
+        () => null,
+      );
     },
     async take(socketId, channel) {
       const here = await local.take(socketId, channel);
       if (here !== null) return here;
-      const value = await redis.get(key(socketId, channel)).catch(() => null);
-      return value === null ? null : Number(value);
+      return parseGrant(
+        await guard.run(
+          (redis) => redis.get(key(socketId, channel)),
+          () => null,
+        ),
+      );
     },
   };
 }
 
 export function createLocalGrantStore(now: () => number = Date.now): GrantStore {
-  const grants = new Map<string, { org: number; expires: number }>();
+  const grants = new Map<string, { grant: Grant; expires: number }>();
   let lastPrune = now();
   // Expired entries go in one pass at most once a minute, so the map stays small.
   function prune() {
@@ -46,13 +74,13 @@ export function createLocalGrantStore(now: () => number = Date.now): GrantStore 
     for (const [k, v] of grants) if (v.expires <= t) grants.delete(k);
   }
   return {
-    async put(socketId, channel, organizationId) {
+    async put(socketId, channel, grant) {
       prune();
-      grants.set(`${socketId}:${channel}`, { org: organizationId, expires: now() + TTL_SECONDS * 1000 });
+      grants.set(`${socketId}:${channel}`, { grant, expires: now() + TTL_SECONDS * 1000 });
     },
     async take(socketId, channel) {
       const g = grants.get(`${socketId}:${channel}`);
-      return g && g.expires > now() ? g.org : null;
+      return g && g.expires > now() ? g.grant : null;
     },
   };
 }

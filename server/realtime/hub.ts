@@ -4,9 +4,11 @@ import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
 import type { Bus, BusMessage } from "./bus";
 import { createFrameHandler, orgTopic, type Socket, type SocketData } from "./connection";
-import type { GrantStore } from "./grants";
+import type { Grant, GrantStore } from "./grants";
 import { DEFAULT_LIMITS, type RealtimeLimits } from "./limits";
 import { CloseCode, errorFrame, eventFrame, newSocketId, PROTOCOL_VERSION, SUPPORTED_PROTOCOLS } from "./protocol";
+import { createRecheck } from "./recheck";
+import { createRevocationLog, type Revocation, revokes } from "./revocation";
 import { sweepSockets } from "./sweep";
 
 export type Realtime = ReturnType<typeof createRealtime>;
@@ -48,6 +50,10 @@ export function createRealtime(deps: {
   bus: Bus;
   credentials: { key: string; secret: string };
   grants: GrantStore;
+  /** The indexes of the grants whose credential still stands (server/realtime/store.ts). */
+  standing(grants: Grant[]): Promise<Set<number>>;
+  /** Revocations seen on this instance (the authenticator's `onRevoked`). */
+  onRevoked?(listener: (r: Revocation) => void): () => void;
   metrics: Metrics;
   logger: Logger;
   now?: () => number;
@@ -63,13 +69,49 @@ export function createRealtime(deps: {
   const { wsMessages } = deps.metrics;
   const slowClosed = registerMetrics(deps.metrics, sockets);
 
+  const revocations = createRevocationLog();
+  /** Checked against the database; a revocation that arrived meanwhile counts too. */
+  async function stillGranted(grant: Grant): Promise<boolean> {
+    for (;;) {
+      const mark = revocations.mark();
+      if (!(await deps.standing([grant])).has(0)) return false;
+      const meanwhile = revocations.since(mark, grant);
+      if (meanwhile !== "recheck") return meanwhile === "none";
+    }
+  }
+
   const handleFrame = createFrameHandler({
     credentials: deps.credentials,
     grants: deps.grants,
     limits,
     now,
     countIn: () => wsMessages.inc({ direction: "in" }),
+    stillGranted,
   });
+
+  /** Pusher's 4009 "connection is unauthorized": pusher-js marks every channel unsubscribed and does not reconnect by itself. */
+  function endUnauthorized(ws: Socket) {
+    const message = "Connection is unauthorized: the credential that authorized a subscription was revoked.";
+    ws.send(errorFrame(message, CloseCode.unauthorized));
+    ws.close(CloseCode.unauthorized, message);
+    sockets.delete(ws);
+  }
+
+  const recheck = createRecheck({ sockets, standing: deps.standing, end: endUnauthorized, logger: deps.logger });
+
+  function revoked(r: Revocation) {
+    revocations.record(r);
+    if (r.everything) return recheck.run();
+    for (const ws of sockets) {
+      for (const grant of ws.data.subscriptions.values()) {
+        if (grant && revokes(r, grant)) {
+          endUnauthorized(ws);
+          break;
+        }
+      }
+    }
+  }
+  const stopRevocations = deps.onRevoked?.(revoked);
 
   function open(ws: Socket) {
     const refusal = refuseConnection(ws.data, { closing, appKey: deps.credentials.key, connections: sockets.size, maxConnections: limits.maxConnections });
@@ -126,6 +168,8 @@ export function createRealtime(deps: {
     grants: deps.grants,
     limits,
     socketData,
+    /** Ends the subscriptions a revocation takes away (the authenticator calls it on every instance). */
+    revoked,
     /** The Bun server the sockets live on, known from the first upgrade; topics publish through it. */
     attach(s: Server<SocketData>) {
       server = s;
@@ -146,6 +190,8 @@ export function createRealtime(deps: {
     close() {
       clearTimeout(sweepTimer);
       unsubscribeBus();
+      stopRevocations?.();
+      recheck.stop();
       for (const ws of sockets) ws.close(CloseCode.reconnectNow, "Server is restarting; reconnect.");
       sockets.clear();
       deps.logger.debug("realtime closed");

@@ -15,6 +15,8 @@ export const CloseCode = {
   badProtocolVersion: 4006,
   unsupportedProtocol: 4007,
   noProtocol: 4008,
+  /** A credential that authorized one of the connection's subscriptions was revoked. */
+  unauthorized: 4009,
   overCapacity: 4100,
   reconnectNow: 4200,
   pongNotReceived: 4201,

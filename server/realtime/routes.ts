@@ -1,8 +1,12 @@
 import { Elysia } from "elysia";
-import { callerPlugin } from "../auth/plugin";
+import { bearerToken, type Caller } from "../auth/caller";
+import { lazyCallerPlugin } from "../auth/plugin";
 import { AppError } from "../errors";
+import { BODY_MEDIA_TYPES, FORM_MEDIA_TYPE, JSON_MEDIA_TYPE } from "../lib/body-rules";
+import { sha256 } from "../lib/crypto";
 import type { Services } from "../services";
 import { authorizeChannel } from "./channels";
+import type { Credential } from "./grants";
 import { signChannel } from "./protocol";
 import { ChannelAuthRequest, ChannelAuthResponse, ConnectionDetails } from "./schema";
 
@@ -41,6 +45,21 @@ export function connectionDetails(publicUrl: string, key: string): ConnectionDet
   };
 }
 
+/**
+ * The credential a grant names, so revoking it ends the subscription. An API key also carries 8
+ * bytes of its digest: regenerating keeps the id, and the old key's subscriptions must not pass
+ * for the new key's.
+ */
+function credentialOf(c: Caller, request: Request): Credential {
+  const token = c.apiKey ? bearerToken(request.headers.get("authorization")) : null;
+  return {
+    sessionId: c.sessionId,
+    userId: c.user?.id ?? null,
+    apiKeyId: c.apiKey?.id ?? null,
+    keyDigest: token ? sha256(token).subarray(0, 8).toString("hex") : null,
+  };
+}
+
 /** Errors keep the CORS headers, so a browser client can read why it was refused. */
 function withCors(e: unknown): unknown {
   if (!(e instanceof AppError)) return e;
@@ -54,7 +73,7 @@ export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql
   return (
     new Elysia()
       // Lazy: preflights carry no token, and every answer needs the CORS headers set below.
-      .use(callerPlugin(services.auth, { lazy: true }))
+      .use(lazyCallerPlugin(services.auth))
       .onParse(({ set }) => void Object.assign(set.headers, CORS))
       .onTransform(({ set }) => void Object.assign(set.headers, CORS))
       .get(
@@ -69,11 +88,11 @@ export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql
       .options("/api/broadcasting/connection", preflight, { detail: { tags, summary: "CORS preflight of the connection details" } })
       .post(
         "/api/broadcasting/auth",
-        async ({ caller, body }) => {
+        async ({ caller, body, request }) => {
           try {
             const c = await caller({ apiKey: "any" });
             const organizationId = await authorizeChannel(services.sql, c, body.channel_name);
-            await realtime.grants.put(body.socket_id, body.channel_name, organizationId);
+            await realtime.grants.put(body.socket_id, body.channel_name, { organizationId, credential: credentialOf(c, request) });
             return { auth: signChannel(realtime.credentials.key, realtime.credentials.secret, body.socket_id, body.channel_name) };
           } catch (e) {
             throw withCors(e);
@@ -86,6 +105,8 @@ export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql
             tags,
             summary: "Authorize a private channel subscription",
             description: "Form-encoded (as pusher-js sends it) or JSON. 403 permission_denied when the caller may not join the channel.",
+            // pusher-js posts its channel authorization form encoded.
+            [BODY_MEDIA_TYPES]: [JSON_MEDIA_TYPE, FORM_MEDIA_TYPE],
           },
         },
       )

@@ -1,4 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
+import { Text } from "../lib/fields";
 import { SOCKET_ID_PATTERN } from "./protocol";
 
 export const ConnectionDetails = Type.Object({
@@ -18,7 +19,7 @@ export type ConnectionDetails = Static<typeof ConnectionDetails>;
 /** pusher-js posts these form-encoded; JSON is accepted too. */
 export const ChannelAuthRequest = Type.Object({
   socket_id: Type.String({ pattern: SOCKET_ID_PATTERN, maxLength: 41, description: "socket_id from pusher:connection_established" }),
-  channel_name: Type.String({
+  channel_name: Text({
     minLength: 1,
     maxLength: 164,
     description: "private-organization.{id}, private-team.{id}, private-number.{id} or private-device.{id}",

@@ -57,3 +57,38 @@ export async function userNumberOrganization(sql: Sql, userId: number, hostedSim
     limit 1`;
   return row?.id ?? null;
 }
+
+export type CredentialCheck = {
+  organizationId: number;
+  credential: { sessionId: number | null; apiKeyId: number | null; keyDigest: string | null };
+};
+
+/**
+ * Which of these credentials still stand for their organization (the indexes of those that do):
+ * a session or OAuth token unexpired and its user still a member, or the same API key (id and
+ * digest: a regenerated key is another credential) still in that organization. One statement for
+ * any number of subscriptions.
+ */
+export async function standingCredentials(sql: Sql, checks: CredentialCheck[]): Promise<Set<number>> {
+  if (checks.length === 0) return new Set();
+  const rows = checks.map((c, i) => ({
+    i,
+    org: c.organizationId,
+    session_id: c.credential.sessionId,
+    api_key_id: c.credential.apiKeyId,
+    key_digest: c.credential.keyDigest,
+  }));
+  const standing = await sql<{ i: number }[]>`
+    select g.i from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
+      as g(i int, org bigint, session_id bigint, api_key_id bigint, key_digest text)
+    where case
+      when g.session_id is not null then exists (
+        select 1 from sessions s join memberships m on m.user_id = s.user_id and m.organization_id = g.org
+        where s.id = g.session_id and s.expires_at > now())
+      when g.api_key_id is not null then exists (
+        select 1 from api_keys k
+        where k.id = g.api_key_id and k.organization_id = g.org and substring(k.key_hash from 1 for 8) = decode(g.key_digest, 'hex'))
+      else false
+    end`;
+  return new Set(standing.map((r) => r.i));
+}

@@ -32,56 +32,51 @@ export function teamRoutes(services: Pick<Services, "auth" | "sql">) {
     .use(callerPlugin(services.auth))
     .get(
       "/api/teams",
-      async ({ caller }) => {
-        const c = await caller(read);
+      async ({ caller: c }) => {
         return { data: (await listTeams(sql, c.organization.id)).map(presentTeam) };
       },
-      { response: { 200: TeamList }, detail: { tags, summary: "List the organization's teams", description } },
+      { auth: read, response: { 200: TeamList }, detail: { tags, summary: "List the organization's teams", description } },
     )
     .post(
       "/api/teams",
-      async ({ caller, body, set }) => {
-        const c = await caller(manage);
+      async ({ caller: c, body, set }) => {
         const id = await insertTeam(sql, c.organization.id, body.name);
         set.status = 201;
         return teamWithMembers(sql, c.organization.id, id);
       },
-      { body: TeamBody, response: { 201: TeamData }, detail: { tags, summary: "Create a team", description } },
+      { auth: manage, body: TeamBody, response: { 201: TeamData }, detail: { tags, summary: "Create a team", description } },
     )
     .get(
       "/api/teams/:team",
-      async ({ caller, params }) => {
-        const c = await caller(read);
+      async ({ caller: c, params }) => {
         return teamWithMembers(sql, c.organization.id, params.team);
       },
-      { params: TeamParams, response: { 200: TeamData }, detail: { tags, summary: "Show a team with its members", description } },
+      { auth: read, params: TeamParams, response: { 200: TeamData }, detail: { tags, summary: "Show a team with its members", description } },
     )
     .patch(
       "/api/teams/:team",
-      async ({ caller, params, body }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params, body }) => {
         if (!(await renameTeam(sql, c.organization.id, params.team, body.name))) throw notFound("Team");
         return teamWithMembers(sql, c.organization.id, params.team);
       },
-      { params: TeamParams, body: TeamBody, response: { 200: TeamData }, detail: { tags, summary: "Rename a team", description } },
+      { auth: manage, params: TeamParams, body: TeamBody, response: { 200: TeamData }, detail: { tags, summary: "Rename a team", description } },
     )
     .delete(
       "/api/teams/:team",
-      async ({ caller, params, set }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params, set }) => {
         if (!(await deleteTeam(sql, c.organization.id, params.team))) throw notFound("Team");
         set.status = 204;
         return new Response(null, { status: 204 });
       },
       {
+        auth: manage,
         params: TeamParams,
         detail: { tags, summary: "Delete a team: its webhook mappings go, its numbers go back to the organization", description },
       },
     )
     .post(
       "/api/teams/:team/members",
-      async ({ caller, params, body, set }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params, body, set }) => {
         const lookup = memberLookup(body);
         const team = await findTeam(sql, c.organization.id, params.team);
         if (!team) throw notFound("Team");
@@ -94,6 +89,7 @@ export function teamRoutes(services: Pick<Services, "auth" | "sql">) {
         return { data: presentMember({ ...user, added_at: added.added_at }) };
       },
       {
+        auth: manage,
         params: TeamParams,
         body: AddMemberBody,
         response: { 200: MemberData, 201: MemberData },
@@ -106,13 +102,12 @@ export function teamRoutes(services: Pick<Services, "auth" | "sql">) {
     )
     .delete(
       "/api/teams/:team/members/:user",
-      async ({ caller, params, set }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params, set }) => {
         const team = await findTeam(sql, c.organization.id, params.team);
         if (!team || !(await removeTeamMember(sql, team.id, params.user))) throw notFound("Team member");
         set.status = 204;
         return new Response(null, { status: 204 });
       },
-      { params: MemberParams, detail: { tags, summary: "Remove a member from the team", description } },
+      { auth: manage, params: MemberParams, detail: { tags, summary: "Remove a member from the team", description } },
     );
 }

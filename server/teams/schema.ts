@@ -1,18 +1,18 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
+import { Id, IdParam, Optional, Text } from "../lib/fields";
 
 const DateTime = t.String({ format: "date-time" });
-const Id = { minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
 
-export const TeamBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 255 }) });
+export const TeamBody = Type.Object({ name: Text({ minLength: 1, maxLength: 255 }) });
 
 export const AddMemberBody = Type.Object({
-  user_id: Type.Optional(Type.Integer(Id)),
-  email: Type.Optional(Type.String({ format: "email", maxLength: 255, description: "an email address" })),
+  user_id: Optional(Id(), "absent"),
+  email: Optional(Type.String({ format: "email", maxLength: 255, description: "an email address" }), "absent"),
 });
 
-export const TeamParams = t.Object({ team: t.Integer(Id) });
-export const MemberParams = t.Object({ team: t.Integer(Id), user: t.Integer(Id) });
+export const TeamParams = t.Object({ team: IdParam() });
+export const MemberParams = t.Object({ team: IdParam(), user: IdParam() });
 
 export const TeamMember = t.Object({
   id: t.Integer({ description: "the user's id" }),

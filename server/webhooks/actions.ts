@@ -4,7 +4,7 @@ import { paginate } from "../lib/pagination";
 import { listLogs } from "./delivery-store";
 import type { WebhookEngine } from "./engine";
 import { integrationFields, validateTarget } from "./input";
-import { presentIntegration, presentLog } from "./present";
+import { presentIntegration, presentLog, type Viewer } from "./present";
 import type { IntegrationCreateBody, IntegrationUpdateBody } from "./schema";
 import { generateSigningSecret } from "./secrets";
 import { findIntegration, findIntegrationForSend, insertIntegration, insertMapping, replaceSecret, updateIntegration } from "./store";
@@ -26,6 +26,7 @@ export async function requireIntegration(sql: Sql, organizationId: number, id: n
 /** Creates an integration with a fresh secret (and, from the team view, its mapping, atomically). Returns it with the secret, the only time it is shown. */
 export async function createIntegration(
   deps: WebhookDeps,
+  viewer: Viewer,
   organizationId: number,
   body: IntegrationCreateBody,
   mapping?: { teamId: number; mode: "always" | "lock_required" },
@@ -39,14 +40,14 @@ export async function createIntegration(
     return created;
   });
   const row = await requireIntegration(deps.sql, organizationId, id);
-  return { ...presentIntegration(row), secret };
+  return { ...presentIntegration(row, viewer), secret };
 }
 
-export async function changeIntegration(deps: WebhookDeps, organizationId: number, id: number, body: IntegrationUpdateBody) {
+export async function changeIntegration(deps: WebhookDeps, viewer: Viewer, organizationId: number, id: number, body: IntegrationUpdateBody) {
   const existing = await requireIntegration(deps.sql, organizationId, id);
   await validateTarget(body, deps.webhooks.checkTarget);
   await updateIntegration(deps.sql, organizationId, id, { ...integrationFields(body, existing), is_active: body.is_active });
-  return presentIntegration(await requireIntegration(deps.sql, organizationId, id));
+  return presentIntegration(await requireIntegration(deps.sql, organizationId, id), viewer);
 }
 
 /** A new secret replaces the old in one update: the next attempt of any delivery signs with it. */
@@ -63,9 +64,9 @@ export async function testIntegration(deps: WebhookDeps, organizationId: number,
   return deps.webhooks.sendTest(row);
 }
 
-export async function logsPage(sql: Sql, integrationId: number, query: { status?: string; page?: number; per_page?: number }, url: string) {
+export async function logsPage(sql: Sql, integrationId: number, query: { status?: string; page?: number; per_page?: number }, request: Request) {
   const page = query.page ?? 1;
   const perPage = query.per_page ?? 50;
   const { rows, total } = await listLogs(sql, integrationId, { status: query.status, page, perPage });
-  return paginate({ data: rows.map(presentLog), total, page, perPage, url });
+  return paginate({ data: rows.map(presentLog), total, page, perPage, request });
 }

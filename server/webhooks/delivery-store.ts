@@ -131,16 +131,19 @@ export async function listLogs(sql: Sql, integrationId: number, opts: { status?:
   return { rows, total: count?.total ?? 0 };
 }
 
-/** An integration that should receive a message, with the team and alias its event names. */
-export type ForwardingTarget = { message_id: number; integration_id: number; team_id: number; team_name: string; alias: string | null };
+/**
+ * An integration that should receive a message, with the alias and the team its event names: the
+ * message's team in the integration's organization (docs/events.md "A message's team"), null when
+ * it has none; not the mapping's team, which only decides whether the integration gets it.
+ */
+export type ForwardingTarget = { message_id: number; integration_id: number; team_id: number | null; team_name: string | null; alias: string | null };
 
 /**
  * API.md "Forwarded": for each organization that may see a message, its active integrations
  * with an active mapping that matches. `always`: the number was on the mapping's team, or on no
  * team, for that organization (the team stamped at arrival; for a locked message, the number's
  * team in the lock holder's organization). `lock_required`: the message arrived while the
- * mapping's team held the lock. One row per message and integration; a mapping whose team is
- * the number's own team names the event's team before others.
+ * mapping's team held the lock. One row per message and integration.
  */
 export function findForwardingTargets(sql: Sql, messageIds: number[]) {
   // The messages and their visibility are looked up by id first (materialized): left to itself,
@@ -150,9 +153,10 @@ export function findForwardingTargets(sql: Sql, messageIds: number[]) {
       select id, hosted_sim_id, locked, team_id from messages where id = any(${messageIds}::bigint[]) and direction = 'inbound'),
     v as materialized (
       select message_id, organization_id, team_id from message_visibility where message_id = any(${messageIds}::bigint[]))
-    select distinct on (m.id, i.id) m.id as message_id, i.id as integration_id, mp.team_id, t.name as team_name, hso.alias
+    select distinct on (m.id, i.id) m.id as message_id, i.id as integration_id, v.team_id, vt.name as team_name, hso.alias
     from m
     join v on v.message_id = m.id
+    left join teams vt on vt.id = v.team_id
     left join hosted_sim_organizations hso on hso.hosted_sim_id = m.hosted_sim_id and hso.organization_id = v.organization_id
     join webhook_integrations i on i.organization_id = v.organization_id and i.is_active
     join webhook_mappings mp on mp.webhook_integration_id = i.id and mp.is_active
@@ -160,7 +164,7 @@ export function findForwardingTargets(sql: Sql, messageIds: number[]) {
     cross join lateral (select case when m.locked then hso.team_id else v.team_id end as number_team) n
     where ((mp.forwarding_mode = 'always' and (n.number_team is null or n.number_team = mp.team_id))
         or (mp.forwarding_mode = 'lock_required' and m.locked and m.team_id = mp.team_id))
-    order by m.id, i.id, (mp.team_id = n.number_team) desc nulls last, mp.id`;
+    order by m.id, i.id`;
 }
 
 export type NewDelivery = { webhook_integration_id: number; event_id: string; event_type: string; message_id: number | null; body: string };

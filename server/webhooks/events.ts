@@ -11,17 +11,23 @@ export type MessageReceivedData = Message & {
   team: { id: number; name: string } | null;
 };
 
-/** `message.received`: the message object with the number (and this organization's alias) and the team it was forwarded for. */
+/**
+ * `message.received`: the message object with the number (and this organization's alias) and the
+ * message's one team in this organization: `team_id` and `team` always name the same team
+ * (docs/events.md "A message's team").
+ */
 export function messageReceivedEvent(
   id: string,
   createdAt: string,
   message: Message,
-  target: { team_id: number; team_name: string; alias: string | null },
+  target: { team_id: number | null; team_name: string | null; alias: string | null },
 ): EventBody {
   const data: MessageReceivedData = {
     ...message,
+    team_id: target.team_id,
     hosted_sim: { id: message.hosted_sim_id, number: message.number, alias: target.alias },
-    team: { id: target.team_id, name: target.team_name },
+    // A team deleted since the message arrived has no name left to show: null, as for no team.
+    team: target.team_id === null || target.team_name === null ? null : { id: target.team_id, name: target.team_name },
   };
   return { id, type: "message.received", created_at: createdAt, data };
 }

@@ -1,21 +1,38 @@
 import { validationFailed } from "../errors";
+import { MASKED_HEADER_VALUE } from "./present";
 import { SIGNATURE_HEADERS } from "./signing";
 import { parseTargetUrl } from "./ssrf";
 import type { IntegrationFields, IntegrationRow } from "./store";
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+export const MAX_HEADER_NAME = 256;
 /** Headers the request itself owns: signature headers and framing. */
-const RESERVED = new Set<string>([...SIGNATURE_HEADERS, "content-type", "content-length", "host", "transfer-encoding", "connection"]);
+const RESERVED = new Set<string>([...SIGNATURE_HEADERS, "content-type", "content-length", "host", "transfer-encoding"]);
+/** Hop-by-hop headers (RFC 9110 7.6.1) and Expect: they steer the connection, not the receiver. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "upgrade", "expect"]);
+
+function headerError(name: string, value: string): string | null {
+  const lower = name.toLowerCase();
+  if (!TOKEN.test(name)) return "must be a valid header name";
+  if (RESERVED.has(lower)) return "cannot be set: the server sends this header itself";
+  if (HOP_BY_HOP.has(lower) || lower.startsWith("proxy-")) return "cannot be set: hop-by-hop and proxy headers are not forwarded";
+  if (!PRINTABLE_ASCII.test(value)) return "must be printable ASCII (no line breaks, control or non-ASCII characters)";
+  return null;
+}
 
 /** Per-header problems, keyed `headers.<name>` as API.md §1 wants nested fields. */
 export function headerErrors(headers: Record<string, string>): Record<string, string[]> {
   const errors: Record<string, string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
-    const field = `headers.${name}`;
-    if (!TOKEN.test(name)) errors[field] = ["must be a valid header name"];
-    else if (RESERVED.has(name.toLowerCase())) errors[field] = ["cannot be set: the server sends this header itself"];
-    else if (/[\r\n\0]/.test(value)) errors[field] = ["must not contain line breaks"];
+    if (name.length > MAX_HEADER_NAME) {
+      (errors.headers ??= []).push(`header names must be at most ${MAX_HEADER_NAME} characters`);
+      continue;
+    }
+    const problem = headerError(name, value);
+    if (problem) errors[`headers.${name}`] = [problem];
   }
+  if (errors.headers) errors.headers = [...new Set(errors.headers)];
   return errors;
 }
 
@@ -36,12 +53,19 @@ export async function validateTarget(body: { url: string; headers?: Record<strin
 
 type Body = { name: string; url: string; headers?: Record<string, string>; timeout_seconds?: number; retry_count?: number };
 
+/** Headers sent back as a non-admin saw them: a masked value keeps the stored one. */
+function keepMasked(headers: Record<string, string>, existing: Record<string, string> = {}): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) out[name] = value === MASKED_HEADER_VALUE && name in existing ? existing[name]! : value;
+  return out;
+}
+
 /** The stored fields from a create or update body; what an update omits stays as it was. */
 export function integrationFields(body: Body, existing?: IntegrationRow): IntegrationFields {
   return {
     name: body.name,
     url: body.url,
-    headers: body.headers ?? existing?.headers ?? {},
+    headers: body.headers ? keepMasked(body.headers, existing?.headers) : (existing?.headers ?? {}),
     timeout_seconds: body.timeout_seconds ?? existing?.timeout_seconds ?? 30,
     retry_count: body.retry_count ?? existing?.retry_count ?? 3,
   };

@@ -21,17 +21,15 @@ export function mappingRoutes(services: Pick<Services, "auth" | "sql">) {
     .use(callerPlugin(services.auth))
     .get(
       "/api/webhook-integrations/:webhook_integration/mappings",
-      async ({ caller, params }) => {
-        const c = await caller(read);
+      async ({ caller: c, params }) => {
         const integration = await requireIntegration(sql, c.organization.id, params.webhook_integration);
         return { data: await listMappings(sql, integration.id), webhook_integration: { id: integration.id, name: integration.name } };
       },
-      { params: IntegrationParams, response: { 200: MappingList }, detail: { tags, summary: "List an integration's mappings", description } },
+      { auth: read, params: IntegrationParams, response: { 200: MappingList }, detail: { tags, summary: "List an integration's mappings", description } },
     )
     .post(
       "/api/webhook-integrations/:webhook_integration/mappings",
-      async ({ caller, params, body, set }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params, body, set }) => {
         const integration = await requireIntegration(sql, c.organization.id, params.webhook_integration);
         const team = await findTeam(sql, c.organization.id, body.team_id);
         if (!team) throw notFound("Team");
@@ -41,6 +39,7 @@ export function mappingRoutes(services: Pick<Services, "auth" | "sql">) {
         return { message: "Webhook mapping created successfully.", data: await requireMapping(integration.id, id) };
       },
       {
+        auth: manage,
         params: IntegrationParams,
         body: MappingCreateBody,
         response: { 201: MappingChanged },
@@ -49,31 +48,34 @@ export function mappingRoutes(services: Pick<Services, "auth" | "sql">) {
     )
     .get(
       "/api/webhook-integrations/:webhook_integration/mappings/:webhook_mapping",
-      async ({ caller, params }) => {
-        const c = await caller(read);
+      async ({ caller: c, params }) => {
         const integration = await requireIntegration(sql, c.organization.id, params.webhook_integration);
         return { data: await requireMapping(integration.id, params.webhook_mapping) };
       },
-      { params: MappingParams, response: { 200: MappingData }, detail: { tags, summary: "Show a mapping", description } },
+      { auth: read, params: MappingParams, response: { 200: MappingData }, detail: { tags, summary: "Show a mapping", description } },
     )
     .patch(
       "/api/webhook-integrations/:webhook_integration/mappings/:webhook_mapping",
-      async ({ caller, params, body }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params, body }) => {
         const integration = await requireIntegration(sql, c.organization.id, params.webhook_integration);
         if (!(await updateMapping(sql, integration.id, params.webhook_mapping, body.forwarding_mode, body.is_active))) throw notFound("Webhook mapping");
         return { message: "Webhook mapping updated successfully.", data: await requireMapping(integration.id, params.webhook_mapping) };
       },
-      { params: MappingParams, body: MappingUpdateBody, response: { 200: MappingChanged }, detail: { tags, summary: "Update a mapping", description } },
+      {
+        auth: manage,
+        params: MappingParams,
+        body: MappingUpdateBody,
+        response: { 200: MappingChanged },
+        detail: { tags, summary: "Update a mapping", description },
+      },
     )
     .delete(
       "/api/webhook-integrations/:webhook_integration/mappings/:webhook_mapping",
-      async ({ caller, params }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params }) => {
         const integration = await requireIntegration(sql, c.organization.id, params.webhook_integration);
         if (!(await deleteMapping(sql, integration.id, params.webhook_mapping))) throw notFound("Webhook mapping");
         return { message: "Webhook mapping deleted successfully." };
       },
-      { params: MappingParams, response: { 200: MessageOnly }, detail: { tags, summary: "Delete a mapping", description } },
+      { auth: manage, params: MappingParams, response: { 200: MessageOnly }, detail: { tags, summary: "Delete a mapping", description } },
     );
 }

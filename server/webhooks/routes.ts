@@ -32,22 +32,21 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">
     .use(callerPlugin(services.auth))
     .get(
       "/api/webhook-integrations",
-      async ({ caller }) => {
-        const c = await caller(read);
+      async ({ caller: c }) => {
         const rows = await listIntegrations(sql, c.organization.id);
-        return { data: rows.map(presentIntegration), organization: { id: c.organization.id, name: c.organization.name } };
+        return { data: rows.map((row) => presentIntegration(row, c)), organization: { id: c.organization.id, name: c.organization.name } };
       },
-      { response: { 200: IntegrationList }, detail: { tags, summary: "List webhook integrations", description } },
+      { auth: read, response: { 200: IntegrationList }, detail: { tags, summary: "List webhook integrations", description } },
     )
     .post(
       "/api/webhook-integrations",
-      async ({ caller, body, set }) => {
-        const c = await caller(manage);
-        const data = await createIntegration(services, c.organization.id, body);
+      async ({ caller: c, body, set }) => {
+        const data = await createIntegration(services, c, c.organization.id, body);
         set.status = 201;
         return { message: "Webhook integration created successfully.", data };
       },
       {
+        auth: manage,
         body: IntegrationCreateBody,
         response: { 201: IntegrationCreated },
         detail: { tags, summary: "Create a webhook integration (its whsec_ secret is shown only in this answer)", description },
@@ -55,20 +54,24 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">
     )
     .get(
       "/api/webhook-integrations/:webhook_integration",
-      async ({ caller, params }) => {
-        const c = await caller(read);
-        return { data: presentIntegration(await requireIntegration(sql, c.organization.id, params.webhook_integration)) };
+      async ({ caller: c, params }) => {
+        return { data: presentIntegration(await requireIntegration(sql, c.organization.id, params.webhook_integration), c) };
       },
-      { params: IntegrationParams, response: { 200: IntegrationData }, detail: { tags, summary: "Show a webhook integration with its mappings", description } },
+      {
+        auth: read,
+        params: IntegrationParams,
+        response: { 200: IntegrationData },
+        detail: { tags, summary: "Show a webhook integration with its mappings", description },
+      },
     )
     .patch(
       "/api/webhook-integrations/:webhook_integration",
-      async ({ caller, params, body }) => {
-        const c = await caller(manage);
-        const data = await changeIntegration(services, c.organization.id, params.webhook_integration, body);
+      async ({ caller: c, params, body }) => {
+        const data = await changeIntegration(services, c, c.organization.id, params.webhook_integration, body);
         return { message: "Webhook integration updated successfully.", data };
       },
       {
+        auth: manage,
         params: IntegrationParams,
         body: IntegrationUpdateBody,
         response: { 200: IntegrationUpdated },
@@ -77,21 +80,25 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">
     )
     .delete(
       "/api/webhook-integrations/:webhook_integration",
-      async ({ caller, params }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params }) => {
         if (!(await deleteIntegration(sql, c.organization.id, params.webhook_integration))) throw notFound("Webhook integration");
         return { message: "Webhook integration deleted successfully." };
       },
-      { params: IntegrationParams, response: { 200: MessageOnly }, detail: { tags, summary: "Delete a webhook integration and its mappings", description } },
+      {
+        auth: manage,
+        params: IntegrationParams,
+        response: { 200: MessageOnly },
+        detail: { tags, summary: "Delete a webhook integration and its mappings", description },
+      },
     )
     .post(
       "/api/webhook-integrations/:webhook_integration/regenerate-secret",
-      async ({ caller, params }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params }) => {
         const data = await regenerateSecret(services, c.organization.id, params.webhook_integration);
         return { message: "Webhook secret regenerated successfully.", data };
       },
       {
+        auth: manage,
         params: IntegrationParams,
         response: { 200: SecretRegenerated },
         detail: { tags, summary: "Replace the signing secret; the old one stops signing at once", description },
@@ -99,11 +106,11 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">
     )
     .post(
       "/api/webhook-integrations/:webhook_integration/test",
-      async ({ caller, params }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params }) => {
         return testIntegration(services, c.organization.id, params.webhook_integration);
       },
       {
+        auth: manage,
         params: IntegrationParams,
         response: { 200: TestOutcome },
         detail: { tags, summary: "Send a signed webhook.test event now and report the outcome (success false when the target is down)", description },
@@ -111,12 +118,12 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">
     )
     .get(
       "/api/webhook-integrations/:webhook_integration/logs",
-      async ({ caller, params, query, request }) => {
-        const c = await caller(read);
+      async ({ caller: c, params, query, request }) => {
         const integration = await requireIntegration(sql, c.organization.id, params.webhook_integration);
-        return logsPage(sql, integration.id, query, request.url);
+        return logsPage(sql, integration.id, query, request);
       },
       {
+        auth: read,
         params: IntegrationParams,
         query: LogsQuery,
         response: { 200: LogPage },

@@ -1,54 +1,58 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { t } from "elysia";
+import { Id, IdParam, IntegerParam, Optional, Text } from "../lib/fields";
+import { PageOf } from "../lib/pagination";
 
 const DateTime = t.String({ format: "date-time" });
-const Id = { minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
 
 export const ForwardingMode = Type.Union([Type.Literal("always"), Type.Literal("lock_required")]);
 export const DeliveryStatus = Type.Union([Type.Literal("pending"), Type.Literal("succeeded"), Type.Literal("failed"), Type.Literal("retrying")]);
 
-const Name = Type.String({ minLength: 1, maxLength: 255 });
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: "an http or https URL" });
-/** Custom headers: names and values are checked further by the routes (token names, no line breaks, reserved names). */
-const Headers = Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 4096 }), { maxProperties: 50 });
+const Name = Text({ minLength: 1, maxLength: 255 });
+const Url = Text({ minLength: 1, maxLength: 2048, description: "an http or https URL" });
+/** Custom headers: names and values are checked further by the routes (webhooks/input.ts: token names of at most 256 characters, printable ASCII values, no reserved or hop-by-hop names). */
+const Headers = Type.Record(Type.String({ maxLength: 256 }), Text({ maxLength: 4096 }), {
+  maxProperties: 50,
+  description: "at most 50 headers; values are shown to admins and owners only, masked as ******** for members and API keys",
+});
 const Timeout = Type.Integer({ minimum: 1, maximum: 120, default: 30, description: "seconds per attempt, 1 to 120" });
 const Retries = Type.Integer({ minimum: 0, maximum: 10, default: 3, description: "retries after the first attempt, 0 to 10" });
 
 export const IntegrationCreateBody = Type.Object({
   name: Name,
   url: Url,
-  headers: Type.Optional(Headers),
-  timeout_seconds: Type.Optional(Timeout),
-  retry_count: Type.Optional(Retries),
+  headers: Optional(Headers, "absent"),
+  timeout_seconds: Optional(Timeout, "absent"),
+  retry_count: Optional(Retries, "absent"),
 });
 export type IntegrationCreateBody = Static<typeof IntegrationCreateBody>;
 
 export const IntegrationUpdateBody = Type.Object({
   name: Name,
   url: Url,
-  headers: Type.Optional(Headers),
-  timeout_seconds: Type.Optional(Timeout),
-  retry_count: Type.Optional(Retries),
-  is_active: Type.Optional(Type.Boolean()),
+  headers: Optional(Headers, "absent"),
+  timeout_seconds: Optional(Timeout, "absent"),
+  retry_count: Optional(Retries, "absent"),
+  is_active: Optional(Type.Boolean(), "absent"),
 });
 export type IntegrationUpdateBody = Static<typeof IntegrationUpdateBody>;
 
 /** The team view: an integration and its mapping to the team in one step. */
-export const TeamWebhookCreateBody = Type.Object({ ...IntegrationCreateBody.properties, forwarding_mode: Type.Optional(ForwardingMode) });
-export const TeamWebhookUpdateBody = Type.Object({ ...IntegrationUpdateBody.properties, forwarding_mode: Type.Optional(ForwardingMode) });
+export const TeamWebhookCreateBody = Type.Object({ ...IntegrationCreateBody.properties, forwarding_mode: Optional(ForwardingMode, "absent") });
+export const TeamWebhookUpdateBody = Type.Object({ ...IntegrationUpdateBody.properties, forwarding_mode: Optional(ForwardingMode, "absent") });
 
-export const MappingCreateBody = Type.Object({ team_id: Type.Integer(Id), forwarding_mode: ForwardingMode });
-export const MappingUpdateBody = Type.Object({ forwarding_mode: ForwardingMode, is_active: Type.Optional(Type.Boolean()) });
+export const MappingCreateBody = Type.Object({ team_id: Id(), forwarding_mode: ForwardingMode });
+export const MappingUpdateBody = Type.Object({ forwarding_mode: ForwardingMode, is_active: Optional(Type.Boolean(), "absent") });
 
-export const IntegrationParams = t.Object({ webhook_integration: t.Integer(Id) });
-export const MappingParams = t.Object({ webhook_integration: t.Integer(Id), webhook_mapping: t.Integer(Id) });
-export const TeamParams = t.Object({ team: t.Integer(Id) });
-export const TeamWebhookParams = t.Object({ team: t.Integer(Id), webhook: t.Integer(Id) });
+export const IntegrationParams = t.Object({ webhook_integration: IdParam() });
+export const MappingParams = t.Object({ webhook_integration: IdParam(), webhook_mapping: IdParam() });
+export const TeamParams = t.Object({ team: IdParam() });
+export const TeamWebhookParams = t.Object({ team: IdParam(), webhook: IdParam() });
 
 export const LogsQuery = t.Object({
   status: t.Optional(DeliveryStatus),
-  per_page: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 50 })),
-  page: t.Optional(t.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
+  per_page: t.Optional(IntegerParam(1, 100, { description: "1 to 100, default 50" })),
+  page: t.Optional(IntegerParam(1, 1_000_000, { description: "at least 1, default 1" })),
 });
 
 export const Mapping = Type.Object({
@@ -117,17 +121,4 @@ export const LogEntry = Type.Object({
   next_retry_at: Type.Union([DateTime, Type.Null()]),
   created_at: DateTime,
 });
-const Link = Type.Union([Type.String(), Type.Null()]);
-export const LogPage = Type.Object({
-  data: Type.Array(LogEntry),
-  meta: Type.Object({
-    current_page: Type.Integer(),
-    per_page: Type.Integer(),
-    total: Type.Integer(),
-    last_page: Type.Integer(),
-    from: Type.Union([Type.Integer(), Type.Null()]),
-    to: Type.Union([Type.Integer(), Type.Null()]),
-    path: Type.String(),
-  }),
-  links: Type.Object({ first: Link, last: Link, prev: Link, next: Link }),
-});
+export const LogPage = PageOf(LogEntry);

@@ -30,32 +30,87 @@ const READABLE: Record<string, string> = {
   unspecified: "an unspecified",
 };
 
-/** IPv6 forms that carry an IPv4 address inside; the inner address is what a connection reaches. */
-function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4 | null {
-  const range = ip.range();
-  if (range === "ipv4Mapped") return ip.toIPv4Address();
+const v4 = (bytes: number[]) => new ipaddr.IPv4(bytes);
+const LOCAL_NAT64 = ipaddr.parseCIDR("64:ff9b:1::/48");
+
+/**
+ * The IPv4 addresses an IPv6 address carries inside, which is what a connection to it may reach
+ * (through a translator, a tunnel, or a stack that maps it): IPv4-mapped ::ffff:0:0/96, the
+ * deprecated IPv4-compatible ::/96, SIIT ::ffff:0:0:0/96, NAT64 64:ff9b::/96 and the local-use
+ * 64:ff9b:1::/48 (read as /96; its operator may place the address elsewhere, so that prefix is
+ * refused whatever it carries), 6to4 2002::/16 and Teredo 2001::/32 (server, and the client XOR-ed).
+ */
+export function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4[] {
   const b = ip.toByteArray();
-  if (range === "rfc6052" || range === "rfc6145") return new ipaddr.IPv4(b.slice(12, 16));
-  if (range === "6to4") return new ipaddr.IPv4(b.slice(2, 6));
+  switch (ip.range()) {
+    case "ipv4Mapped":
+    case "rfc6145":
+    case "rfc6052":
+      return [v4(b.slice(12, 16))];
+    case "6to4":
+      return [v4(b.slice(2, 6))];
+    case "teredo":
+      return [v4(b.slice(4, 8)), v4(b.slice(12, 16).map((x) => x ^ 0xff))];
+  }
+  // IPv4-compatible: 96 zero bits, then the address (:: and ::1 are judged as themselves).
+  if (b.slice(0, 12).every((x) => x === 0) && ip.range() === "unicast") return [v4(b.slice(12, 16))];
+  return [];
+}
+
+/** IPv6 forms refused whatever they carry: deprecated, or routed through someone's local translator or relay. */
+const REFUSED_CARRIERS: Record<string, string> = { teredo: "a Teredo", compatible: "a deprecated IPv4-compatible", localNat64: "a local-use NAT64" };
+
+function carrierKind(ip: ipaddr.IPv6): string | null {
+  if (ip.match(LOCAL_NAT64)) return "localNat64";
+  if (ip.range() === "teredo") return "teredo";
+  const b = ip.toByteArray();
+  if (b.slice(0, 12).every((x) => x === 0) && ip.range() === "unicast") return "compatible";
   return null;
+}
+
+function ipv4Reason(ip: ipaddr.IPv4): string | null {
+  const range = ip.range();
+  return range === "unicast" ? null : `resolves to ${READABLE[range] ?? "a reserved"} address (${ip.toString()})`;
+}
+
+/**
+ * An address in its canonical form. IPv6 goes through the URL parser first: ipaddr.js reads the
+ * dotted tail of "::8.8.8.8" as IPv4-mapped, while the address is IPv4-compatible (::808:808).
+ */
+function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
+  let text = address;
+  if (address.includes(":")) {
+    try {
+      text = new URL(`http://[${address}]/`).hostname.slice(1, -1);
+    } catch {
+      return null;
+    }
+  }
+  return ipaddr.isValid(text) ? ipaddr.parse(text) : null;
 }
 
 /**
  * Why an address must not be a webhook target, or null when it is an ordinary public unicast
- * address. Only `unicast` passes: loopback, private, link-local, CGNAT, multicast, broadcast,
- * unspecified, documentation/benchmark/reserved ranges and Teredo are refused, and IPv6 forms
- * embedding an IPv4 address (mapped, NAT64, 6to4) are judged by that address.
+ * address. A pure function of the address: nothing is resolved or connected. Only `unicast`
+ * passes: loopback, private, link-local, CGNAT, multicast, broadcast, unspecified,
+ * documentation/benchmark/reserved ranges are refused, and an IPv6 address carrying an IPv4
+ * address (see `embeddedIPv4`) is judged by what it carries, in every spelling of it.
  */
 export function forbiddenAddressReason(address: string): string | null {
-  if (!ipaddr.isValid(address)) return "is not a valid IP address";
-  let ip = ipaddr.parse(address);
-  if (ip.kind() === "ipv6") {
-    const inner = embeddedIPv4(ip as ipaddr.IPv6);
-    if (inner) ip = inner;
+  const ip = parseAddress(address);
+  if (!ip) return "is not a valid IP address";
+  if (ip.kind() === "ipv4") return ipv4Reason(ip as ipaddr.IPv4);
+  const v6 = ip as ipaddr.IPv6;
+  const shown = v6.toString();
+  for (const inner of embeddedIPv4(v6)) {
+    const reason = ipv4Reason(inner);
+    if (reason) return `${reason.replace(/\)$/, "")}, inside ${shown})`;
   }
-  const range = ip.range();
-  if (range === "unicast") return null;
-  return `resolves to ${READABLE[range] ?? "a reserved"} address (${ip.toString()})`;
+  const carrier = carrierKind(v6);
+  if (carrier) return `resolves to ${REFUSED_CARRIERS[carrier]} address (${shown})`;
+  const range = v6.range();
+  if (range === "unicast" || embeddedIPv4(v6).length > 0) return null;
+  return `resolves to ${READABLE[range] ?? "a reserved"} address (${shown})`;
 }
 
 const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, "");

@@ -43,25 +43,29 @@ export function teamWebhookRoutes(services: Pick<Services, "auth" | "sql" | "web
     .use(callerPlugin(services.auth))
     .get(
       "/api/teams/:team/webhooks",
-      async ({ caller, params }) => {
-        const c = await caller(read);
+      async ({ caller: c, params }) => {
         const team = await requireTeam(c.organization.id, params.team);
         const rows = await listTeamIntegrations(sql, c.organization.id, team.id);
-        return { data: rows.map(presentIntegration), team: { id: team.id, name: team.name } };
+        return { data: rows.map((row) => presentIntegration(row, c)), team: { id: team.id, name: team.name } };
       },
-      { params: TeamParams, response: { 200: TeamIntegrationList }, detail: { tags, summary: "List the integrations mapped to a team", description } },
+      {
+        auth: read,
+        params: TeamParams,
+        response: { 200: TeamIntegrationList },
+        detail: { tags, summary: "List the integrations mapped to a team", description },
+      },
     )
     .post(
       "/api/teams/:team/webhooks",
-      async ({ caller, params, body, set }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params, body, set }) => {
         const team = await requireTeam(c.organization.id, params.team);
         const { forwarding_mode, ...integration } = body;
-        const data = await createIntegration(services, c.organization.id, integration, { teamId: team.id, mode: forwarding_mode ?? "always" });
+        const data = await createIntegration(services, c, c.organization.id, integration, { teamId: team.id, mode: forwarding_mode ?? "always" });
         set.status = 201;
         return { message: "Webhook integration created successfully.", data };
       },
       {
+        auth: manage,
         params: TeamParams,
         body: TeamWebhookCreateBody,
         response: { 201: IntegrationCreated },
@@ -70,28 +74,32 @@ export function teamWebhookRoutes(services: Pick<Services, "auth" | "sql" | "web
     )
     .get(
       "/api/teams/:team/webhooks/:webhook",
-      async ({ caller, params }) => {
-        const c = await caller(read);
+      async ({ caller: c, params }) => {
         const { integration } = await requireTeamMapping(c.organization.id, params.team, params.webhook);
-        return { data: presentIntegration(integration) };
+        return { data: presentIntegration(integration, c) };
       },
-      { params: TeamWebhookParams, response: { 200: IntegrationData }, detail: { tags, summary: "Show an integration mapped to the team", description } },
+      {
+        auth: read,
+        params: TeamWebhookParams,
+        response: { 200: IntegrationData },
+        detail: { tags, summary: "Show an integration mapped to the team", description },
+      },
     )
     .patch(
       "/api/teams/:team/webhooks/:webhook",
-      async ({ caller, params, body }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params, body }) => {
         const { integration, mapping } = await requireTeamMapping(c.organization.id, params.team, params.webhook);
         const { forwarding_mode, ...fields } = body;
         // The integration first: its validation may refuse the request, and then nothing has changed.
-        let data = await changeIntegration(services, c.organization.id, integration.id, fields);
+        let data = await changeIntegration(services, c, c.organization.id, integration.id, fields);
         if (forwarding_mode && forwarding_mode !== mapping.forwarding_mode) {
           await updateMapping(sql, integration.id, mapping.id, forwarding_mode, undefined);
-          data = presentIntegration(await requireIntegration(sql, c.organization.id, integration.id));
+          data = presentIntegration(await requireIntegration(sql, c.organization.id, integration.id), c);
         }
         return { message: "Webhook integration updated successfully.", data };
       },
       {
+        auth: manage,
         params: TeamWebhookParams,
         body: TeamWebhookUpdateBody,
         response: { 200: IntegrationUpdated },
@@ -100,13 +108,13 @@ export function teamWebhookRoutes(services: Pick<Services, "auth" | "sql" | "web
     )
     .delete(
       "/api/teams/:team/webhooks/:webhook",
-      async ({ caller, params }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params }) => {
         const { integration, mapping } = await requireTeamMapping(c.organization.id, params.team, params.webhook);
         await deleteMapping(sql, integration.id, mapping.id);
         return { message: "Webhook mapping deleted successfully." };
       },
       {
+        auth: manage,
         params: TeamWebhookParams,
         response: { 200: MessageOnly },
         detail: { tags, summary: "Remove the team's mapping (the integration itself stays)", description },
@@ -114,20 +122,29 @@ export function teamWebhookRoutes(services: Pick<Services, "auth" | "sql" | "web
     )
     .post(
       "/api/teams/:team/webhooks/:webhook/test",
-      async ({ caller, params }) => {
-        const c = await caller(manage);
+      async ({ caller: c, params }) => {
         const { integration } = await requireTeamMapping(c.organization.id, params.team, params.webhook);
         return testIntegration(services, c.organization.id, integration.id);
       },
-      { params: TeamWebhookParams, response: { 200: TestOutcome }, detail: { tags, summary: "Send a signed webhook.test event now", description } },
+      {
+        auth: manage,
+        params: TeamWebhookParams,
+        response: { 200: TestOutcome },
+        detail: { tags, summary: "Send a signed webhook.test event now", description },
+      },
     )
     .get(
       "/api/teams/:team/webhooks/:webhook/logs",
-      async ({ caller, params, query, request }) => {
-        const c = await caller(read);
+      async ({ caller: c, params, query, request }) => {
         const { integration } = await requireTeamMapping(c.organization.id, params.team, params.webhook);
-        return logsPage(sql, integration.id, query, request.url);
+        return logsPage(sql, integration.id, query, request);
       },
-      { params: TeamWebhookParams, query: LogsQuery, response: { 200: LogPage }, detail: { tags, summary: "Delivery log of the integration", description } },
+      {
+        auth: read,
+        params: TeamWebhookParams,
+        query: LogsQuery,
+        response: { 200: LogPage },
+        detail: { tags, summary: "Delivery log of the integration", description },
+      },
     );
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createOrg } from "../fixtures";
+import { createOrg, createUser, sessionFor } from "../fixtures";
 import { createTestContext, type TestContext } from "../helpers";
 import { cliEnv, runCli, uniqueNumber } from "./cli-helpers";
 
@@ -110,6 +110,48 @@ describe("simhost admin user create", () => {
     expect((await admin(...base, "--email", "a@example.test")).code).toBe(2);
     expect((await admin(...base, "--email", "a@example.test", "--password", "long-enough", "--role", "king")).code).toBe(2);
     expect((await admin("admin", "user", "create", "--org", "zero", "--email", "a@example.test", "--password", "long-enough")).code).toBe(2);
+  });
+});
+
+describe("changes by admin commands reach the running server at once (no cached caller outlives them)", () => {
+  const newKey = (token: string) => ctx.request("POST", "/api/api-keys", { token, body: { name: "k", permissions: ["numbers.read"] } });
+
+  test("admin user remove: the removed member's session stops acting in the organization as soon as the command returns", async () => {
+    const org = await createOrg(ctx.sql);
+    await createUser(ctx.sql, { orgId: org.id, role: "owner" });
+    const member = await createUser(ctx.sql, { orgId: org.id, role: "member" });
+    const token = await sessionFor(ctx.sql, member.id);
+    expect((await ctx.request("GET", "/api/me", { token })).status).toBe(200);
+    expect(ctx.services.auth.cacheInUse()).toBe(true); // the identity above is cached
+
+    const r = await admin("admin", "user", "remove", "--org", String(org.id), "--email", member.email.toUpperCase(), "--json");
+    expect(r.code).toBe(0);
+    expect(r.json()).toEqual({ id: member.id, email: member.email, organization_id: org.id });
+    const after = await ctx.request("GET", "/api/me", { token });
+    expect(after.status).toBe(403);
+    expect(after.body.code).toBe("permission_denied");
+    expect(await ctx.sql`select 1 from memberships where user_id = ${member.id}`).toHaveLength(0);
+  });
+
+  test("admin user remove: an unknown user or a non-member is an error (exit 1), nothing removed", async () => {
+    const org = await createOrg(ctx.sql);
+    const outsider = await createUser(ctx.sql, { orgId: (await createOrg(ctx.sql)).id });
+    const unknown = await admin("admin", "user", "remove", "--org", String(org.id), "--email", "nobody@example.test");
+    expect([unknown.code, unknown.stderr]).toEqual([1, "No user nobody@example.test.\n"]);
+    const stranger = await admin("admin", "user", "remove", "--org", String(org.id), "--email", outsider.email);
+    expect(stranger.code).toBe(1);
+    expect(stranger.stderr).toContain("is not a member of organization");
+    expect(await ctx.sql`select 1 from memberships where user_id = ${outsider.id}`).toHaveLength(1);
+  });
+
+  test("admin user create --role: an admin demoted to member is refused admin operations as soon as the command returns", async () => {
+    const org = await createOrg(ctx.sql);
+    const user = await createUser(ctx.sql, { orgId: org.id, role: "admin" });
+    const token = await sessionFor(ctx.sql, user.id);
+    expect((await newKey(token)).status).toBe(201); // cached with role admin
+    const r = await admin("admin", "user", "create", "--org", String(org.id), "--email", user.email, "--password", "unused-password", "--role", "member");
+    expect(r.code).toBe(0);
+    expect((await newKey(token)).status).toBe(403);
   });
 });
 

@@ -40,6 +40,9 @@ export function cliEnv(ctx: TestContext, extra: Record<string, string> = {}): Re
   return {
     DATABASE_URL: ctx.config.DATABASE_URL ?? "",
     DATA_DIR: ctx.config.DATA_DIR,
+    // Revocations made by admin commands reach the context like a running server (server/admin/database.ts).
+    REDIS_URL: ctx.config.REDIS_URL ?? "",
+    REDIS_PREFIX: ctx.config.REDIS_PREFIX,
     XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), "simhost-cli-config-")),
     SIMHOST_URL: "",
     SIMHOST_TOKEN: "",

@@ -32,6 +32,11 @@ describe("simhost numbers", () => {
     expect(unlocked.code).toBe(0);
     expect(unlocked.json().data.lock).toBeNull();
 
+    const releasing = await server.run(token, ["numbers", "lock", String(sim.id), "--release-on-message", "--sender", "Google", "--json"]);
+    expect(releasing.code).toBe(0);
+    expect(releasing.json().data.lock).toMatchObject({ release_on_message: true, sender: "Google" });
+    expect((await server.run(token, ["numbers", "unlock", String(sim.id)])).code).toBe(0);
+
     const aliased = await server.run(token, ["numbers", "alias", String(sim.id), "Support line", "--json"]);
     expect(aliased.code).toBe(0);
     expect(aliased.json().data.organizations[0].alias).toBe("Support line");
@@ -65,6 +70,7 @@ describe("simhost numbers", () => {
     expect(byNumber.code).toBe(1);
     expect(byNumber.stderr.trim()).toBe(`No number ${theirs.number} in your organization.`);
     expect((await server.run(a.token, ["numbers", "lock", "not-a-number"])).code).toBe(2);
+    expect((await server.run(a.token, ["numbers", "lock", String(theirs.id), "--sender", "Google"])).code).toBe(2);
     expect((await server.run(a.token, ["numbers", "alias", String(theirs.id)])).code).toBe(2);
   });
 });

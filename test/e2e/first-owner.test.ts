@@ -8,7 +8,14 @@ import { freshDatabase } from "../helpers";
 
 const ROOT = join(import.meta.dir, "../..");
 
-type Server = { proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string; output: () => string; waitFor: (re: RegExp) => Promise<RegExpMatchArray> };
+type Server = {
+  proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  url: string;
+  output: () => string;
+  /** What each stream carried: logs go to standard output, the owner's notice to standard error. */
+  streams: () => { stdout: string; stderr: string };
+  waitFor: (re: RegExp) => Promise<RegExpMatchArray>;
+};
 const running: Server[] = [];
 
 function freePort(): number {
@@ -29,16 +36,22 @@ function startServer(env: Record<string, string>): Server {
     stderr: "pipe",
   });
   let text = "";
-  const decoder = new TextDecoder();
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true });
+  const by = { stdout: "", stderr: "" };
+  const pump = async (stream: ReadableStream<Uint8Array>, name: "stdout" | "stderr") => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      const part = decoder.decode(chunk, { stream: true });
+      text += part;
+      by[name] += part;
+    }
   };
-  void pump(proc.stdout);
-  void pump(proc.stderr);
+  void pump(proc.stdout, "stdout");
+  void pump(proc.stderr, "stderr");
   const server: Server = {
     proc,
     url: `http://127.0.0.1:${port}`,
     output: () => text,
+    streams: () => ({ ...by }),
     async waitFor(re) {
       const deadline = Date.now() + 30_000;
       while (Date.now() < deadline) {
@@ -76,11 +89,17 @@ async function emptyDatabase(): Promise<{ env: Record<string, string>; connect: 
 }
 
 describe("first start on an empty database", () => {
-  test("prints the owner's credentials once, outside the logs, and they are the stored account", async () => {
+  test("prints the owner's credentials once on standard error, outside the log stream, and they are the stored account", async () => {
     const db = await emptyDatabase();
     const first = startServer(db.env);
     const [, password] = await first.waitFor(/password\s+([0-9A-Za-z]{20})\n/);
-    expect(first.output()).toContain(`email         ${FIRST_OWNER_EMAIL}`);
+    await first.waitFor(/simhost listening/);
+    const { stdout, stderr } = first.streams();
+    expect(stderr).toContain(`email         ${FIRST_OWNER_EMAIL}`);
+    expect(stderr).toContain(`password      ${password}`);
+    // Standard output is the JSON log stream: the password is nowhere in it, nor the notice.
+    expect(stdout).not.toContain(password!);
+    expect(stdout).not.toContain("owner account was created");
     // No structured log line carries the password.
     const logLines = first
       .output()

@@ -1,18 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
 import * as oauth from "oauth4webapi";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { createTenant } from "../fixtures";
 import { createTestContext, type TestContext } from "../helpers";
 import { createOAuthClient, enableTotp, totpCode } from "../integration/oauth-flow";
+import { CHROMIUM, launchChromium, warnIfNoChromium } from "./browser";
 
 /**
  * The whole flow as the browser extension lives it: oauth4webapi discovers the server, builds
  * the PKCE request and redeems the code; a headless Chromium fills the sign-in page (and the
  * TOTP step of a 2FA account) and follows the redirect to a real local callback server.
  */
-const CHROMIUM = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => p && existsSync(p));
-if (!CHROMIUM) console.warn("SKIPPED oauth browser test: no Chromium found (set CHROMIUM_PATH or `apt-get install chromium`).");
+warnIfNoChromium("oauth browser test");
 
 const insecure = { [oauth.allowInsecureRequests]: true } as const;
 let ctx: TestContext;
@@ -34,18 +33,7 @@ beforeAll(async () => {
     hostname: "127.0.0.1",
     fetch: () => new Response("<title>Signed in</title>You can close this window.", { headers: { "content-type": "text/html" } }),
   });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {

@@ -5,7 +5,7 @@ import type { Subprocess } from "bun";
 import type Pusher from "pusher-js";
 import { randomString } from "../../server/lib/crypto";
 import { storeInboundMessage } from "../../server/messages/inbound";
-import { createTenant } from "../fixtures";
+import { createApiKey, createTenant } from "../fixtures";
 import { createTestContext, type TestContext } from "../helpers";
 import { awaitCallback, type ConnectionDetails, connected, connectPusher, freePort, openRaw, subscribed } from "./realtime-client";
 
@@ -189,6 +189,41 @@ describe.skipIf(!enabled)("two server instances on one PostgreSQL and Redis", ()
     await back;
     expect(seen).toEqual([true, false, true, false, true]);
   }, 60_000);
+
+  test("an API key deleted through A ends its subscription on B (4009); the owner's on B keeps receiving", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const key = await createApiKey(ctx.sql, org.id, []);
+    const details = (await (
+      await fetch(`${b.baseUrl}/api/broadcasting/connection`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as ConnectionDetails;
+    const channelName = `private-organization.${org.id}`;
+    const join = async (t: string) => {
+      const pusher = connectPusher(b.baseUrl, details, t);
+      clients.push(pusher);
+      return { pusher, channel: await subscribed(pusher, channelName) };
+    };
+    const byKey = await join(key.key);
+    const owner = await join(token);
+    const codes: number[] = [];
+    byKey.pusher.connection.bind("error", (e: any) => codes.push(e?.data?.code));
+    const ended = awaitCallback("B's socket to end", (done) =>
+      byKey.pusher.connection.bind("state_change", (s: { current: string }) => s.current === "disconnected" && done(undefined)),
+    );
+    const res = await fetch(`${a.baseUrl}/api/api-keys/${key.id}`, { method: "DELETE", headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(204);
+    await ended;
+    expect(codes).toContain(4009);
+    expect(byKey.channel.subscribed).toBe(false);
+    const seen = awaitCallback("the owner's event", (done) => owner.channel.bind("message.received", done), 10_000);
+    await ctx.sql.begin(async (tx) => {
+      const [sim] = await tx<{ id: number }[]>`
+        insert into hosted_sims (number, provider, type, shared_max_orgs)
+        values (${`+1668${String(Date.now()).slice(-7)}`}, 'test', 'shared', 5) returning id`;
+      await tx`insert into hosted_sim_organizations (hosted_sim_id, organization_id) values (${sim!.id}, ${org.id})`;
+      await storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550004444", text: "after the key", source: "provider", receivedAt: new Date() });
+    });
+    expect(((await seen) as any).message.text).toBe("after the key");
+  }, 30_000);
 
   test("SIGTERM closes an instance's sockets with 4200 so clients reconnect at once elsewhere", async () => {
     const raw = await openRaw(`ws://127.0.0.1:${b.port}/app/${ctx.services.realtime.credentials.key}?protocol=7`);

@@ -1,14 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { signChannel } from "../../server/realtime/protocol";
 import { createTenant } from "../fixtures";
 import type { TestContext } from "../helpers";
 import { awaitCallback, openRaw, stalledClient, startServer, stopServer } from "./realtime-client";
+
+const METRICS_TOKEN = "realtime-metrics-token-0123";
 
 let ctx: TestContext & { baseUrl: string; port: number };
 let url: string;
 
 beforeAll(async () => {
-  ctx = await startServer();
+  ctx = await startServer({ METRICS_TOKEN });
   url = `ws://127.0.0.1:${ctx.port}/app/${ctx.services.realtime.credentials.key}?protocol=7&client=test&version=1`;
 }, 60_000);
 
@@ -23,11 +24,15 @@ async function connect() {
   return { raw, socketId: established.data.socket_id as string, activityTimeout: established.data.activity_timeout as number };
 }
 
-/** Signs as the auth endpoint would, and records the grant it would record. */
-async function authorize(socketId: string, channel: string, organizationId: number) {
-  const { key, secret } = ctx.services.realtime.credentials;
-  await ctx.services.realtime.grants.put(socketId, channel, organizationId);
-  return signChannel(key, secret, socketId, channel);
+/** The auth endpoint's signature (and the grant it records) for a tenant's session. */
+async function authorize(socketId: string, channel: string, tenant: { token: string }) {
+  const res = await fetch(`${ctx.baseUrl}/api/broadcasting/auth`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${tenant.token}`, "content-type": "application/json" },
+    body: JSON.stringify({ socket_id: socketId, channel_name: channel }),
+  });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { auth: string }).auth;
 }
 
 /** The connection still works: a ping is answered. */
@@ -75,7 +80,8 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
   });
 
   test("subscribing without auth, with a wrong signature, or to a public channel: subscription_error, connection kept", async () => {
-    const { org } = await createTenant(ctx.sql);
+    const tenant = await createTenant(ctx.sql);
+    const { org } = tenant;
     const { raw, socketId } = await connect();
     const channel = `private-organization.${org.id}`;
     raw.send({ event: "pusher:subscribe", data: { channel } });
@@ -84,12 +90,12 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     expect(err.data).toMatchObject({ type: "AuthError", status: 401 });
     expect(typeof err.data.error).toBe("string");
     // A signature made for another socket does not transfer.
-    raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize("1.1", channel, org.id) } });
+    raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize("1.1", channel, tenant) } });
     expect((await raw.event("pusher:subscription_error")).data.status).toBe(401);
     raw.send({ event: "pusher:subscribe", data: { channel: "news" } });
     err = await raw.event("pusher:subscription_error");
     expect(err).toMatchObject({ channel: "news", data: { type: "AuthError", status: 403 } });
-    raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(socketId, channel, org.id) } });
+    raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(socketId, channel, tenant) } });
     expect((await raw.event("pusher_internal:subscription_succeeded")).channel).toBe(channel);
     ctx.services.publish(channel, "config.changed", { device_id: 1, config_version: 2 });
     const event = await raw.event("config.changed");
@@ -98,13 +104,14 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
   });
 
   test("unsubscribe stops delivery", async () => {
-    const { org } = await createTenant(ctx.sql);
+    const tenant = await createTenant(ctx.sql);
+    const { org } = tenant;
     const { raw, socketId } = await connect();
     const a = `private-organization.${org.id}`;
     const [team] = await ctx.sql<{ id: number }[]>`insert into teams (organization_id, name) values (${org.id}, 't') returning id`;
     const b = `private-team.${team!.id}`;
     for (const channel of [a, b]) {
-      raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(socketId, channel, org.id) } });
+      raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(socketId, channel, tenant) } });
       await raw.next((f) => f.event === "pusher_internal:subscription_succeeded" && f.channel === channel);
     }
     raw.send({ event: "pusher:unsubscribe", data: { channel: a } });
@@ -125,7 +132,7 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
       const { raw, socketId } = await connect();
       for (const [i, t] of tenants.entries()) {
         const channel = `private-organization.${t.org.id}`;
-        raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(socketId, channel, t.org.id) } });
+        raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(socketId, channel, t) } });
         const answer = await raw.next((f) => f.channel === channel);
         if (i < 2) expect(answer.event).toBe("pusher_internal:subscription_succeeded");
         else expect(answer).toMatchObject({ event: "pusher:subscription_error", data: { type: "LimitReached", status: 429 } });
@@ -154,7 +161,7 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
   test("/metrics counts connections and messages", async () => {
     const { raw } = await connect();
     await expectAlive(raw);
-    const text = await (await fetch(`${ctx.baseUrl}/metrics`)).text();
+    const text = await (await fetch(`${ctx.baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
     const connections = Number(/^simhost_ws_connections (\d+)/m.exec(text)?.[1]);
     expect(connections).toBeGreaterThanOrEqual(1);
     expect(text).toMatch(/^simhost_ws_messages_total\{direction="in"\} [1-9]/m);
@@ -186,10 +193,11 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
   });
 
   test("a client that stops reading: events past 1 MiB are dropped for it, then it is closed (4100) and cut", async () => {
-    const { org } = await createTenant(ctx.sql);
+    const tenant = await createTenant(ctx.sql);
+    const { org } = tenant;
     const channel = `private-organization.${org.id}`;
     const slow = await stalledClient(ctx.port, new URL(url).pathname + new URL(url).search);
-    slow.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(slow.socketId, channel, org.id) } });
+    slow.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(slow.socketId, channel, tenant) } });
     await slow.waitFor("pusher_internal:subscription_succeeded");
     slow.socket.pause(); // from here on the kernel buffers fill and the server's queue grows
     const before = ctx.services.realtime.connections();
@@ -208,7 +216,7 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     await delivered;
     for (let i = 0; i < 3; i++) ctx.services.realtime.sweep();
     expect(ctx.services.realtime.connections()).toBe(before - 1);
-    const metrics = await (await fetch(`${ctx.baseUrl}/metrics`)).text();
+    const metrics = await (await fetch(`${ctx.baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
     expect(metrics).toMatch(/^simhost_ws_slow_clients_closed_total [1-9]/m);
     slow.socket.resume();
     await awaitCallback("the slow client's socket to close", (done) => slow.socket.once("close", () => done(undefined)));

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import Redis from "ioredis";
 import type Pusher from "pusher-js";
 import { randomString } from "../../server/lib/crypto";
-import { type ConnectionDetails, connectPusher, subscribed } from "../e2e/realtime-client";
+import { awaitCallback, type ConnectionDetails, connectPusher, subscribed } from "../e2e/realtime-client";
+import { createApiKey, createTenant, createUser, TEST_PASSWORD } from "../fixtures";
 import { freshDatabase } from "../helpers";
 import {
   call,
@@ -22,6 +24,7 @@ if (!wanted) console.warn("faults/redis-outage: skipped (set DATABASE_URL and RE
 
 describe.skipIf(!wanted)("Redis stopped under two instances", () => {
   let redis: Exclude<Awaited<ReturnType<typeof startRedis>>, string> | undefined;
+  let prefix = "";
   let skipped = "";
   let sql: ReturnType<typeof connect>;
   const servers: ServerProcess[] = [];
@@ -41,7 +44,7 @@ describe.skipIf(!wanted)("Redis stopped under two instances", () => {
     const env = {
       DATABASE_URL: databaseUrl,
       REDIS_URL: r.url,
-      REDIS_PREFIX: redisPrefix(),
+      REDIS_PREFIX: (prefix = redisPrefix()),
       PUSHER_APP_KEY: `key-${randomString(8)}`,
       PUSHER_APP_SECRET: randomString(24),
     };
@@ -119,5 +122,71 @@ describe.skipIf(!wanted)("Redis stopped under two instances", () => {
       return ids.every((id) => got.has(id));
     });
     expect(servers.every((s) => !s.exited())).toBe(true);
+  }, 90_000);
+
+  /** A request's answer and how long it took. */
+  const timed = async (...args: Parameters<typeof call>) => {
+    const started = performance.now();
+    const res = await call(...args);
+    return { ...res, ms: performance.now() - started };
+  };
+
+  test("requests answer within a second without Redis, never 5xx: login, rate limits in-process, channel auth; a revocation made meanwhile ends B's socket during the outage", async () => {
+    if (skipped) return;
+    const [a, b] = servers as [ServerProcess, ServerProcess];
+    const { org, token } = await createTenant(sql);
+    const user = await createUser(sql, { orgId: org.id, role: "member" });
+    const key = await createApiKey(sql, org.id, []);
+    const channelName = `private-organization.${org.id}`;
+    const join = async (via: ServerProcess, t: string) => {
+      const details = (await call(via.url, "GET", "/api/broadcasting/connection", { token: t })).body as ConnectionDetails;
+      const pusher = connectPusher(via.url, details, t);
+      clients.push(pusher);
+      return { pusher, channel: await subscribed(pusher, channelName, 10_000) };
+    };
+    // Subscribed on B with the key before the outage.
+    const byKey = await join(b, key.key);
+    const keyEnded = awaitCallback(
+      "B's key subscription to end",
+      (done) => byKey.pusher.connection.bind("state_change", (st: { current: string }) => st.current === "disconnected" && done(undefined)),
+      60_000,
+    );
+
+    await redis!.stop();
+    await until("A to see Redis gone", async () => (await call(a.url, "GET", "/api/health")).body?.checks?.cache?.status === "failing");
+    const login = (password: string) => timed(a.url, "POST", "/api/auth/login", { body: { email: user.email, password } });
+    const right = await login(TEST_PASSWORD);
+    expect(right.status).toBe(200);
+    expect(right.ms).toBeLessThan(1000);
+    const answers: { status: number; ms: number }[] = [];
+    for (let k = 0; k < 11; k++) answers.push(await login("wrong password"));
+    for (const w of answers) expect(w.ms).toBeLessThan(1000);
+    // In-process counters: ten failures, then 429 (API.md §2), not a 500.
+    expect(answers.map((w) => w.status)).toEqual([...Array(10).fill(401), 429]);
+
+    // Channel auth and subscription on the same instance: the grant stays in its memory.
+    const local = await timed(a.url, "POST", "/api/broadcasting/auth", { token, body: { socket_id: "1234.5678", channel_name: channelName } });
+    expect(local.status).toBe(200);
+    expect(local.ms).toBeLessThan(1000);
+    await join(a, token);
+    // Deleting the key on A: the bus cannot tell B while Redis is down, but the revocation log in
+    // PostgreSQL does (server/auth/revocation-feed.ts), so B ends the subscription during the outage.
+    const deleted = await timed(a.url, "DELETE", `/api/api-keys/${key.id}`, { token });
+    expect(deleted.status).toBe(204);
+    expect(deleted.ms).toBeLessThan(1000);
+    await keyEnded;
+    expect(byKey.channel.subscribed).toBe(false);
+
+    await redis!.start();
+    for (const s of [a, b]) await until(`${s.port} healthy again`, async () => (await call(s.url, "GET", "/api/health")).status === 200, 20_000);
+    // Shared counters again: a failure lands in Redis.
+    const other = await createUser(sql, { orgId: org.id, role: "member" });
+    expect((await timed(b.url, "POST", "/api/auth/login", { body: { email: other.email, password: "wrong" } })).status).toBe(401);
+    const client = new Redis(redis!.url);
+    try {
+      expect(await client.get(`${prefix}rl:login:email:${other.email.toLowerCase()}`)).toBe("1");
+    } finally {
+      client.disconnect();
+    }
   }, 90_000);
 });

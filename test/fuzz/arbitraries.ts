@@ -36,6 +36,41 @@ const nasty = fc.constantFrom(
   "+1555",
 );
 
+/** Ids no route may take (API.md: positive integers), each a 422: fractional, negative, zero, past 2^53 and 2^63, not digits. */
+export const HOSTILE_IDS = [
+  "1.5",
+  "-1",
+  "-1.5",
+  "0",
+  "007",
+  "1e3",
+  "0x10",
+  "%201",
+  "9007199254740992",
+  "9223372036854775808",
+  "18446744073709551616",
+  "99999999999999999999999",
+  "Infinity",
+  "NaN",
+  "abc",
+];
+
+/** Date-times that are not real instants in 1970..9999, each a 422. */
+export const HOSTILE_DATES = [
+  "2026-02-30T00:00:00Z",
+  "2025-02-29T12:00:00Z",
+  "2026-13-01T00:00:00Z",
+  "2026-01-01T24:00:00Z",
+  "2026-01-01T23:60:00Z",
+  "0000-01-01T00:00:00Z",
+  "-001000-01-01T00:00:00Z",
+  "+275760-09-13T00:00:00Z",
+  "275760-09-13T00:00:00.000Z",
+  "1969-12-31T23:59:59Z",
+  "2026-01-01T00:00:00",
+  "2026-01-01",
+];
+
 /** Values near and just past a schema's bounds, plus arbitrary junk of every type. */
 export function valueFor(schema: JsonSchema | undefined, depth = 0): fc.Arbitrary<unknown> {
   const junk = fc.oneof(fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.constant([]), fc.constant({}));
@@ -57,13 +92,18 @@ function typedValue(schema: JsonSchema, type: string | undefined, depth: number)
       const max = schema.maximum ?? 1_000_000;
       return fc.oneof(
         fc.integer({ min: Math.ceil(min), max: Math.floor(Math.max(min, max)) }),
-        fc.constantFrom(min - 1, min, max, max + 1, 0, -1, 2 ** 31, 2 ** 53, 1.5),
+        fc.constantFrom(min - 1, min, max, max + 1, 0, -1, 2 ** 31, 2 ** 53, 2 ** 63, 2 ** 64, 1.5, -1.5, 1e308),
       );
     }
     case "boolean":
       return fc.oneof(fc.boolean(), fc.constantFrom("true", 1));
     case "string": {
       const max = schema.maxLength ?? 40;
+      if (schema.format === "date-time")
+        return fc.oneof(
+          fc.constantFrom(...HOSTILE_DATES),
+          fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+        );
       return fc.oneof(
         fc.string({ maxLength: Math.min(max, 60) }),
         fc.string({ unit: "grapheme", maxLength: 30 }),
@@ -114,8 +154,5 @@ export function bodyFor(schema: JsonSchema | undefined): fc.Arbitrary<string | u
 }
 
 export function pathParamFor(): fc.Arbitrary<string> {
-  return fc.oneof(
-    fc.integer({ min: 1, max: 1_000 }).map(String),
-    fc.constantFrom("0", "-1", "999999999999", "99999999999999999999999", "1.5", "abc", "%00", "%27", "null", "1e3", "SIM-AAAA"),
-  );
+  return fc.oneof(fc.integer({ min: 1, max: 1_000 }).map(String), fc.constantFrom("999999999999", "%00", "%27", "null", "SIM-AAAA", ...HOSTILE_IDS));
 }

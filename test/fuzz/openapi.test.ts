@@ -2,7 +2,8 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { createApiKey, createTenant } from "../fixtures";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
-import { bodyFor, type JsonSchema, pathParamFor, valueFor } from "./arbitraries";
+import { bodySchemaOf, loadOperations, type Operation } from "../openapi-operations";
+import { bodyFor, pathParamFor, valueFor } from "./arbitraries";
 
 /**
  * Property-based requests generated from the OpenAPI document against every route: random
@@ -12,30 +13,13 @@ import { bodyFor, type JsonSchema, pathParamFor, valueFor } from "./arbitraries"
  */
 const SEED = Number(process.env.FUZZ_SEED ?? 20261121);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 12);
-// Routes that are not JSON API routes: the OAuth endpoints answer RFC 6749 errors; documentation,
-// metrics and the WebSocket endpoint are not API resources.
-const NON_API = [/^\/oauth\//, /^\/docs/, /^\/openapi\.json$/, /^\/metrics$/, /^\/app\//];
-
-type Operation = {
-  method: string;
-  path: string;
-  parameters?: { in: string; name: string; schema?: JsonSchema }[];
-  requestBody?: { content?: Record<string, { schema?: JsonSchema }> };
-};
-
 let ctx: TestContext;
-const operations: Operation[] = [];
+let operations: Operation[] = [];
 let credentials: Record<string, string | undefined> = {};
 
 beforeAll(async () => {
   ctx = await sharedTestContext();
-  const doc = (await ctx.request("GET", "/openapi.json")).body;
-  for (const [path, item] of Object.entries<Record<string, Operation>>(doc.paths)) {
-    if (NON_API.some((r) => r.test(path))) continue;
-    for (const [method, op] of Object.entries(item)) {
-      if (["get", "post", "put", "patch", "delete"].includes(method)) operations.push({ ...op, method: method.toUpperCase(), path });
-    }
-  }
+  operations = await loadOperations(ctx);
   const owner = await createTenant(ctx.sql, { plan: "pro" });
   const member = await createTenant(ctx.sql, { role: "member" });
   credentials = {
@@ -51,7 +35,7 @@ beforeAll(async () => {
 function requestArbitrary(op: Operation) {
   const pathParams = (op.path.match(/\{(\w+)\}/g) ?? []).map((p) => p.slice(1, -1));
   const query = (op.parameters ?? []).filter((p) => p.in === "query");
-  const jsonSchema = op.requestBody?.content?.["application/json"]?.schema ?? op.requestBody?.content?.["multipart/form-data"]?.schema;
+  const jsonSchema = bodySchemaOf(op);
   return fc.record({
     auth: fc.constantFrom(...Object.keys(credentials)),
     path: fc

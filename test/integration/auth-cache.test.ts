@@ -11,22 +11,31 @@ describe("caller cache", () => {
   test("entries live ttl at most, and a revocation drops every entry of its session, key or user", () => {
     let now = 0;
     const cache = createCallerCache({ ttlMs: 10_000, max: 10, now: () => now });
-    cache.set("a|", caller({}));
-    cache.set("a|2", caller({}));
-    cache.set("k|", caller({ kind: "api_key", user: null, sessionId: null, apiKey: { id: 9, name: "k", permissions: [] } }));
+    cache.set("a|", caller({}), 0);
+    cache.set("a|2", caller({}), 0);
+    cache.set("k|", caller({ kind: "api_key", user: null, sessionId: null, apiKey: { id: 9, name: "k", permissions: [] } }), 0);
     cache.forget({ sessionId: 3 });
     expect([cache.get("a|"), cache.get("a|2")]).toEqual([undefined, undefined]);
     expect(cache.get("k|")).toBeDefined();
     cache.forget({ apiKeyId: 9 });
     expect(cache.get("k|")).toBeUndefined();
-    cache.set("b|", caller({ sessionId: 4 }));
+    cache.set("b|", caller({ sessionId: 4 }), cache.generation());
     now = 10_000;
     expect(cache.get("b|")).toBeUndefined();
   });
 
+  test("a lookup that began before a revocation is not stored after it", () => {
+    const cache = createCallerCache({ ttlMs: 10_000, max: 10, now: () => 0 });
+    const since = cache.generation();
+    cache.forget({ sessionId: 3 });
+    expect(cache.set("a|", caller({}), since)).toBe(false);
+    expect(cache.get("a|")).toBeUndefined();
+    expect(cache.set("a|", caller({}), cache.generation())).toBe(true);
+  });
+
   test("bounded: past max entries the oldest go", () => {
     const cache = createCallerCache({ ttlMs: 10_000, max: 2, now: () => 0 });
-    for (const k of ["x", "y", "z"]) cache.set(k, caller({}));
+    for (const k of ["x", "y", "z"]) cache.set(k, caller({}), 0);
     expect([cache.get("x"), cache.size()]).toEqual([undefined, 2]);
   });
 });

@@ -65,3 +65,31 @@ describe("SMS submission idempotency", () => {
     expect(Object.keys(res.body.errors).sort()).toEqual(["body", "from", "message_id", "received_at", "sim_slot"]);
   });
 });
+
+describe("SMS attribution and empty bodies (issue 15 item 13)", () => {
+  const stored = (deviceId: number) =>
+    ctx.sql<{ text: string; sim_slot: number | null; hosted_sim_id: number }[]>`
+      select text, sim_slot, hosted_sim_id from messages where device_id = ${deviceId} order by id`;
+
+  test("an SMS without sim_slot is stored with the slot of the card it was attributed to", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(ctx, token, [1, 2]);
+    const res = await ctx.request("POST", `/api/byos/devices/${device.id}/sms`, { token, body: smsBody({ sim_slot: undefined }) });
+    expect(res.status).toBe(202);
+    await messagesOf(device.id);
+    const [card] = await ctx.sql<{ hosted_sim_id: number }[]>`select hosted_sim_id from sim_cards where device_id = ${device.id} and sim_slot = 1`;
+    const rows = await stored(device.id);
+    expect(rows.map((r) => ({ sim_slot: r.sim_slot, hosted_sim_id: r.hosted_sim_id }))).toEqual([{ sim_slot: 1, hosted_sim_id: card!.hosted_sim_id }]);
+  });
+
+  test("an empty body is accepted and stored as an empty message; an empty from is refused", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(ctx, token);
+    const empty = await ctx.request("POST", `/api/byos/devices/${device.id}/sms`, { token, body: smsBody({ body: "" }) });
+    expect(empty.status).toBe(202);
+    expect((await messagesOf(device.id)).map((r) => r.text)).toEqual([""]);
+    const noSender = await ctx.request("POST", `/api/byos/devices/${device.id}/sms`, { token, body: smsBody({ from: "" }) });
+    expect(noSender.status).toBe(422);
+    expect(Object.keys(noSender.body.errors)).toEqual(["from"]);
+  });
+});

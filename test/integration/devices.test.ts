@@ -163,17 +163,19 @@ describe("device states", () => {
     }
   });
 
-  test("update: phone number follows to the SIM card and its hosted SIM; config_version grows", async () => {
+  test("update: a different phone number is only claimed (fresh code on the primary card); the proven number stays; config_version grows", async () => {
     const { token } = await createTenant(ctx.sql);
-    const { device } = await activeDevice(ctx, token);
+    const { device, numbers } = await activeDevice(ctx, token);
     const before = await ctx.request("GET", `/api/byos/devices/${device.id}`, { token });
     const number = randomSimNumber();
     const res = await ctx.request("PATCH", `/api/byos/devices/${device.id}`, { token, body: { phone_number: number, device_name: "renamed" } });
     expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ phone_number: number, device_name: "renamed", config_version: before.body.data.config_version + 1 });
-    expect(res.body.data.sim_cards[0].phone_number).toBe(number);
+    expect(res.body.data).toMatchObject({ phone_number: numbers[0], device_name: "renamed", config_version: before.body.data.config_version + 1 });
+    expect(res.body.data.sim_cards[0]).toMatchObject({ phone_number: numbers[0], pending_phone_number: number, status: "active" });
+    expect(res.body.data.sim_cards[0].verification_code).toMatch(/^SIM-/);
+    expect(res.body.data.sim_cards[0].provider_number).toBe(ctx.config.PROVIDER_NUMBER);
     const [sim] = await ctx.sql<{ number: string }[]>`select number from hosted_sims where id = ${res.body.data.sim_cards[0].hosted_sim_id}`;
-    expect(sim!.number).toBe(number);
+    expect(sim!.number).toBe(numbers[0]!);
     const badPhone = await ctx.request("PATCH", `/api/byos/devices/${device.id}`, { token, body: { phone_number: "12345" } });
     expect(badPhone.status).toBe(422);
   });
@@ -245,6 +247,7 @@ describe("device list", () => {
         "id",
         "is_online",
         "last_seen_at",
+        "organization",
         "phone_number",
         "provider_number",
         "sim_cards",
@@ -257,7 +260,7 @@ describe("device list", () => {
 });
 
 describe("SIM cards and heartbeat bounds", () => {
-  test("add SIM: 201 with a code, config_version + 1; an occupied slot: 409; update SIM syncs the hosted SIM number", async () => {
+  test("add SIM: 201 with a code, config_version + 1; an occupied slot: 409; update SIM moves the slot and only claims a number", async () => {
     const { token } = await createTenant(ctx.sql);
     const { device } = await activeDevice(ctx, token);
     const before = (await ctx.request("GET", `/api/byos/devices/${device.id}`, { token })).body.data;
@@ -275,9 +278,10 @@ describe("SIM cards and heartbeat bounds", () => {
     const number = randomSimNumber();
     const moved = await ctx.request("PATCH", `/api/byos/devices/${device.id}/sims/${card.id}`, { token, body: { phone_number: number, sim_slot: 3 } });
     expect(moved.status).toBe(200);
-    expect(moved.body.data).toMatchObject({ id: card.id, phone_number: number, sim_slot: 3, status: "active", is_active: true });
+    expect(moved.body.data).toMatchObject({ id: card.id, phone_number: card.phone_number, pending_phone_number: number, sim_slot: 3, status: "active" });
+    expect(moved.body.data.verification_code).toMatch(/^SIM-/);
     const [sim] = await ctx.sql<{ number: string }[]>`select number from hosted_sims where id = ${card.hosted_sim_id}`;
-    expect(sim!.number).toBe(number);
+    expect(sim!.number).toBe(card.phone_number);
     const clash = await ctx.request("PATCH", `/api/byos/devices/${device.id}/sims/${card.id}`, { token, body: { sim_slot: 2 } });
     expect(clash.status).toBe(409);
   });

@@ -39,11 +39,9 @@ describe("health and errors", () => {
     expectErrorShape(res.body, "not_found");
   });
 
-  test("metrics are Prometheus text", async () => {
-    await ctx.request("GET", "/api/health");
+  test("without METRICS_TOKEN there is no /metrics (test/integration/metrics-access.test.ts has the rest)", async () => {
     const res = await ctx.request("GET", "/metrics");
-    expect(res.status).toBe(200);
-    expect(res.text).toContain("simhost_http_request_duration_seconds");
-    expect(res.text).toContain("simhost_queue_backlog");
+    expect(res.status).toBe(404);
+    expectErrorShape(res.body, "not_found");
   });
 });

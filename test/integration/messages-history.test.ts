@@ -139,6 +139,7 @@ describe("GET /api/messages filters", () => {
         "team_id",
         "locked",
         "error",
+        "code",
         "received_at",
         "sent_at",
         "created_at",
@@ -208,5 +209,26 @@ describe("a batch of inbound messages (storeInboundMessages)", () => {
     const [last] = await ctx.sql<{ seq: number }[]>`
       select max(seq)::int as seq from message_visibility where organization_id = ${a.org.id} and hosted_sim_id = ${shared.id}`;
     expect(last!.seq).toBe(5);
+  });
+});
+
+describe("message reads span the caller's organizations", () => {
+  test("a number of the caller's second organization: its history and its messages, unless X-Organization-Id or an API key names another", async () => {
+    const a = await createTenant(ctx.sql);
+    const d = await createTenant(ctx.sql);
+    await ctx.sql`insert into memberships (user_id, organization_id, role) values (${a.user.id}, ${d.org.id}, 'member')`;
+    const sim = await createSharedNumber(ctx.sql, [d.org.id]);
+    await receiveSms(ctx.sql, sim.id, { text: "for D" });
+    const history = await ctx.request("GET", `/api/messages?hosted_sim=${sim.id}`, { token: a.token });
+    expect(history.status).toBe(200);
+    expect(history.body.data.map((m: { text: string }) => m.text)).toEqual(["for D"]);
+    const id = history.body.data[0].id;
+    expect((await ctx.request("GET", `/api/messages/${id}`, { token: a.token })).status).toBe(200);
+    const inA = { "x-organization-id": String(a.org.id) };
+    expect((await ctx.request("GET", `/api/messages?hosted_sim=${sim.id}`, { token: a.token, headers: inA })).status).toBe(404);
+    expect((await ctx.request("GET", `/api/messages/${id}`, { token: a.token, headers: inA })).status).toBe(404);
+    const key = await createApiKey(ctx.sql, a.org.id, ["messages.read"]);
+    expect((await ctx.request("GET", `/api/messages/${id}`, { token: key.key })).status).toBe(404);
+    expect((await ctx.request("GET", `/api/messages?hosted_sim=${sim.id}`, { token: key.key })).status).toBe(404);
   });
 });

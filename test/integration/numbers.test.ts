@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
-import { attachNumber, createByosNumber, createPoolNumber, createSharedNumber, createTeam } from "../fixtures-numbers";
+import { attachNumber, createByosNumber, createPoolNumber, createSharedNumber, createTeam, receiveSms } from "../fixtures-numbers";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 
 let ctx: TestContext;
@@ -227,5 +227,26 @@ describe("PATCH /api/numbers/{id}/alias", () => {
       expectErrorShape(bad.body, "validation_failed");
     }
     expect((await ctx.request("PATCH", `/api/numbers/${sim.id}/alias`, { token: a.token, body: { alias: "x".repeat(64) } })).status).toBe(200);
+  });
+});
+
+describe("reads span every organization of the caller (SPEC.md 1.4)", () => {
+  test("a number of two of the caller's organizations appears once, listing both; a message both see counts once; an API key reads its own organization only", async () => {
+    const a = await createTenant(ctx.sql);
+    const d = await createTenant(ctx.sql);
+    await ctx.sql`insert into memberships (user_id, organization_id, role) values (${a.user.id}, ${d.org.id}, 'member')`;
+    const both = await createSharedNumber(ctx.sql, [a.org.id, d.org.id]);
+    const onlyD = await createSharedNumber(ctx.sql, [d.org.id]);
+    await receiveSms(ctx.sql, both.id);
+    const list = await ctx.request("GET", "/api/numbers", { token: a.token });
+    expect(list.body.data.map((n: { id: number }) => n.id)).toEqual([both.id, onlyD.id]);
+    expect(list.body.data[0].organizations.map((o: { id: number }) => o.id)).toEqual([a.org.id, d.org.id].sort((x, y) => x - y));
+    expect(list.body.data[0].messages_received_count).toBe(1);
+    expect((await ctx.request("GET", `/api/numbers/${onlyD.id}`, { token: a.token })).status).toBe(200);
+    const key = await createApiKey(ctx.sql, a.org.id, ["numbers.read"]);
+    const byKey = await ctx.request("GET", "/api/numbers", { token: key.key });
+    expect(byKey.body.data.map((n: { id: number }) => n.id)).toEqual([both.id]);
+    expect(byKey.body.data[0].organizations.map((o: { id: number }) => o.id)).toEqual([a.org.id]);
+    expect((await ctx.request("GET", `/api/numbers/${onlyD.id}`, { token: key.key })).status).toBe(404);
   });
 });

@@ -1,5 +1,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTenant } from "../fixtures";
+import { randomAndroidId, registerDevice } from "../fixtures-devices";
+import { createSharedNumber, receiveSms } from "../fixtures-numbers";
 import { sharedTestContext, type TestContext } from "../helpers";
 
 let ctx: TestContext;
@@ -9,9 +11,11 @@ beforeAll(async () => {
   token = (await createTenant(ctx.sql)).token;
 });
 
-/** Volatile values (ids of requests, times, measured durations) differ between two calls. */
+/** Volatile values (ids of requests, times, measured durations) differ between two calls; links differ by the prefix only. */
 const stable = (body: unknown): unknown =>
-  JSON.parse(JSON.stringify(body), (key, value) => (/(_at|timestamp|time|message)$/.test(key) || key === "server_time" ? "<volatile>" : value));
+  JSON.parse(JSON.stringify(body), (key, value) =>
+    /(_at|timestamp|time|message)$/.test(key) || key === "server_time" ? "<volatile>" : typeof value === "string" ? value.replace("/api/v1/", "/api/") : value,
+  );
 
 describe("/api/v1 is the current API under its version prefix", () => {
   test("every GET route without path parameters answers the same under /api and /api/v1", async () => {
@@ -83,9 +87,60 @@ describe("/api/v2 holds only what changed", () => {
     expect(v2.body).toEqual(v1.body);
   });
 
+  test("register answers its fields at the top level: v1 repeats them under data (deprecated in the document), v2 does not", async () => {
+    const register = (path: string) =>
+      ctx.request("POST", path, {
+        token,
+        body: { android_id: randomAndroidId(), sim_slots: [1], device_model: "Pixel 8", app_version: "1.4.2" },
+      });
+    const v1 = await register("/api/byos/devices/register");
+    expect(v1.status).toBe(201);
+    const { data, ...top } = v1.body;
+    expect(data).toEqual(top);
+    expect(top.sim_cards[0].verification_code).toMatch(/^SIM-/);
+    const v2 = await register("/api/v2/byos/devices/register");
+    expect(v2.status).toBe(201);
+    expect(v2.body.data).toBeUndefined();
+    expect(Object.keys(v2.body).sort()).toEqual(Object.keys(top).sort());
+    expect(v2.body.status).toBe("pending_verification");
+    const doc = (await ctx.request("GET", "/openapi.json")).body;
+    const schema = doc.paths["/api/byos/devices/register"].post.responses["201"].content["application/json"].schema;
+    expect(schema.properties.data.deprecated).toBe(true);
+    expect(schema.properties.id).toBeDefined();
+  });
+
   test("the v1 OpenAPI document does not expose v2", async () => {
     const doc = (await ctx.request("GET", "/openapi.json")).body;
     expect(Object.keys(doc.paths).filter((p) => p.startsWith("/api/v2"))).toEqual([]);
     expect(doc.paths["/api/me"].get).toBeDefined();
+  });
+});
+
+describe("pagination links keep the version prefix the request came in on", () => {
+  const pathsOf = (links: Record<string, string | null>) => Object.values(links).flatMap((l) => (l === null ? [] : [new URL(l).pathname]));
+
+  test("messages: /api/v2 and /api/v1 pages link under their own prefix", async () => {
+    const tenant = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [tenant.org.id]);
+    for (let i = 0; i < 3; i++) await receiveSms(ctx.sql, sim.id);
+    for (const prefix of ["/api/v2", "/api/v1", "/api"]) {
+      const res = await ctx.request("GET", `${prefix}/messages?hosted_sim=${sim.id}&per_page=1&page=2`, { token: tenant.token });
+      expect(res.status).toBe(200);
+      expect({ prefix, paths: pathsOf(res.body.links) }).toEqual({ prefix, paths: Array(4).fill(`${prefix}/messages`) });
+      expect(new URL(res.body.meta.path).pathname).toBe(`${prefix}/messages`);
+      expect(new URL(res.body.links.next).searchParams.get("hosted_sim")).toBe(String(sim.id));
+      expect(new URL(res.body.links.next).searchParams.get("page")).toBe("3");
+    }
+  });
+
+  test("devices: /api/v2 and /api/v1 pages link under their own prefix", async () => {
+    const tenant = await createTenant(ctx.sql, { plan: "pro" });
+    for (let i = 0; i < 3; i++) await registerDevice(ctx, tenant.token);
+    for (const prefix of ["/api/v2", "/api/v1", "/api"]) {
+      const res = await ctx.request("GET", `${prefix}/byos/devices?per_page=1&page=2`, { token: tenant.token });
+      expect(res.status).toBe(200);
+      expect({ prefix, paths: pathsOf(res.body.links) }).toEqual({ prefix, paths: Array(4).fill(`${prefix}/byos/devices`) });
+      expect(new URL(res.body.meta.path).pathname).toBe(`${prefix}/byos/devices`);
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { findMessagesForFanout } from "../../server/messages/store";
+import type { BusMessage } from "../../server/realtime/bus";
 import { enqueueWebhookDeliveries } from "../../server/webhooks/forwarding";
 import { createTenant, createUser } from "../fixtures";
 import { createTestContext, type TestContext } from "../helpers";
@@ -97,6 +98,72 @@ describe("forwarding rules", () => {
     ).toBe(0);
     await waitFor(() => receiver.received.length === 1);
     expect(receiver.received[0]!.event.data.team.id).toBe(x.id);
+    receiver.stop();
+  }, 30_000);
+});
+
+describe("a lock that releases on a message (issue 17 item 3)", () => {
+  test("the releasing message is forwarded to the locking team's lock_required mapping; the next one to the always mappings of both organizations", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const x = await createTeam(ctx.sql, a.org.id, "X");
+    const bt = await createTeam(ctx.sql, b.org.id, "B");
+    const receiver = startReceiver();
+    const lockX = await createHook(ctx, a.token, { url: receiver.url }, [{ teamId: x.id, mode: "lock_required" }]);
+    receiver.secrets.push(lockX.secret);
+    const alwaysA = (await createHook(ctx, a.token, { url: "http://127.0.0.1:9/unused" }, [{ teamId: x.id, mode: "always" }])).id;
+    const alwaysB = (await createHook(ctx, b.token, { url: "http://127.0.0.1:9/unused" }, [{ teamId: bt.id, mode: "always" }])).id;
+    const sim = await createNumber(ctx.sql, [{ orgId: a.org.id }, { orgId: b.org.id }]);
+    const locked = await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token, body: { team_id: x.id, release_on_message: true } });
+    expect(locked.status).toBe(200);
+
+    const first = await receiveSms(ctx, sim.id, "Your code is 482913");
+    expect(await deliveredTo(first.messageId)).toEqual([lockX.id, alwaysA].sort((p, q) => p - q));
+    await waitFor(() => receiver.received.length === 1);
+    expect(receiver.received[0]!).toMatchObject({ verifiedWith: lockX.secret });
+    expect(receiver.received[0]!.event.data).toMatchObject({ id: first.messageId, locked: true, team_id: x.id });
+
+    const next = await receiveSms(ctx, sim.id);
+    expect(await deliveredTo(next.messageId)).toEqual([alwaysA, alwaysB].sort((p, q) => p - q));
+    receiver.stop();
+  }, 30_000);
+});
+
+describe("one team per message (issue 15 item 8)", () => {
+  test("webhook, realtime and history name the same team: the locking team under a lock, the number's team otherwise", async () => {
+    const a = await createTenant(ctx.sql);
+    const x = await createTeam(ctx.sql, a.org.id, "X");
+    const y = await createTeam(ctx.sql, a.org.id, "Y");
+    const receiver = startReceiver();
+    const { secret } = await createHook(ctx, a.token, { url: receiver.url }, [{ teamId: x.id, mode: "always" }]);
+    receiver.secrets.push(secret);
+    const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: x.id }]);
+    const live: { channel: string; team_id: number | null; id: number }[] = [];
+    ctx.services.bus.subscribe((m: BusMessage) => {
+      const message = (m.data as { message?: { id: number; team_id: number | null; direction?: string } }).message;
+      if (m.event === "message.received" && message) live.push({ channel: m.channel, team_id: message.team_id, id: message.id });
+    });
+
+    const unlocked = (await receiveSms(ctx, sim.id)).messageId;
+    await lockNumber(ctx.sql, sim.id, a.org.id, y.id);
+    const locked = (await receiveSms(ctx, sim.id)).messageId;
+    await waitFor(() => receiver.received.length === 2);
+    await waitFor(() => live.filter((e) => e.id === locked).length >= 3 && live.filter((e) => e.id === unlocked).length >= 3);
+
+    const history = await ctx.request("GET", `/api/messages?hosted_sim=${sim.id}`, { token: a.token });
+    expect(history.status).toBe(200);
+    const expected = new Map([
+      [unlocked, x],
+      [locked, y],
+    ]);
+    for (const [id, team] of expected) {
+      const event = receiver.received.find((r) => r.event.data.id === id)!.event.data;
+      expect({ team_id: event.team_id, team: event.team }).toEqual({ team_id: team.id, team: { id: team.id, name: team.name } });
+      expect(history.body.data.find((m: { id: number }) => m.id === id).team_id).toBe(team.id);
+      const events = live.filter((e) => e.id === id);
+      expect(new Set(events.map((e) => e.team_id))).toEqual(new Set([team.id]));
+      expect(events.map((e) => e.channel)).toContain(`private-team.${team.id}`);
+    }
     receiver.stop();
   }, 30_000);
 });

@@ -1,4 +1,5 @@
 import type { TestContext } from "../helpers";
+import { bodySchemaOf, loadOperations as documentOperations } from "../openapi-operations";
 import type { Tenant, World } from "./world";
 
 /**
@@ -14,28 +15,15 @@ export type Operation = {
   bodySchema?: { properties?: Record<string, unknown>; required?: string[] };
 };
 
-// Not JSON API resources (OAuth answers RFC 6749 errors; the WebSocket endpoint takes the app key).
-const NON_API = [/^\/oauth\//, /^\/docs/, /^\/openapi\.json$/, /^\/metrics$/, /^\/app\//];
-
+/** The document's API operations, with what the probes need of each. */
 export async function loadOperations(ctx: TestContext): Promise<Operation[]> {
-  const doc = (await ctx.request("GET", "/openapi.json")).body;
-  const ops: Operation[] = [];
-  for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
-    if (NON_API.some((r) => r.test(path))) continue;
-    for (const [method, op] of Object.entries(item)) {
-      if (!["get", "post", "put", "patch", "delete"].includes(method)) continue;
-      const content = op.requestBody?.content ?? {};
-      const bodySchema = (content["application/json"] ?? content["multipart/form-data"] ?? content["application/x-www-form-urlencoded"])?.schema;
-      ops.push({
-        method: method.toUpperCase(),
-        path,
-        params: (path.match(/\{(\w+)\}/g) ?? []).map((p) => p.slice(1, -1)),
-        query: (op.parameters ?? []).filter((p: { in: string }) => p.in === "query").map((p: { name: string }) => p.name),
-        bodySchema,
-      });
-    }
-  }
-  return ops;
+  return (await documentOperations(ctx)).map((op) => ({
+    method: op.method,
+    path: op.path,
+    params: (op.path.match(/\{(\w+)\}/g) ?? []).map((p) => p.slice(1, -1)),
+    query: (op.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name),
+    bodySchema: bodySchemaOf(op) as Operation["bodySchema"],
+  }));
 }
 
 /** The ids of `t` a path parameter can take (several where a tenant has more than one kind). */

@@ -1,18 +1,27 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type Pusher from "pusher-js";
+import { createAdmin } from "../../server/admin/operations";
 import { signChannel } from "../../server/realtime/protocol";
 import { type ConnectionDetails, connected, connectPusher, openRaw, startServer, stopServer, subscribed } from "../e2e/realtime-client";
 import { eventually } from "../fixtures-numbers";
-import type { TestContext } from "../helpers";
+import { createTestContext, type RequestOptions, type TestContext } from "../helpers";
 import { bodyFor, forEachLimit, foreignFindings, idsFor, loadOperations, type Operation, pathsFor } from "./probe";
-import { buildWorld, credentialsOf, secretsOf, sendSharedMessages, type Tenant, type World } from "./world";
+import { buildBridge, buildWorld, credentialsOf, secretsOf, sendSharedMessages, type Tenant, type World } from "./world";
 
 /**
  * Tenant isolation (issue 9, item 3): two organizations with full data; every route of the
  * OpenAPI document called by each with the other's ids, with a session of every role and an API
- * key of every permission set; no foreign data in any body, realtime event or webhook.
+ * key of every permission set; no foreign data in any body, realtime event or webhook. With
+ * PostgreSQL and Redis the requests alternate between two instances (issue 14).
  */
 let ctx: TestContext & { baseUrl: string; port: number };
+/**
+ * With PostgreSQL and Redis, a second instance on the same database and bus answers every other
+ * request, so the probes also cross instances (caches, revocations and grants kept per instance).
+ */
+let second: TestContext | undefined;
+let turn = 0;
+const request = (method: string, path: string, opts?: RequestOptions) => (second && turn++ % 2 ? second : ctx).request(method, path, opts);
 let ops: Operation[];
 let world: World;
 type Probed = Tenant & { messageIds: number[]; events: { channel: string; event: string; data: string }[]; pusher: Pusher };
@@ -23,7 +32,7 @@ const DENIED_403 = new Set(["permission_denied", "api_key_not_allowed"]);
 const others = (t: Tenant) => ({ strings: secretsOf(t), orgIds: [t.org.id] });
 
 async function messageTexts(t: Tenant, simId: number): Promise<string[]> {
-  const res = await ctx.request("GET", `/api/messages?hosted_sim=${simId}&per_page=100`, { token: t.users.owner.token });
+  const res = await request("GET", `/api/messages?hosted_sim=${simId}&per_page=100`, { token: t.users.owner.token });
   return res.status === 200 ? res.body.data.map((m: { text: string }) => m.text) : [];
 }
 
@@ -31,9 +40,11 @@ beforeAll(async () => {
   const started = performance.now();
   ctx = await startServer();
   ctx.services.start();
+  if (process.env.DATABASE_URL && process.env.REDIS_URL)
+    second = await createTestContext({ DATABASE_URL: ctx.config.DATABASE_URL!, REDIS_PREFIX: ctx.config.REDIS_PREFIX, PUBLIC_URL: ctx.baseUrl });
   ops = await loadOperations(ctx);
   world = await buildWorld(ctx);
-  const details = (await ctx.request("GET", "/api/broadcasting/connection", { token: world.a.users.owner.token })).body as ConnectionDetails;
+  const details = (await request("GET", "/api/broadcasting/connection", { token: world.a.users.owner.token })).body as ConnectionDetails;
   for (const t of [world.a, world.b]) {
     const probed = Object.assign(t, {
       messageIds: [] as number[],
@@ -75,6 +86,7 @@ afterAll(async () => {
     t?.pusher.disconnect();
     t?.receiver.stop();
   }
+  await second?.close();
   await stopServer(ctx);
 });
 
@@ -85,7 +97,7 @@ describe("the world the probes run in", () => {
     const seenB = await messageTexts(b, world.shared.id);
     expect(seenB).toEqual(expect.arrayContaining([open, after]));
     expect(seenB).not.toContain(locked);
-    const number = await ctx.request("GET", `/api/numbers/${world.shared.id}`, { token: b.users.owner.token });
+    const number = await request("GET", `/api/numbers/${world.shared.id}`, { token: b.users.owner.token });
     expect(number.status).toBe(200);
     expect(number.body.data).toMatchObject({ locked: true, lock: null });
     expect(number.body.data.organizations).toEqual([{ id: b.org.id, name: b.org.name, alias: `Shared ${b.tag}`, team_id: b.team.id }]);
@@ -96,7 +108,7 @@ describe("the world the probes run in", () => {
       ["POST", `/api/numbers/${world.shared.id}/unlock`, undefined],
       ["POST", "/api/messages", { hosted_sim: world.shared.id, to: "+15550002222", text: "probe" }],
     ] as const) {
-      const res = await ctx.request(method, path, { token: b.users.owner.token, body });
+      const res = await request(method, path, { token: b.users.owner.token, body });
       expect([path, res.status, res.body.code]).toEqual([path, 409, "number_locked"]);
       expect(Object.keys(res.body).sort()).toEqual(["code", "locked_until", "message"]);
       expect(foreignFindings(res.text, res.body, others(a))).toEqual([]);
@@ -107,7 +119,7 @@ describe("the world the probes run in", () => {
       const token = t.users.owner.token;
       const own = await Promise.all(
         ["/api/teams", "/api/api-keys", `/api/numbers/${world.shared.id}`, `/api/messages?hosted_sim=${world.shared.id}`, "/api/webhook-integrations"].map(
-          (p) => ctx.request("GET", p, { token }),
+          (p) => request("GET", p, { token }),
         ),
       );
       const seen = own.flatMap((r) => foreignFindings(r.text, r.body, others(t)));
@@ -138,7 +150,7 @@ describe("every route with path parameters, called with the other organization's
       }
     }
     await forEachLimit(probes, 6, async ({ caller, owner, op, credential, token, url }) => {
-      const res = await ctx.request(op.method, url, { token, body: bodyFor(op, caller) });
+      const res = await request(op.method, url, { token, body: bodyFor(op, caller) });
       const where = `${caller.label} ${credential}: ${op.method} ${url} → ${res.status} ${res.text.slice(0, 160)}`;
       const denied = res.status === 404 ? res.body?.code === "not_found" : res.status === 403 && DENIED_403.has(res.body?.code);
       if (!denied) failures.push(where);
@@ -151,13 +163,13 @@ describe("every route with path parameters, called with the other organization's
     // Nothing of either organization was touched by the other's attempts.
     for (const t of [a, b]) {
       const token = t.users.owner.token;
-      expect((await ctx.request("GET", `/api/teams/${t.team.id}`, { token })).body.data.name).toBe(`Team ${t.tag}`);
-      for (const k of Object.values(t.keys)) expect((await ctx.request("GET", "/api/me", { token: k.key })).status).toBe(200);
-      expect((await ctx.request("GET", `/api/byos/devices/${t.device.id}`, { token })).body.data.status).toBe("active");
-      expect((await ctx.request("GET", `/api/webhook-integrations/${t.hook.id}`, { token })).body.data.name).toBe(`Hook ${t.tag}`);
-      expect((await ctx.request("GET", `/api/webhook-integrations/${t.hook.id}/mappings/${t.hook.mappingId}`, { token })).status).toBe(200);
-      expect((await ctx.request("GET", `/api/numbers/${t.byosSim.id}`, { token })).body.data.organizations[0].alias).toBe(`Byos ${t.tag}`);
-      expect((await ctx.request("GET", `/api/numbers/${world.shared.id}`, { token })).body.data.organizations[0].alias).toBe(`Shared ${t.tag}`);
+      expect((await request("GET", `/api/teams/${t.team.id}`, { token })).body.data.name).toBe(`Team ${t.tag}`);
+      for (const k of Object.values(t.keys)) expect((await request("GET", "/api/me", { token: k.key })).status).toBe(200);
+      expect((await request("GET", `/api/byos/devices/${t.device.id}`, { token })).body.data.status).toBe("active");
+      expect((await request("GET", `/api/webhook-integrations/${t.hook.id}`, { token })).body.data.name).toBe(`Hook ${t.tag}`);
+      expect((await request("GET", `/api/webhook-integrations/${t.hook.id}/mappings/${t.hook.mappingId}`, { token })).status).toBe(200);
+      expect((await request("GET", `/api/numbers/${t.byosSim.id}`, { token })).body.data.organizations[0].alias).toBe(`Byos ${t.tag}`);
+      expect((await request("GET", `/api/numbers/${world.shared.id}`, { token })).body.data.organizations[0].alias).toBe(`Shared ${t.tag}`);
     }
   }, 60_000);
 });
@@ -191,7 +203,7 @@ describe("the other organization's ids in bodies and queries", () => {
           const inQuery = op.query.includes(field);
           const call = (token: string, id: unknown) => {
             const body = inQuery ? undefined : Object.fromEntries(props.filter((p) => p !== "email").map((p) => [p, p === field ? id : ownValue(caller, p)]));
-            return ctx.request(op.method, inQuery ? `${path}?${field}=${id}` : path, { token, body });
+            return request(op.method, inQuery ? `${path}?${field}=${id}` : path, { token, body });
           };
           for (const credential of ["owner", "keyAll"]) {
             const token = credentialsOf(caller)[credential]!;
@@ -234,12 +246,15 @@ describe("reading with own ids and lists", () => {
           (p) => idsFor(caller, op.path, p),
           () => [],
         );
+        // A waiting read (messages/next) reads from the first message and answers within a second.
         const urls = op.query.includes("hosted_sim")
           ? paths.flatMap((p) => [world.shared.id, caller.byosSim.id].map((id) => `${p}?hosted_sim=${id}&per_page=100`))
-          : paths;
+          : op.query.includes("timeout")
+            ? paths.map((p) => `${p}?after=0&timeout=1`)
+            : paths;
         for (const [credential, token] of Object.entries(credentialsOf(caller))) {
           for (const url of urls) {
-            const res = await ctx.request("GET", url, { token });
+            const res = await request("GET", url, { token });
             const leaks = foreignFindings(res.text, res.body, others(owner));
             if (leaks.length) failures.push(`${caller.label} ${credential}: GET ${url} → ${res.status}: ${leaks.join(", ")}`);
             if (res.status >= 500) failures.push(`${caller.label} ${credential}: GET ${url} → ${res.status}`);
@@ -268,7 +283,7 @@ describe("realtime", () => {
       expect(refused?.data?.status).toBe(403);
       b.pusher.unsubscribe(channel);
       for (const [credential, token] of Object.entries(credentialsOf(b))) {
-        const res = await ctx.request("POST", "/api/broadcasting/auth", { token, body: { socket_id: "1234.5678", channel_name: channel } });
+        const res = await request("POST", "/api/broadcasting/auth", { token, body: { socket_id: "1234.5678", channel_name: channel } });
         if (res.status !== 403) throw new Error(`${credential} on ${channel}: ${res.status} ${res.text}`);
       }
     }
@@ -279,8 +294,7 @@ describe("realtime", () => {
     const raw = await openRaw(`ws://127.0.0.1:${ctx.port}/app/${key}?protocol=7&client=isolation&version=1`);
     const socketId = (await raw.event("pusher:connection_established")).data.socket_id as string;
     const authFor = async (t: Tenant, socket: string, channel: string) =>
-      (await ctx.request("POST", "/api/broadcasting/auth", { token: t.users.owner.token, body: { socket_id: socket, channel_name: channel } })).body
-        .auth as string;
+      (await request("POST", "/api/broadcasting/auth", { token: t.users.owner.token, body: { socket_id: socket, channel_name: channel } })).body.auth as string;
     const target = `private-organization.${a.org.id}`;
     const attempts = [
       await authFor(b, socketId, `private-organization.${b.org.id}`), // B's own grant, another channel
@@ -325,5 +339,102 @@ describe("webhooks", () => {
     const forB = await ctx.sql`
       select 1 from webhook_deliveries d join messages m on m.id = d.message_id where d.webhook_integration_id = ${b.hook.id} and m.text = ${locked}`;
     expect(forB.length).toBe(0);
+  });
+});
+
+describe("a user in two organizations (A and D) reads both and never the third (B)", () => {
+  let bridge: Awaited<ReturnType<typeof buildBridge>>;
+  beforeAll(async () => {
+    bridge = await buildBridge(ctx, world);
+  }, 30_000);
+  const as = (path: string, headers: Record<string, string> = {}) => request("GET", path, { token: bridge.token, headers });
+  const ids = (body: { data: { id: number }[] }) => body.data.map((x) => x.id).sort((x, y) => x - y);
+  const sorted = (xs: number[]) => [...xs].sort((x, y) => x - y);
+
+  test("numbers: A's and D's, each once; the number of both lists both attachments and none of B's", async () => {
+    const list = await as("/api/numbers");
+    expect(list.status).toBe(200);
+    expect(ids(list.body)).toEqual(sorted([a.byosSim.id, world.shared.id, bridge.number.id]));
+    const shared = list.body.data.find((n: { id: number }) => n.id === world.shared.id);
+    expect(shared.organizations).toEqual([
+      { id: a.org.id, name: a.org.name, alias: `Shared ${a.tag}`, team_id: a.team.id },
+      { id: bridge.org.id, name: bridge.org.name, alias: `Shared ${bridge.tag}`, team_id: null },
+    ]);
+    expect(shared.teams).toEqual([{ id: a.team.id, name: a.team.name }]);
+    // A holds the lock: one of the reader's organizations, so the reader sees who.
+    expect(shared.lock?.organization_id).toBe(a.org.id);
+    // D joined after the messages: the reader sees what A sees (numbers.test.ts counts a message of both once).
+    const seenByA = (await request("GET", `/api/numbers/${world.shared.id}`, { token: a.users.owner.token })).body.data.messages_received_count;
+    expect(shared.messages_received_count).toBe(seenByA);
+    const one = await as(`/api/numbers/${bridge.number.id}`);
+    expect(one.body.data.organizations).toEqual([{ id: bridge.org.id, name: bridge.org.name, alias: `Own ${bridge.tag}`, team_id: null }]);
+    expect((await as(`/api/numbers/${a.byosSim.id}`)).status).toBe(200);
+    expect(foreignFindings(list.text, list.body, others(b))).toEqual([]);
+  });
+
+  test("devices: A's and D's, each naming its organization; shows across both", async () => {
+    const list = await as("/api/byos/devices?per_page=100");
+    expect(list.status).toBe(200);
+    expect(ids(list.body)).toEqual(sorted([a.device.id, a.pendingDevice.id, bridge.device.id]));
+    const orgOf = Object.fromEntries(list.body.data.map((d: { id: number; organization: { id: number } }) => [d.id, d.organization.id]));
+    expect(orgOf).toEqual({ [a.device.id]: a.org.id, [a.pendingDevice.id]: a.org.id, [bridge.device.id]: bridge.org.id });
+    for (const id of [a.device.id, bridge.device.id]) expect((await as(`/api/byos/devices/${id}`)).status).toBe(200);
+    expect(foreignFindings(list.text, list.body, others(b))).toEqual([]);
+  });
+
+  test("X-Organization-Id narrows reads to one; an organization the user is not in answers 404", async () => {
+    const inD = { "x-organization-id": String(bridge.org.id) };
+    expect(ids((await as("/api/numbers", inD)).body)).toEqual(sorted([world.shared.id, bridge.number.id]));
+    expect(ids((await as("/api/byos/devices", inD)).body)).toEqual([bridge.device.id]);
+    expect((await as(`/api/byos/devices/${a.device.id}`, inD)).status).toBe(404);
+    expect((await as(`/api/numbers/${a.byosSim.id}`, inD)).status).toBe(404);
+    const narrowedShared = (await as(`/api/numbers/${world.shared.id}`, inD)).body.data;
+    expect(narrowedShared.organizations.map((o: { id: number }) => o.id)).toEqual([bridge.org.id]);
+    expect(narrowedShared.lock).toBeNull();
+    for (const path of ["/api/numbers", "/api/byos/devices", `/api/numbers/${world.shared.id}`, "/api/me"]) {
+      const res = await as(path, { "x-organization-id": String(b.org.id) });
+      expect([path, res.status, res.body.code]).toEqual([path, 404, "not_found"]);
+    }
+  });
+
+  test("B's ids answer 404 and no GET of any route carries anything of B, with or without X-Organization-Id", async () => {
+    for (const path of [`/api/numbers/${b.byosSim.id}`, `/api/byos/devices/${b.device.id}`, `/api/byos/devices/${b.pendingDevice.id}`]) {
+      expect([path, (await as(path)).status]).toEqual([path, 404]);
+    }
+    const failures: string[] = [];
+    for (const op of ops.filter((o) => o.method === "GET" && o.params.length === 0)) {
+      const url = op.query.includes("hosted_sim") ? `${op.path}?hosted_sim=${world.shared.id}&per_page=100` : op.path;
+      const variants: Record<string, string>[] = [{}, { "x-organization-id": String(a.org.id) }, { "x-organization-id": String(bridge.org.id) }];
+      for (const headers of variants) {
+        const res = await as(url, headers);
+        const leaks = foreignFindings(res.text, res.body, others(b));
+        if (leaks.length || res.status >= 500) failures.push(`GET ${url} ${JSON.stringify(headers)} → ${res.status}: ${leaks.join(", ")}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  test("writes act in one organization: without the header, the first membership (A)", async () => {
+    const me = await as("/api/me");
+    expect(me.body.organization.id).toBe(a.org.id);
+    // Renaming D's number's alias needs D: in A it is not found.
+    const inA = await request("PATCH", `/api/numbers/${bridge.number.id}/alias`, { token: bridge.token, body: { alias: "x" } });
+    expect(inA.status).toBe(404);
+  });
+
+  test("leaving D: the next read no longer spans it (membership removal revokes cached callers)", async () => {
+    expect(ids((await as("/api/byos/devices")).body)).toContain(bridge.device.id);
+    await createAdmin({ sql: ctx.services.sql, change: ctx.services.auth.change }).removeUser(bridge.org.id, bridge.user.email);
+    const after = await as("/api/byos/devices");
+    expect(ids(after.body)).toEqual(sorted([a.device.id, a.pendingDevice.id]));
+    expect(ids((await as("/api/numbers")).body)).toEqual(sorted([a.byosSim.id, world.shared.id]));
+    expect((await as(`/api/byos/devices/${bridge.device.id}`)).status).toBe(404);
+  });
+});
+
+describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)("two instances (PostgreSQL and Redis)", () => {
+  test("the probes above alternated between the two instances", () => {
+    expect(second).toBeDefined();
+    expect(turn).toBeGreaterThan(500);
   });
 });

@@ -189,3 +189,41 @@ export function secretsOf(t: Tenant): string[] {
     ...t.privateTexts,
   ];
 }
+
+/**
+ * A user in two organizations (issue 15, item 1): a member of A, and the owner of a small
+ * organization D with its own device and pool number; D also holds a seat on the shared number,
+ * so that number is attached to both of the user's organizations. B is the third organization,
+ * which the user must never reach.
+ */
+export async function buildBridge(ctx: TestContext, w: World) {
+  const tag = `D-${crypto.randomUUID().slice(0, 8)}`;
+  const d = await createOrg(ctx.sql, { name: `Org ${tag}`, plan: "pro" });
+  const user = await createUser(ctx.sql, { orgId: w.a.org.id, role: "member", email: `bridge-${tag}@example.test`.toLowerCase() });
+  await ctx.sql`insert into memberships (user_id, organization_id, role) values (${user.id}, ${d.id}, 'owner')`;
+  const token = await sessionFor(ctx.sql, user.id);
+  const inD = { "x-organization-id": String(d.id) };
+  const device = (await ok(
+    ctx.request("POST", "/api/byos/devices/register", { token, headers: inD, body: registration(`Device ${tag}`) }),
+    201,
+    "D device",
+  )) as {
+    id: number;
+  };
+  const own = await createPoolNumber(ctx.sql, { maxOrgs: 1 });
+  await ok(ctx.request("POST", "/api/numbers/claim-shared", { token, headers: inD, body: { hosted_sim_id: own.id, alias: `Own ${tag}` } }), 201, "D number");
+  await ok(
+    ctx.request("POST", "/api/numbers/claim-shared", { token, headers: inD, body: { hosted_sim_id: w.shared.id, alias: `Shared ${tag}` } }),
+    201,
+    "D seat",
+  );
+  return { user, token, org: d, tag, device, number: own };
+}
+
+const registration = (name: string) => ({
+  android_id: crypto.randomUUID().replaceAll("-", "").slice(0, 16),
+  sim_slots: [1],
+  device_model: "Pixel 8",
+  app_version: "1.4.2",
+  device_name: name,
+});

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { createApi } from "../../device-sim/api";
+import { createApi, hostedSimOf } from "../../device-sim/api";
 import { createDevice, type DeviceState } from "../../device-sim/device";
 import { openOutbox } from "../../device-sim/outbox";
 import { createRandom } from "../../device-sim/random";
@@ -92,7 +92,7 @@ describe("simulated device", () => {
     const { server, states, device } = await startPhone();
     expect(states).toEqual(["registering", "verifying", "active"]);
     expect(server.state.card).toBe("active");
-    expect(device.snapshot().cards[0]!.hosted_sim_id).toBe(5);
+    expect(hostedSimOf(device.snapshot().cards[0]!)).toBe(5);
     device.stop();
   });
 

@@ -43,8 +43,9 @@ describe("realtime protocol", () => {
   test("local grants expire after five minutes", async () => {
     let now = 0;
     const grants = createLocalGrantStore(() => now);
-    await grants.put("1.1", "private-number.1", 7);
-    expect(await grants.take("1.1", "private-number.1")).toBe(7);
+    const grant = { organizationId: 7, credential: { sessionId: 3, userId: 5, apiKeyId: null, keyDigest: null } };
+    await grants.put("1.1", "private-number.1", grant);
+    expect(await grants.take("1.1", "private-number.1")).toEqual(grant);
     expect(await grants.take("1.2", "private-number.1")).toBeNull();
     now = 300_001;
     expect(await grants.take("1.1", "private-number.1")).toBeNull();

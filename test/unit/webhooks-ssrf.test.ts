@@ -29,8 +29,58 @@ describe("SSRF guard: address classes", () => {
     expect(forbiddenAddressReason(address)).toContain(kind);
   });
 
-  test.each(["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"])("%s is allowed", (address) => {
-    expect(forbiddenAddressReason(address)).toBeNull();
+  test.each(["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1", "::ffff:0:808:808"])(
+    "%s is allowed",
+    (address) => {
+      expect(forbiddenAddressReason(address)).toBeNull();
+    },
+  );
+});
+
+describe("SSRF guard: IPv6 forms carrying an IPv4 address are judged by what they carry", () => {
+  test.each([
+    // IPv4-compatible (::/96, deprecated): the forms that used to pass.
+    ["::127.0.0.1", "loopback"],
+    ["::7f00:1", "loopback"],
+    ["0:0:0:0:0:0:7f00:1", "loopback"],
+    ["::a00:1", "private"],
+    ["::a9fe:a9fe", "link-local"],
+    ["::c000:201", "reserved"],
+    ["::2", "unspecified"],
+    // IPv4-mapped, in both spellings, and SIIT.
+    ["::ffff:7f00:1", "loopback"],
+    ["::ffff:192.168.0.1", "private"],
+    ["::ffff:0:7f00:1", "loopback"],
+    ["::ffff:0:a9fe:a9fe", "link-local"],
+    // NAT64, well-known and local-use prefixes.
+    ["64:ff9b::127.0.0.1", "loopback"],
+    ["64:ff9b::a00:1", "private"],
+    ["64:ff9b:1::7f00:1", "loopback"],
+    ["64:ff9b:1::c0a8:1", "private"],
+    // 6to4 and Teredo (server address, and the client address XOR-ed).
+    ["2002:a9fe:a9fe::1", "link-local"],
+    ["2002:c0a8:101::", "private"],
+    ["2001:0:7f00:1::", "loopback"],
+    ["2001:0:808:808::80ff:fffe", "loopback"],
+    ["2001:0:4136:e378:8000:63bf:3fff:fdd2", "reserved"],
+  ])("%s is refused (%s)", (address, kind) => {
+    expect(forbiddenAddressReason(address)).toContain(kind);
+  });
+
+  test.each([
+    ["::8.8.8.8", "IPv4-compatible"],
+    ["64:ff9b:1::808:808", "local-use NAT64"],
+    ["2001:0:808:808::f7f7:f7f7", "Teredo"],
+  ])("%s is refused as a form, even carrying a public address (%s)", (address, kind) => {
+    expect(forbiddenAddressReason(address)).toContain(kind);
+  });
+
+  test("every spelling of an embedded loopback is refused by URL too, at create, update and send alike", async () => {
+    for (const url of ["http://[::127.0.0.1]/", "http://[::7f00:1]/", "http://[::ffff:7f00:1]/", "http://[64:ff9b::7f00:1]/", "http://[2002:7f00:1::]/"]) {
+      // Literal addresses are classified without any lookup or connection.
+      const lookup = async () => Promise.reject(new Error("no lookup expected"));
+      expect(await checkTarget(new URL(url), { allowPrivate: false, lookup })).toContain("loopback");
+    }
   });
 });
 

@@ -1,0 +1,160 @@
+import { type ApiKeyRow, deleteApiKey, insertApiKey, replaceApiKeySecret, updateApiKey } from "../api-keys/store";
+import type { Pool } from "../db/client";
+import { unauthenticated } from "../errors";
+import { sha256 } from "../lib/crypto";
+import type { Logger } from "../lib/logger";
+import { bearerToken, type Caller, type Permission } from "./caller";
+import { createCallerCache, type Invalidation, type Revocation } from "./caller-cache";
+import { createCallerLookup } from "./lookup";
+import { type BUS_TIMING, createRevocationBus } from "./revocation-bus";
+import { createRevocationFeed, type FEED_TIMING } from "./revocation-feed";
+import type { LoggedInvalidation } from "./revocation-log";
+import { createRevoker } from "./revoker";
+import { deleteSession } from "./store";
+import { API_KEY_PREFIX_LENGTH, newApiKey } from "./tokens";
+
+export type Credentials = ReturnType<typeof createCredentials>;
+
+export type CredentialOptions = {
+  sql: Pool;
+  sessionTtlDays: number;
+  instanceId: string;
+  logger: Logger;
+  /** With Redis, instances acknowledge revocations to each other (revocation-bus.ts). */
+  redis?: { url: string; prefix: string };
+  cacheSeconds?: number;
+  now?: () => number;
+  timing?: { feed?: Partial<typeof FEED_TIMING>; bus?: Partial<typeof BUS_TIMING> };
+};
+
+/**
+ * The credential module: resolves every kind of credential (session, OAuth access token, API
+ * key) to a caller, caches it, and is the only way one is revoked. A revoking call resolves once
+ * every instance has dropped the credential (revoker.ts), so no request sent after its answer
+ * succeeds with it anywhere. The cache is used only while this instance is certain to see every
+ * revocation: its read of the revocation log is fresh and, with Redis, it is registered so that
+ * revokers wait for it (docs/architecture.md, Authentication).
+ */
+export function createCredentials(opts: CredentialOptions) {
+  const cache = createCallerCache({ ttlMs: (opts.cacheSeconds ?? 10) * 1000, max: 100_000, now: opts.now ?? Date.now });
+  const lookUp = createCallerLookup(opts);
+  const listeners = new Set<(r: Revocation) => void>();
+
+  /** Every instance runs this for every invalidation, its own and the others' (bus or log), once. */
+  const applied = new Set<number>();
+  function apply(i: LoggedInvalidation) {
+    if (applied.has(i.id)) return;
+    applied.add(i.id);
+    if (applied.size > 10_000) for (const id of applied) if (id <= feed.watermark()) applied.delete(id);
+    invalidate(i);
+  }
+  function invalidate(i: Invalidation) {
+    cache.forget(i.revocation);
+    if (!i.cacheOnly) for (const listener of listeners) listener(i.revocation);
+  }
+
+  const feed = createRevocationFeed({
+    sql: opts.sql,
+    apply,
+    lost: () => invalidate({ revocation: { everything: true } }),
+    logger: opts.logger,
+    timing: opts.timing?.feed,
+  });
+  const bus = opts.redis
+    ? createRevocationBus({
+        ...opts.redis,
+        instanceId: opts.instanceId,
+        logger: opts.logger,
+        apply,
+        onRegistered: () => cache.forget({ everything: true }),
+        timing: opts.timing?.bus,
+      })
+    : undefined;
+  const revoker = createRevoker({ sql: opts.sql, bus, applyLocally: apply, waitForLog: false });
+
+  /** True while every revocation reaches this instance before its revoker answers. */
+  const cacheUsable = () => feed.fresh() && (!bus || bus.registered());
+
+  async function resolve(request: Request): Promise<Caller> {
+    const token = bearerToken(request.headers.get("authorization"));
+    if (!token) throw unauthenticated();
+    const orgHeader = request.headers.get("x-organization-id");
+    const key = `${sha256(token).toString("base64")}|${orgHeader ?? ""}`;
+    const usable = cacheUsable();
+    const cached = usable ? cache.get(key) : undefined;
+    if (cached) return cached;
+    const since = cache.generation();
+    const caller = await lookUp(token, orgHeader);
+    if (usable) cache.set(key, caller, since);
+    return caller;
+  }
+
+  /** Runs `listener` for every revocation seen on this instance (realtime ends the subscriptions it authorized). */
+  function onRevoked(listener: (r: Revocation) => void): () => void {
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  }
+
+  return {
+    resolve,
+    onRevoked,
+    /** A revocation whose database change is committed already; resolves when every instance dropped it. */
+    revoke: revoker.revoke,
+    change: revoker.change,
+    ...apiKeyOperations(revoker),
+    logout: (sessionId: number) =>
+      revoker.change(async (tx, record) => {
+        await deleteSession(tx, sessionId);
+        record.revoke({ sessionId });
+      }),
+    cacheSize: cache.size,
+    /** Whether this instance serves callers from its cache now (false: every request resolves against the database). */
+    cacheInUse: cacheUsable,
+    /** Reads the log once (so the cache can be used) and joins the bus. */
+    async start() {
+      await feed.start();
+      await bus?.ready();
+    },
+    async close() {
+      feed.stop();
+      await bus?.close();
+    },
+  };
+}
+
+function newSecret() {
+  const key = newApiKey();
+  return { key, prefix: key.slice(0, API_KEY_PREFIX_LENGTH), hash: sha256(key) };
+}
+
+/** API keys: created, changed and revoked here only; a changed or gone key stops everywhere before the call returns. */
+function apiKeyOperations(revoker: ReturnType<typeof createRevoker>) {
+  return {
+    createApiKey: (k: { organizationId: number; name: string; permissions: Permission[]; createdBy: number | null }) =>
+      revoker.change(async (tx) => {
+        const secret = newSecret();
+        return { row: await insertApiKey(tx, { ...k, prefix: secret.prefix, hash: secret.hash }), key: secret.key };
+      }),
+    /** A permission change ends what the key authorized (sockets too); a rename only refreshes cached callers. */
+    updateApiKey: (organizationId: number, id: number, changes: { name?: string; permissions?: Permission[] }) =>
+      revoker.change(async (tx, record): Promise<ApiKeyRow | undefined> => {
+        const row = await updateApiKey(tx, organizationId, id, changes);
+        if (row) (changes.permissions ? record.revoke : record.refresh)({ apiKeyId: row.id });
+        return row;
+      }),
+    deleteApiKey: (organizationId: number, id: number) =>
+      revoker.change(async (tx, record) => {
+        const deleted = await deleteApiKey(tx, organizationId, id);
+        if (deleted) record.revoke({ apiKeyId: id });
+        return deleted;
+      }),
+    regenerateApiKey: (organizationId: number, id: number) =>
+      revoker.change(async (tx, record) => {
+        const secret = newSecret();
+        const row = await replaceApiKeySecret(tx, organizationId, id, secret);
+        if (!row) return undefined;
+        record.revoke({ apiKeyId: row.id });
+        return { row, key: secret.key };
+      }),
+  };
+}

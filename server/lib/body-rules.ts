@@ -1,0 +1,75 @@
+import type { TSchema } from "@sinclair/typebox";
+import { AppError, validationFailed } from "../errors";
+
+/**
+ * What a route takes as its request body (API.md §0: JSON, except where a route says otherwise),
+ * decided once from the app's routes. A body of another media type answers 415
+ * `unsupported_media_type` instead of being read as something else (JSON sent as text/plain
+ * used to be read as a string and answered "name is required"); a JSON body that is not an
+ * object (`[]`, `null`, `5`) answers 422 "the body must be a JSON object".
+ */
+export const JSON_MEDIA_TYPE = "application/json";
+export const FORM_MEDIA_TYPE = "application/x-www-form-urlencoded";
+
+/**
+ * A route that takes more than JSON says so in its `detail` (so the OpenAPI operation says it
+ * too): `detail: { [BODY_MEDIA_TYPES]: [JSON_MEDIA_TYPE, FORM_MEDIA_TYPE] }`.
+ */
+export const BODY_MEDIA_TYPES = "x-body-media-types";
+
+type Route = { method: string; path: string; hooks?: { body?: unknown; parse?: unknown; detail?: unknown } };
+
+/** The media type of a Content-Type header, lower case and without parameters. */
+export function mediaType(header: string | null): string | null {
+  const type = header?.split(";")[0]?.trim().toLowerCase();
+  return type || null;
+}
+
+/** The media types a route's (or OpenAPI operation's) body may have, from its detail: JSON unless it says more. */
+export const bodyMediaTypes = (detail: unknown): readonly string[] =>
+  ((detail as Record<string, unknown> | undefined)?.[BODY_MEDIA_TYPES] as readonly string[] | undefined) ?? [JSON_MEDIA_TYPE];
+
+/** The media types a route's body may have; undefined where the route reads no body or reads it itself. */
+export function acceptedMediaTypes(route: Route): readonly string[] | undefined {
+  if (!route.hooks?.body) return undefined;
+  // An explicit `parse` ("text", "none"): the route reads its body itself (the provider callback, OAuth).
+  const parse = route.hooks.parse;
+  const own = typeof parse === "string" || (Array.isArray(parse) && parse.some((h) => typeof (h?.fn ?? h) === "string"));
+  if (own) return undefined;
+  return bodyMediaTypes(route.hooks.detail);
+}
+
+const hasBody = (request: Request) => {
+  const length = request.headers.get("content-length");
+  return length === null ? request.headers.has("transfer-encoding") : Number(length) > 0;
+};
+
+export const unsupportedMediaType = (accepted: readonly string[]) =>
+  new AppError(415, "unsupported_media_type", `This operation takes its body as ${accepted.join(" or ")}; send it with that Content-Type header.`);
+
+export const notAnObject = () => validationFailed({ body: ["must be a JSON object"] }, "The body must be a JSON object.");
+
+/** Looks up each request's route once the app is built, and says what is wrong with its body's shape. */
+export function createBodyRules() {
+  const rules = new Map<string, { accepted: readonly string[]; schema: TSchema }>();
+  return {
+    learn(routes: Route[]) {
+      for (const route of routes) {
+        const accepted = acceptedMediaTypes(route);
+        if (accepted) rules.set(`${route.method} ${route.path}`, { accepted, schema: route.hooks!.body as TSchema });
+      }
+    },
+    /** The body schema of a route that takes a body. */
+    schema: (method: string, route: string) => rules.get(`${method} ${route}`)?.schema,
+    /** The error a body of this route's request stands for, before its fields are looked at; null when its shape is fine. */
+    refusal(request: Request, route: string, raw: unknown): AppError | null {
+      const rule = rules.get(`${request.method} ${route}`);
+      if (!rule) return null;
+      const type = mediaType(request.headers.get("content-type"));
+      if (type === null) return hasBody(request) ? unsupportedMediaType(rule.accepted) : null;
+      if (!rule.accepted.includes(type)) return unsupportedMediaType(rule.accepted);
+      if (type === JSON_MEDIA_TYPE && raw !== undefined && (typeof raw !== "object" || raw === null || Array.isArray(raw))) return notAnObject();
+      return null;
+    },
+  };
+}

@@ -1,0 +1,151 @@
+import { CLAUSE_BREAK, CURRENCY_BEFORE, KEYWORD, NOT_CODE_PREFIX, NOT_OTP_AFTER, NOT_OTP_BEFORE, PROMO, SPENT, UNIT_AFTER } from "./code-words";
+
+/**
+ * The one-time code an SMS carries, or null (docs/api-notes.md "One-time codes in messages").
+ * Pure: no I/O, no clock. Precision first: a code is returned only when a code keyword (code,
+ * código, код, 验证码, 인증번호, رمز, कोड, kod, OTP, PIN, TAN ...) stands in the same clause as it,
+ * null when two different candidates are equally close, and null when the code's sentence says
+ * it is spent ("was already used", "has expired"). Digit codes come back without their
+ * separators ("123 456", "123-456" → "123456"); letter-prefixed and alphanumeric codes as shown
+ * ("G-123456", "AB12CD").
+ */
+export function extractCode(text: string): string | null {
+  const t = maskLinks(asciiDigits(text));
+  const keywords = findKeywords(t);
+  if (keywords.length === 0) return null;
+  const candidates = [...digitCandidates(t), ...prefixedCandidates(t), ...(PROMO.test(t) ? [] : alphanumericCandidates(t))];
+  let best: { c: Candidate; gap: number } | null = null;
+  let tied = false;
+  for (const c of candidates) {
+    const gap = nearestKeyword(t, c, keywords);
+    if (gap === null) continue;
+    if (best === null || gap < best.gap) {
+      best = { c, gap };
+      tied = false;
+    } else if (gap === best.gap && c.code !== best.c.code) tied = true;
+  }
+  if (!best || tied || SPENT.test(sentenceOf(t, best.c))) return null;
+  return best.c.code;
+}
+
+/** The sentence around a span: from the last sentence end before it to the first after it. */
+function sentenceOf(t: string, { start, end }: Span): string {
+  const from = Math.max(...[". ", "! ", "? ", "。", "！", "？", "\n"].map((mark) => t.lastIndexOf(mark, start)));
+  const after = /[.!?]\s|[。！？\n]/g;
+  after.lastIndex = end;
+  return t.slice(from + 1, after.exec(t)?.index ?? t.length);
+}
+
+type Span = { start: number; end: number };
+type Candidate = Span & { code: string; kind: "digits" | "prefixed" | "alphanumeric" };
+
+/** Longest gap between a keyword and its code ("Ihre mTAN für die Überweisung über 250,00 EUR an DE89 ... lautet 482913"). */
+const MAX_GAP = 80;
+/** An alphanumeric candidate must follow its keyword closely ("code is: F4K9P"): plates and references do not. */
+const MAX_ALPHANUMERIC_GAP = 12;
+
+const DIGIT_BLOCKS: [number, number][] = [
+  [0x0660, 0x0669], // Arabic-Indic
+  [0x06f0, 0x06f9], // Extended Arabic-Indic (Persian, Urdu)
+  [0x0966, 0x096f], // Devanagari
+  [0xff10, 0xff19], // full-width
+];
+
+/** Native digits as ASCII, one character for one, so positions stay those of the text. */
+function asciiDigits(text: string): string {
+  let out = "";
+  for (const ch of text) {
+    const cp = ch.codePointAt(0)!;
+    const block = DIGIT_BLOCKS.find(([lo, hi]) => cp >= lo && cp <= hi);
+    out += block ? String(cp - block[0]) : ch;
+  }
+  return out;
+}
+
+/** Links, domains and addresses blanked out: their digits are paths and ids, never the code to type. */
+function maskLinks(text: string): string {
+  const blank = (m: string) => " ".repeat(m.length);
+  return text
+    .replace(/\bhttps?:\/\/\S+/gi, blank)
+    .replace(/\S*@\S+/g, blank)
+    .replace(/(?<![\p{L}\p{N}])(?:[\p{L}\p{N}-]+\.)+[a-z]{2,}(?:\/\S*)?/giu, blank);
+}
+
+function findKeywords(t: string): Span[] {
+  const found: Span[] = [];
+  for (const m of t.matchAll(KEYWORD)) {
+    const start = m.index;
+    const end = start + m[0].length;
+    if (NOT_OTP_BEFORE.test(t.slice(Math.max(0, start - 16), start)) || NOT_OTP_AFTER.test(t.slice(end, end + 24))) continue;
+    found.push({ start, end });
+  }
+  return found;
+}
+
+const LETTER = /[\p{Script=Latin}\p{Script=Cyrillic}\p{Script=Greek}_]/u;
+
+/**
+ * Numbers of one or two groups (4 to 8 digits: "482913", "482 913", "482-913", "7732 19"). A
+ * number with a decimal point, a colon or a slash is an amount, a time or a date; one of three
+ * or more groups a phone, an IBAN or a tracking number.
+ */
+function digitCandidates(t: string): Candidate[] {
+  const out: Candidate[] = [];
+  for (const m of t.matchAll(/\d+(?:[ \-.,:/]\d+)*/g)) {
+    const raw = m[0];
+    if (/[.,:/]/.test(raw)) continue;
+    const groups = raw.split(/[ -]/);
+    const digits = groups.join("");
+    if (digits.length < 4 || digits.length > 8 || groups.length > 2) continue;
+    if (groups.length === 2 && (groups[0]!.length < 3 || groups[1]!.length < 2)) continue;
+    const span = { start: m.index, end: m.index + raw.length };
+    if (!standsAlone(t, span)) continue;
+    out.push({ ...span, code: digits, kind: "digits" });
+  }
+  return out;
+}
+
+/** "G-482913", "FB-48291": the prefix is part of what the sender shows. */
+function prefixedCandidates(t: string): Candidate[] {
+  const out: Candidate[] = [];
+  for (const m of t.matchAll(/(?<![\p{L}\p{N}_-])[A-Z]{1,3}-\d{4,8}(?![\p{L}\p{N}_]|[-.,:/]\d)/gu)) {
+    out.push({ start: m.index, end: m.index + m[0].length, code: m[0], kind: "prefixed" });
+  }
+  return out;
+}
+
+/** Upper-case letters and digits mixed, 4 to 8 of them ("AB12CD", "F4K9P"). */
+function alphanumericCandidates(t: string): Candidate[] {
+  const out: Candidate[] = [];
+  for (const m of t.matchAll(/(?<![\p{L}\p{N}_-])[A-Z0-9]{4,8}(?![\p{L}\p{N}_]|-[\p{L}\p{N}])/gu)) {
+    if (!/[A-Z]/.test(m[0]) || !/\d/.test(m[0])) continue;
+    out.push({ start: m.index, end: m.index + m[0].length, code: m[0], kind: "alphanumeric" });
+  }
+  return out;
+}
+
+/** Not glued to letters or symbols, not an amount, not an order/account/phone number. */
+function standsAlone(t: string, { start, end }: Span): boolean {
+  const before = t.slice(Math.max(0, start - 24), start);
+  const prev = before.at(-1) ?? "";
+  const next = t[end] ?? "";
+  if (LETTER.test(prev) || /[#+*№@%/\\&=~.\-$€£¥₹₽₩]/.test(prev)) return false;
+  if (LETTER.test(next) || /^-[\p{L}\p{N}]/u.test(t.slice(end, end + 2))) return false;
+  if (CURRENCY_BEFORE.test(before) || UNIT_AFTER.test(t.slice(end, end + 8))) return false;
+  return !NOT_CODE_PREFIX.test(before);
+}
+
+/** Characters between the candidate and the closest keyword of its clause; null when none is close enough. */
+function nearestKeyword(t: string, c: Candidate, keywords: Span[]): number | null {
+  let best: number | null = null;
+  for (const k of keywords) {
+    const after = k.end <= c.start;
+    if (!after && k.start < c.end) continue;
+    if (c.kind === "alphanumeric" && !after) continue;
+    const between = after ? t.slice(k.end, c.start) : t.slice(c.end, k.start);
+    const limit = c.kind === "alphanumeric" ? MAX_ALPHANUMERIC_GAP : MAX_GAP;
+    if (between.length > limit || CLAUSE_BREAK.test(between)) continue;
+    if (best === null || between.length < best) best = between.length;
+  }
+  return best;
+}

@@ -1,0 +1,65 @@
+import { Elysia } from "elysia";
+import { callerPlugin } from "../auth/plugin";
+import { AppError, notFound } from "../errors";
+import { findHostedSim } from "../numbers/store";
+import type { Services } from "../services";
+import { findNextMessage, type WaitStart } from "./history-store";
+import { NextMessageData, NextParams, NextQuery } from "./schema";
+import { lastMessageId } from "./store";
+import type { Refusal } from "./waiters";
+
+const DEFAULT_TIMEOUT_SECONDS = 30;
+
+/** The query's `after` was checked by its schema (schema.ts `isWaitStart`): digits are an id. */
+const startAfter = (after: string): WaitStart => (/^\d+$/.test(after) ? { afterId: Number(after) } : { afterTime: new Date(after) });
+
+function refusedError(refusal: Refusal, limit: number): AppError {
+  if (refusal === "closed") return shuttingDown();
+  const scope = refusal === "organization_full" ? `for this organization (${limit} on this server)` : "on this server";
+  return new AppError(429, "rate_limited", `Too many calls are waiting ${scope}; try again when some have been answered.`, {
+    headers: { "retry-after": "1" },
+  });
+}
+
+const shuttingDown = () =>
+  new AppError(503, "unavailable", "The server is shutting down; call again (another instance answers).", { headers: { "retry-after": "1" } });
+
+/** `GET /api/numbers/{id}/messages/next`: wait for the next message on a number (issue 17, docs/api-notes.md "Waiting for a message"). */
+export function nextMessageRoutes(services: Pick<Services, "auth" | "sql" | "waiters">) {
+  const { sql, waiters } = services;
+
+  return new Elysia().use(callerPlugin(services.auth)).get(
+    "/api/numbers/:id/messages/next",
+    async ({ caller: c, params, query, request, server }) => {
+      // The call's start, read before the waiter registers: anything stored later has a higher id.
+      const start = query.after === undefined ? { afterId: await lastMessageId(sql) } : startAfter(query.after);
+      const sim = await findHostedSim(sql, c.readScope, params.id);
+      if (!sim) throw notFound("Number");
+      const viewers = c.readScope.filter((o) => sim.attachments.some((a) => a.organization_id === o));
+      const timeout = query.timeout ?? DEFAULT_TIMEOUT_SECONDS;
+      // Bun closes a connection idle for `idleTimeout` (Elysia: 30 s); this one is quiet on purpose.
+      server?.timeout(request, timeout + 10);
+      const filter = { from: query.from, q: query.contains, hasCode: query.has_code === undefined ? undefined : query.has_code === "true" };
+      const outcome = await waiters.wait(
+        { hostedSimId: sim.id, viewers, quotaOrganization: c.organization.id, timeoutMs: timeout * 1000, signal: request.signal },
+        (among) => findNextMessage(sql, { viewers, hostedSimId: sim.id, start, filter, among }),
+      );
+      if ("refused" in outcome) throw refusedError(outcome.refused, waiters.limits.perOrganization);
+      if ("found" in outcome) return { data: outcome.found };
+      if (outcome.ended === "shutdown") throw shuttingDown();
+      return { data: null };
+    },
+    {
+      auth: { apiKey: "messages.read" },
+      params: NextParams,
+      query: NextQuery,
+      response: { 200: NextMessageData },
+      detail: {
+        tags: ["Messages"],
+        summary: "Wait for the next message on a number",
+        description:
+          'Answers the first inbound message after `after` that matches the filters, as soon as it is stored, or `{ "data": null }` when `timeout` seconds pass first. Only messages one of your organizations may see (shared numbers: visibility and locks, as the history). 429 when too many calls of your organization are waiting on one server; 503 when the server shuts down meanwhile (call again).',
+      },
+    },
+  );
+}

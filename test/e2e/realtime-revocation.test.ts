@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type Pusher from "pusher-js";
+import { storeInboundMessage } from "../../server/messages/inbound";
+import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
+import type { TestContext } from "../helpers";
+import { awaitCallback, type ConnectionDetails, connectPusher, openRaw, startServer, stopServer, subscribed } from "./realtime-client";
+
+let ctx: TestContext & { baseUrl: string; port: number };
+let details: ConnectionDetails;
+const clients: Pusher[] = [];
+
+beforeAll(async () => {
+  ctx = await startServer();
+  ctx.services.start(); // job workers: message.received comes from the fan-out job
+  const { token } = await createTenant(ctx.sql);
+  details = (await ctx.request("GET", "/api/broadcasting/connection", { token })).body as ConnectionDetails;
+}, 60_000);
+
+afterAll(async () => {
+  for (const c of clients) c.disconnect();
+  await stopServer(ctx);
+});
+
+/**
+ * A pusher-js client subscribed to `channelName` with `token`, recording the texts of the
+ * message.received events it gets; `ended()` resolves when the server ends it as
+ * unauthorized (pusher:error 4009, then the socket closed: pusher-js gives up, channels unsubscribed).
+ */
+async function watch(token: string, channelName: string) {
+  const pusher = connectPusher(ctx.baseUrl, details, token);
+  clients.push(pusher);
+  const errors: number[] = [];
+  pusher.connection.bind("error", (e: any) => errors.push(e?.data?.code ?? e?.error?.data?.code));
+  // Waited for only by the tests that end it (a pending timer would fail the others later).
+  const ended = () =>
+    awaitCallback<void>("the subscription to end", (done) => {
+      if (pusher.connection.state === "disconnected") return done();
+      pusher.connection.bind("state_change", (s: { current: string }) => s.current === "disconnected" && done());
+    });
+  const channel = await subscribed(pusher, channelName);
+  const texts: string[] = [];
+  channel.bind("message.received", (e: any) => texts.push(e.message.text));
+  return { pusher, channel, texts, errors, ended };
+}
+
+type Watched = Awaited<ReturnType<typeof watch>>;
+
+async function expectEnded(w: Watched) {
+  await w.ended();
+  expect(w.errors).toContain(4009);
+  expect(w.channel.subscribed).toBe(false);
+}
+
+/** Publishes a message.received to the channel; resolves once `control` got it (so `others` would have too). */
+async function publishSeenBy(channel: string, text: string, control: Watched) {
+  const seen = awaitCallback("the control client's event", (done) =>
+    control.channel.bind("message.received", (e: any) => e.message.text === text && done(undefined)),
+  );
+  ctx.services.publish(channel, "message.received", { message: { id: 1, text } });
+  await seen;
+}
+
+describe("revoking a credential ends the subscriptions it authorized", () => {
+  test("an API key deleted: its subscription stops receiving message.received; the owner's goes on", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const key = await createApiKey(ctx.sql, org.id, ["messages.read"]);
+    const [sim] = await ctx.sql<{ id: number }[]>`
+      insert into hosted_sims (number, provider, type, shared_max_orgs)
+      values (${`+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`}, 'test', 'shared', 5) returning id`;
+    await ctx.sql`insert into hosted_sim_organizations (hosted_sim_id, organization_id) values (${sim!.id}, ${org.id})`;
+    const channel = `private-organization.${org.id}`;
+    const byKey = await watch(key.key, channel);
+    const owner = await watch(token, channel);
+    const store = async (text: string) => {
+      const seen = awaitCallback("the owner's message.received", (done) =>
+        owner.channel.bind("message.received", (e: any) => e.message.text === text && done(undefined)),
+      );
+      await ctx.sql.begin((tx) => storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550001111", text, source: "provider", receivedAt: new Date() }));
+      ctx.services.jobs.wake();
+      await seen;
+    };
+    await store("before");
+    expect(byKey.texts).toEqual(["before"]);
+
+    expect((await ctx.request("DELETE", `/api/api-keys/${key.id}`, { token })).status).toBe(204);
+    await expectEnded(byKey);
+    await store("after");
+    expect(byKey.texts).toEqual(["before"]);
+    expect(owner.texts).toEqual(["before", "after"]);
+  });
+
+  test("an API key regenerated: the old key's subscription ends, the new key subscribes and receives", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const key = await createApiKey(ctx.sql, org.id, []);
+    const channel = `private-organization.${org.id}`;
+    const old = await watch(key.key, channel);
+    const regenerated = await ctx.request("POST", `/api/api-keys/${key.id}/regenerate`, { token });
+    expect(regenerated.status).toBe(200);
+    await expectEnded(old);
+    const fresh = await watch(regenerated.body.plain_text_key, channel);
+    await publishSeenBy(channel, "after regenerate", fresh);
+    expect(old.texts).toEqual([]);
+    expect(fresh.texts).toEqual(["after regenerate"]);
+  });
+
+  test("logout: the session's subscription ends; another session of the same user keeps its own", async () => {
+    const { org, user, token } = await createTenant(ctx.sql);
+    const second = await sessionFor(ctx.sql, user.id);
+    const channel = `private-organization.${org.id}`;
+    const leaving = await watch(second, channel);
+    const staying = await watch(token, channel);
+    expect((await ctx.request("POST", "/api/auth/logout", { token: second })).status).toBe(204);
+    await expectEnded(leaving);
+    await publishSeenBy(channel, "after logout", staying);
+    expect(leaving.texts).toEqual([]);
+    expect(staying.pusher.connection.state).toBe("connected");
+  });
+
+  test("a membership removed: the user's subscriptions for that organization end, those for their other organization stay", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const user = await createUser(ctx.sql, { orgId: a.org.id, role: "member" });
+    await ctx.sql`insert into memberships (user_id, organization_id, role) values (${user.id}, ${b.org.id}, 'member')`;
+    const token = await sessionFor(ctx.sql, user.id);
+    const inA = await watch(token, `private-organization.${a.org.id}`);
+    const inB = await watch(token, `private-organization.${b.org.id}`);
+    await ctx.sql`delete from memberships where user_id = ${user.id} and organization_id = ${a.org.id}`;
+    ctx.services.auth.revoke({ userId: user.id, organizationId: a.org.id });
+    await expectEnded(inA);
+    await publishSeenBy(`private-organization.${b.org.id}`, "still a member of B", inB);
+  });
+
+  test("authorized, then revoked before subscribing: the subscription is refused (401), not granted on a dead credential", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const key = await createApiKey(ctx.sql, org.id, []);
+    const raw = await openRaw(`ws://127.0.0.1:${ctx.port}/app/${details.key}?protocol=7`);
+    const socketId = (await raw.event("pusher:connection_established")).data.socket_id;
+    const channel = `private-organization.${org.id}`;
+    const auth = await ctx.request("POST", "/api/broadcasting/auth", { token: key.key, body: { socket_id: socketId, channel_name: channel } });
+    expect(auth.status).toBe(200);
+    expect((await ctx.request("DELETE", `/api/api-keys/${key.id}`, { token })).status).toBe(204);
+    raw.send({ event: "pusher:subscribe", data: { channel, auth: auth.body.auth } });
+    const refused = await raw.next((f) => f.channel === channel);
+    expect(refused).toMatchObject({ event: "pusher:subscription_error", data: { status: 401 } });
+    raw.ws.close();
+  });
+
+  test("everything (revocations possibly missed): every subscription is checked again, only dead credentials end", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const key = await createApiKey(ctx.sql, org.id, []);
+    const channel = `private-organization.${org.id}`;
+    const byKey = await watch(key.key, channel);
+    const owner = await watch(token, channel);
+    // Deleted behind the API's back: no revocation names it.
+    await ctx.sql`delete from api_keys where id = ${key.id}`;
+    ctx.services.auth.revoke({ everything: true });
+    await expectEnded(byKey);
+    await publishSeenBy(channel, "after the re-check", owner);
+    expect(owner.pusher.connection.state).toBe("connected");
+  });
+});

@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import Redis from "ioredis";
+import type { Revocation } from "../../server/auth/caller-cache";
+import { REVOKE_WAIT_MS } from "../../server/auth/revoker";
+import { createApiKey, createTenant } from "../fixtures";
+import { createTestContext, freshDatabase, type TestContext } from "../helpers";
+import { until } from "./harness";
+
+/**
+ * The revocation guarantee when instances fail (docs/architecture.md, "Revocation: the guarantee
+ * and how it holds"): a registered instance that never acknowledges, and an instance that cannot
+ * reach Redis at all.
+ */
+describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)("revocations when an instance fails (needs DATABASE_URL and REDIS_URL)", () => {
+  let url: string;
+  let prefix: string;
+  let a: TestContext;
+  let b: TestContext;
+  let redis: Redis;
+  beforeAll(async () => {
+    url = await freshDatabase(process.env.DATABASE_URL!);
+    prefix = `simhost-test-${crypto.randomUUID().slice(0, 8)}:`;
+    a = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix });
+    b = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix });
+    redis = new Redis(process.env.REDIS_URL!);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await a?.close();
+    await b?.close();
+  });
+
+  const me = (instance: TestContext, token: string) => instance.request("GET", "/api/me", { token }).then((r) => r.status);
+
+  test("an instance registered but dead: the revoker answers after the log's bound (REVOKE_WAIT_MS), and the key is refused everywhere", async () => {
+    const tenant = await createTenant(a.sql);
+    const key = await createApiKey(a.sql, tenant.org.id, ["numbers.read"]);
+    expect([await me(a, key.key), await me(b, key.key)]).toEqual([200, 200]);
+    // A crashed instance: still in the registry for a few seconds, never acknowledging.
+    await redis.zadd(`${prefix}auth:instances`, Date.now() + 60_000, "crashed-instance");
+    try {
+      const started = performance.now();
+      expect((await a.request("DELETE", `/api/api-keys/${key.id}`, { token: tenant.token })).status).toBe(204);
+      const took = performance.now() - started;
+      expect([await me(a, key.key), await me(b, key.key)]).toEqual([401, 401]);
+      expect(took).toBeGreaterThanOrEqual(REVOKE_WAIT_MS - 50);
+      expect(took).toBeLessThan(REVOKE_WAIT_MS + 2000);
+    } finally {
+      await redis.zrem(`${prefix}auth:instances`, "crashed-instance");
+    }
+  });
+
+  test("an instance without Redis does not use its cache, and the revocation log brings it every revocation", async () => {
+    // Same database and prefix, but its Redis is unreachable: it never registers.
+    const c = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix, REDIS_URL: "redis://127.0.0.1:1" });
+    try {
+      const seen: Revocation[] = [];
+      c.services.auth.onRevoked((r) => seen.push(r));
+      const tenant = await createTenant(a.sql);
+      const key = await createApiKey(a.sql, tenant.org.id, ["numbers.read"]);
+      expect([await me(a, key.key), await me(c, key.key)]).toEqual([200, 200]);
+      expect(c.services.auth.cacheInUse()).toBe(false);
+      const started = performance.now();
+      expect((await a.request("POST", `/api/api-keys/${key.id}/regenerate`, { token: tenant.token })).status).toBe(200);
+      // A heard every registered instance (B) acknowledge: it did not wait for C.
+      expect(performance.now() - started).toBeLessThan(REVOKE_WAIT_MS);
+      expect(await me(c, key.key)).toBe(401);
+      await until("the revocation reached C's listeners through the log", () => seen.some((r) => r.apiKeyId === key.id), 3000);
+    } finally {
+      await c.close();
+    }
+  });
+});

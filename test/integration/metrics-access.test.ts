@@ -1,0 +1,37 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createTenant } from "../fixtures";
+import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
+
+/** GET /metrics answers only the operator's scraper, holding METRICS_TOKEN. */
+const TOKEN = "metrics-token-0123456789";
+let ctx: TestContext;
+
+beforeAll(async () => {
+  ctx = await createTestContext({ METRICS_TOKEN: TOKEN });
+});
+afterAll(() => ctx.close());
+
+describe("/metrics with METRICS_TOKEN set", () => {
+  test("the token gets Prometheus text", async () => {
+    await ctx.request("GET", "/api/health");
+    const res = await ctx.request("GET", "/metrics", { token: TOKEN });
+    expect(res.status).toBe(200);
+    expect(res.text).toContain("simhost_http_request_duration_seconds");
+    expect(res.text).toContain("simhost_queue_backlog");
+  });
+
+  test("no token, a wrong token, or a user's session answer 401 in the error shape", async () => {
+    const session = (await createTenant(ctx.sql)).token;
+    for (const token of [undefined, "wrong-token-0123456789", `${TOKEN}x`, session]) {
+      const res = await ctx.request("GET", "/metrics", { token });
+      expect(res.status).toBe(401);
+      expectErrorShape(res.body, "unauthenticated");
+      expect(res.text).not.toContain("simhost_");
+    }
+  });
+
+  test("a METRICS_TOKEN shorter than 16 characters is refused at start", async () => {
+    const { loadConfig } = await import("../../server/config");
+    expect(() => loadConfig({ METRICS_TOKEN: "short" })).toThrow(/METRICS_TOKEN/);
+  });
+});

@@ -1,0 +1,125 @@
+import { beforeAll, describe, expect, test } from "bun:test";
+import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
+import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
+import { createTeam } from "./webhooks-helpers";
+
+/** Custom webhook headers: who reads their values, and which headers may be set at all. */
+let ctx: TestContext;
+let owner: string;
+let admin: string;
+let member: string;
+let key: string;
+let integrationId: number;
+let teamId: number;
+
+const SECRET_HEADERS = { Authorization: "Bearer receiver-secret-123", "X-Tenant": "acme" };
+const MASKED = { Authorization: "********", "X-Tenant": "********" };
+
+beforeAll(async () => {
+  ctx = await sharedTestContext();
+  const tenant = await createTenant(ctx.sql);
+  owner = tenant.token;
+  admin = await sessionFor(ctx.sql, (await createUser(ctx.sql, { orgId: tenant.org.id, role: "admin" })).id);
+  member = await sessionFor(ctx.sql, (await createUser(ctx.sql, { orgId: tenant.org.id, role: "member" })).id);
+  key = (await createApiKey(ctx.sql, tenant.org.id, ["webhooks.receive"])).key;
+  teamId = (await createTeam(ctx.sql, tenant.org.id)).id;
+  const res = await ctx.request("POST", `/api/teams/${teamId}/webhooks`, {
+    token: owner,
+    body: { name: "hook", url: "http://127.0.0.1:9/hook", headers: SECRET_HEADERS },
+  });
+  expect(res.status).toBe(201);
+  integrationId = res.body.data.id;
+});
+
+const views = () => [
+  `/api/webhook-integrations/${integrationId}`,
+  `/api/teams/${teamId}/webhooks/${integrationId}`,
+  "/api/webhook-integrations",
+  `/api/teams/${teamId}/webhooks`,
+];
+
+async function headersSeenBy(token: string, path: string) {
+  const res = await ctx.request("GET", path, { token });
+  expect(res.status).toBe(200);
+  const data = Array.isArray(res.body.data) ? res.body.data.find((i: { id: number }) => i.id === integrationId) : res.body.data;
+  return data.headers;
+}
+
+describe("custom header values are shown to admins and owners only", () => {
+  test("owners and admins read them in every view", async () => {
+    for (const token of [owner, admin]) for (const path of views()) expect(await headersSeenBy(token, path)).toEqual(SECRET_HEADERS);
+  });
+
+  test("members and webhooks.receive keys see the names with masked values in every view", async () => {
+    for (const token of [member, key]) for (const path of views()) expect(await headersSeenBy(token, path)).toEqual(MASKED);
+  });
+
+  test("a key's create and update answers are masked too", async () => {
+    const created = await ctx.request("POST", "/api/webhook-integrations", {
+      token: key,
+      body: { name: "by key", url: "http://127.0.0.1:9/k", headers: { "X-Api-Token": "t0ken" } },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.data.headers).toEqual({ "X-Api-Token": "********" });
+  });
+
+  test("sending masked values back in an update keeps the stored values", async () => {
+    const res = await ctx.request("PATCH", `/api/webhook-integrations/${integrationId}`, {
+      token: key,
+      body: { name: "hook renamed", url: "http://127.0.0.1:9/hook", headers: { ...MASKED, "X-New": "new" } },
+    });
+    expect(res.status).toBe(200);
+    expect(await headersSeenBy(owner, `/api/webhook-integrations/${integrationId}`)).toEqual({ ...SECRET_HEADERS, "X-New": "new" });
+  });
+});
+
+describe("custom header rules", () => {
+  const create = (headers: Record<string, string>) =>
+    ctx.request("POST", "/api/webhook-integrations", { token: owner, body: { name: "rules", url: "http://127.0.0.1:9/r", headers } });
+
+  test.each([
+    "Connection",
+    "Upgrade",
+    "TE",
+    "Expect",
+    "Keep-Alive",
+    "Proxy-Authorization",
+    "Proxy-Connection",
+    "Transfer-Encoding",
+    "Host",
+    "Content-Length",
+    "Trailer",
+  ])("%s cannot be set", async (name) => {
+    const res = await create({ [name]: "x" });
+    expect(res.status).toBe(422);
+    expectErrorShape(res.body, "validation_failed");
+    expect(res.body.errors[`headers.${name}`][0]).toContain("cannot be set");
+  });
+
+  test.each([
+    ["a line break", "a\r\nX-Injected: 1"],
+    ["a tab", "a\tb"],
+    ["a NUL", "a\u0001b"],
+    ["non-ASCII", "café"],
+    ["DEL", "a\u007f"],
+  ])("a value with %s is refused", async (_what, value) => {
+    const res = await create({ "X-Value": value });
+    expect(res.status).toBe(422);
+    expect(res.body.errors["headers.X-Value"][0]).toContain("printable ASCII");
+  });
+
+  test("names are at most 256 characters", async () => {
+    expect((await create({ [`X-${"n".repeat(254)}`]: "ok" })).status).toBe(201);
+    const res = await create({ [`X-${"n".repeat(255)}`]: "ok" });
+    expect(res.status).toBe(422);
+    expect(res.body.errors.headers).toEqual(["header names must be at most 256 characters"]);
+  });
+
+  test("more than 50 headers is reported as such, not as 'must be an object'", async () => {
+    const headers = Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`X-H${i}`, "v"]));
+    const res = await create(headers);
+    expect(res.status).toBe(422);
+    expect(res.body.errors.headers).toEqual(["must have at most 50 entries"]);
+    expect((await create(Object.fromEntries(Object.entries(headers).slice(0, 50)))).status).toBe(201);
+  });
+});

@@ -1,0 +1,147 @@
+import { describe, expect, test } from "bun:test";
+import { createFakeClock, createScheduler } from "../../server/lib/clock";
+import type { Among } from "../../server/messages/waiters";
+import { createMessageWaiters } from "../../server/messages/waiters";
+import { createLocalBus } from "../../server/realtime/bus";
+
+/**
+ * The waiter registry alone: the in-process bus, a fake clock for the deadlines, and lookups that
+ * record what they were asked (the HTTP and SQL sides are tested in messages-next.test.ts).
+ */
+function setup(limits = {}) {
+  const clock = createFakeClock();
+  const deadlines = createScheduler(clock, { realTimers: false });
+  clock.attach(deadlines);
+  const bus = createLocalBus("test");
+  const resumed = new Set<() => void>();
+  const waiters = createMessageWaiters({
+    bus: {
+      subscribe: bus.subscribe,
+      onResumed: (l) => {
+        resumed.add(l);
+        return () => resumed.delete(l);
+      },
+    },
+    clock,
+    deadlines,
+    limits,
+  });
+  const announce = (hostedSimId: number, id: number, organizations?: number[]) =>
+    bus.publish(`private-number.${hostedSimId}`, "message.received", { message: { id, hosted_sim_id: hostedSimId } }, { organizations });
+  return {
+    clock,
+    bus,
+    waiters,
+    announce,
+    resume: () => {
+      for (const l of resumed) l();
+    },
+  };
+}
+
+const request = (over = {}) => ({ hostedSimId: 7, viewers: [1], quotaOrganization: 1, timeoutMs: 30_000, ...over });
+const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+describe("message waiters", () => {
+  test("a message announced while the first lookup runs is looked up next: registered before the first check", async () => {
+    const { waiters, announce } = setup();
+    const asked: Among[] = [];
+    const outcome = await waiters.wait(request(), async (among) => {
+      asked.push(among);
+      if (asked.length === 1) {
+        announce(7, 42, [1]); // stored and announced between the check's read and its answer
+        return null;
+      }
+      return among?.includes(42) ? "message 42" : null;
+    });
+    expect(outcome).toEqual({ found: "message 42" });
+    expect(asked).toEqual([undefined, [42]]);
+    expect(waiters.size()).toBe(0);
+  });
+
+  test("announcements on other numbers, or limited to other organizations, do not wake it; the timeout ends it", async () => {
+    const { waiters, announce, clock } = setup();
+    let lookups = 0;
+    const pending = waiters.wait(request({ timeoutMs: 5000 }), async () => {
+      lookups++;
+      return null;
+    });
+    await settle();
+    announce(8, 1, [1]);
+    announce(7, 2, [2]);
+    await settle();
+    expect(lookups).toBe(1);
+    clock.advance(4999);
+    await settle();
+    expect(waiters.size(7)).toBe(1);
+    clock.advance(1);
+    expect(await pending).toEqual({ ended: "timeout" });
+    expect(waiters.size()).toBe(0);
+  });
+
+  test("the bus only sees message.received on number channels (not the organization channel's copy)", async () => {
+    const { waiters, bus } = setup();
+    const asked: Among[] = [];
+    const pending = waiters.wait(request({ timeoutMs: 1000 }), async (among) => {
+      asked.push(among);
+      return among ? "found" : null;
+    });
+    await settle();
+    const data = { message: { id: 5, hosted_sim_id: 7 } };
+    bus.publish("private-organization.1", "message.received", data);
+    bus.publish("private-number.7", "message.status_changed", data, { organizations: [1] });
+    await settle();
+    expect(asked).toEqual([undefined]);
+    bus.publish("private-number.7", "message.received", data, { organizations: [1] });
+    expect(await pending).toEqual({ found: "found" });
+  });
+
+  test("the bus resuming makes every waiter check everything again (announcements may have been lost)", async () => {
+    const { waiters, resume } = setup();
+    const asked: Among[] = [];
+    const pending = waiters.wait(request(), async (among) => {
+      asked.push(among);
+      return asked.length === 2 ? "seen on the second full check" : null;
+    });
+    await settle();
+    resume();
+    expect(await pending).toEqual({ found: "seen on the second full check" });
+    expect(asked).toEqual([undefined, undefined]);
+  });
+
+  test("an aborted request ends its wait and frees its place", async () => {
+    const { waiters } = setup();
+    const client = new AbortController();
+    const pending = waiters.wait(request({ signal: client.signal }), async () => null);
+    await settle();
+    expect(waiters.size(7)).toBe(1);
+    client.abort();
+    expect(await pending).toEqual({ ended: "aborted" });
+    expect(waiters.size()).toBe(0);
+  });
+
+  test("limits per organization and per instance refuse before registering; close ends every wait and refuses new ones", async () => {
+    const { waiters } = setup({ perOrganization: 2, perInstance: 3 });
+    const waits = [waiters.wait(request(), async () => null), waiters.wait(request(), async () => null)];
+    expect(await waiters.wait(request(), async () => null)).toEqual({ refused: "organization_full" });
+    waits.push(waiters.wait(request({ quotaOrganization: 2, viewers: [2] }), async () => null));
+    expect(await waiters.wait(request({ quotaOrganization: 3 }), async () => null)).toEqual({ refused: "instance_full" });
+    expect(waiters.size()).toBe(3);
+    waiters.close();
+    expect(await Promise.all(waits)).toEqual([{ ended: "shutdown" }, { ended: "shutdown" }, { ended: "shutdown" }]);
+    expect(await waiters.wait(request(), async () => null)).toEqual({ refused: "closed" });
+    expect(waiters.size()).toBe(0);
+  });
+
+  test("the announced message is checked by id; a failing lookup frees the place and reports its error", async () => {
+    const { waiters, announce } = setup();
+    const pending = waiters.wait(request(), async (among) => {
+      if (among) throw new Error("database unreachable");
+      return null;
+    });
+    await settle();
+    announce(7, 9, [1]);
+    await expect(pending).rejects.toThrow("database unreachable");
+    expect(waiters.size()).toBe(0);
+  });
+});
