@@ -5,6 +5,7 @@ import type { Config } from "./config";
 import { type Database, openDatabase } from "./db/client";
 import { migrate } from "./db/migrate";
 import { createDeviceRuntime } from "./devices/runtime";
+import { createEventTail } from "./events/tail";
 import { createJobQueue } from "./jobs/queue";
 import { type Clock, systemClock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/logger";
@@ -35,6 +36,9 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     ? createRedisBus({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX, origin: instanceId, logger })
     : createLocalBus(instanceId);
   await Promise.all([bus.ready(), redisGuard?.ready()]);
+  // The event log's reader on this instance (server/events/): hands every new event to realtime and waiting calls.
+  const events = createEventTail({ sql: db.sql, bus, logger });
+  await events.start();
   const localLimiter = createLocalRateLimiter(() => clock.now());
   const limiter = redisGuard ? createRedisRateLimiter(redisGuard, config.REDIS_PREFIX, localLimiter) : localLimiter;
   const jobs = createJobQueue({ sql: db.sql, logger, workerId: instanceId });
@@ -73,6 +77,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     redisGuard,
     bus,
     publish: bus.publish,
+    events,
     limiter,
     mailer,
     jobs,
@@ -93,6 +98,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     },
     async close() {
       waiters.close();
+      events.stop();
       realtime.close();
       await auth.close();
       await devices.stop();

@@ -1,0 +1,118 @@
+import type { Sql } from "../db/client";
+import type { EventType } from "./catalog";
+import { encodeCursor, ORIGIN, type Position } from "./cursor";
+
+/** One event for one organization, as a publisher hands it to the log (inside its transaction). */
+export type NewEvent = {
+  organizationId: number;
+  type: EventType;
+  payload: Record<string, unknown>;
+  hostedSimId?: number | null;
+  deviceId?: number | null;
+  teamId?: number | null;
+  /** Events appended by a job that may run twice: the second append of the same key is dropped. */
+  dedupeKey?: string | null;
+};
+
+/** An event as the log holds it. `cursor` is also its id (`event_id`, `webhook-id`). */
+export type StoredEvent = {
+  cursor: string;
+  position: Position;
+  organizationId: number;
+  type: EventType;
+  hostedSimId: number | null;
+  deviceId: number | null;
+  teamId: number | null;
+  payload: Record<string, unknown>;
+  createdAt: Date;
+};
+
+type Row = {
+  id: number;
+  txid: string;
+  organization_id: number;
+  type: EventType;
+  hosted_sim_id: number | null;
+  device_id: number | null;
+  team_id: number | null;
+  payload: Record<string, unknown>;
+  created_at: Date;
+};
+
+export const toStoredEvent = (r: Row): StoredEvent => {
+  const position = { txid: String(r.txid), id: r.id };
+  return {
+    cursor: encodeCursor(position),
+    position,
+    organizationId: r.organization_id,
+    type: r.type,
+    hostedSimId: r.hosted_sim_id,
+    deviceId: r.device_id,
+    teamId: r.team_id,
+    payload: r.payload,
+    createdAt: r.created_at,
+  };
+};
+
+/**
+ * Appends events in the caller's transaction: they become readable when it commits, and never
+ * exist if it rolls back. Call `EventTail.notify()` after the commit so readers look at once.
+ */
+export async function appendEvents(sql: Sql, events: NewEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const rows = events.map((e) => ({
+    organization_id: e.organizationId,
+    type: e.type,
+    hosted_sim_id: e.hostedSimId ?? null,
+    device_id: e.deviceId ?? null,
+    team_id: e.teamId ?? null,
+    dedupe_key: e.dedupeKey ?? null,
+    payload: e.payload, // postgres.js sends an object to a jsonb column as JSON
+  }));
+  await sql`
+    insert into events ${sql(rows as unknown as Record<string, string | number | null>[], "organization_id", "type", "hosted_sim_id", "device_id", "team_id", "dedupe_key", "payload")}
+    on conflict (organization_id, type, dedupe_key) where dedupe_key is not null do nothing`;
+}
+
+export type EventFilter = {
+  /** Only these organizations' events (always given for a caller; omitted by whole-log readers). */
+  organizations?: number[];
+  types?: EventType[];
+  hostedSimId?: number;
+  deviceId?: number;
+};
+
+/**
+ * Events after `after` in log order, at most `limit`. Only events whose transaction is older
+ * than every transaction still running are read (the high-water mark), so an event that commits
+ * later always sorts after everything a reader has already seen: a cursor never skips one.
+ */
+export async function readEvents(sql: Sql, after: Position, filter: EventFilter, limit: number): Promise<StoredEvent[]> {
+  const rows = await sql<Row[]>`
+    select id, txid::text as txid, organization_id, type, hosted_sim_id, device_id, team_id, payload, created_at
+    from events
+    where (txid, id) > (${after.txid}::xid8, ${after.id})
+      and txid < pg_snapshot_xmin(pg_current_snapshot())
+      ${filter.organizations ? sql`and organization_id = any(${filter.organizations}::bigint[])` : sql``}
+      ${filter.types ? sql`and type = any(${filter.types}::text[])` : sql``}
+      ${filter.hostedSimId === undefined ? sql`` : sql`and hosted_sim_id = ${filter.hostedSimId}`}
+      ${filter.deviceId === undefined ? sql`` : sql`and device_id = ${filter.deviceId}`}
+    order by txid, id
+    limit ${limit}`;
+  return rows.map(toStoredEvent);
+}
+
+/** The position of the newest readable event (ORIGIN when the log is empty): where "from now on" starts. */
+export async function headPosition(sql: Sql): Promise<Position> {
+  const [row] = await sql<{ txid: string; id: number }[]>`
+    select txid::text as txid, id from events
+    where txid < pg_snapshot_xmin(pg_current_snapshot())
+    order by txid desc, id desc limit 1`;
+  return row ? { txid: row.txid, id: row.id } : ORIGIN;
+}
+
+/** Retention: removes events older than `before`, at most `chunk` per call; returns how many went. */
+export async function deleteEventsBefore(sql: Sql, before: Date, chunk = 5000): Promise<number> {
+  const rows = await sql`delete from events where id in (select id from events where created_at < ${before} limit ${chunk})`;
+  return rows.count;
+}

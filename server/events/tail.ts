@@ -1,0 +1,114 @@
+import type { Pool } from "../db/client";
+import type { Logger } from "../lib/logger";
+import type { Bus } from "../realtime/bus";
+import type { Position } from "./cursor";
+import { headPosition, readEvents, type StoredEvent } from "./log";
+
+/** The bus channel on which an instance tells the others that it appended events (no payload). */
+export const EVENTS_APPENDED = "internal:events.appended";
+
+export const TAIL_TIMING = {
+  /** Read at once on a wake, then every `hotMs` while wakes keep coming (a transaction older than the new events may still be running). */
+  hotMs: 25,
+  /** How long after the last wake the tail stays hot. */
+  hotForMs: 500,
+  /** Without wakes (a writer without the bus: the CLI, a lost Redis message), read this often. */
+  idleMs: 1000,
+  batch: 1000,
+};
+
+export type EventTail = {
+  /** Starts at the log's head: this instance hands on what is appended from now on. */
+  start(): Promise<void>;
+  stop(): void;
+  /** Call after committing a transaction that appended events: every instance reads at once. */
+  notify(): void;
+  /** Receives each new event once, in log order, in batches. */
+  onEvents(listener: (events: StoredEvent[]) => void): () => void;
+  /** The position up to which this instance has handed events on. */
+  position(): Position;
+};
+
+/**
+ * Each instance follows the whole log and hands new events to its listeners (the realtime hub
+ * of this instance's sockets, waiting `GET /api/events` calls). Writers wake every instance
+ * through the bus; a slow poll covers wakes that never come.
+ */
+export function createEventTail(deps: { sql: Pool; bus: Bus; logger: Logger; timing?: Partial<typeof TAIL_TIMING> }): EventTail {
+  const timing = { ...TAIL_TIMING, ...deps.timing };
+  const listeners = new Set<(events: StoredEvent[]) => void>();
+  let at: Position | undefined;
+  let running = false;
+  let again = false;
+  let hotUntil = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = true;
+  let unsubscribe: (() => void) | undefined;
+
+  function arm() {
+    if (stopped) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => void read(), performance.now() < hotUntil ? timing.hotMs : timing.idleMs);
+  }
+
+  async function read(): Promise<void> {
+    if (stopped || !at) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    try {
+      for (;;) {
+        again = false;
+        const events = await readEvents(deps.sql, at, {}, timing.batch);
+        if (events.length > 0) {
+          at = events[events.length - 1]!.position;
+          for (const l of listeners) {
+            try {
+              l(events);
+            } catch (e) {
+              deps.logger.error({ err: (e as Error).message }, "event listener failed");
+            }
+          }
+        }
+        if (events.length < timing.batch && !again) break;
+      }
+    } catch (e) {
+      deps.logger.warn({ err: (e as Error).message }, "event log read failed");
+    } finally {
+      running = false;
+      arm();
+    }
+  }
+
+  function wake() {
+    hotUntil = performance.now() + timing.hotForMs;
+    void read();
+  }
+
+  return {
+    async start() {
+      stopped = false;
+      at = await headPosition(deps.sql);
+      unsubscribe = deps.bus.subscribe((m) => {
+        if (m.channel === EVENTS_APPENDED) wake();
+      });
+      arm();
+    },
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+      unsubscribe?.();
+      listeners.clear();
+    },
+    notify() {
+      deps.bus.publish(EVENTS_APPENDED, "appended", null);
+    },
+    onEvents(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    position: () => at ?? { txid: "0", id: 0 },
+  };
+}
