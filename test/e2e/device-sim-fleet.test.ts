@@ -20,7 +20,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   if (available) await server.close();
-}, 30_000);
+}, 60_000);
 
 /** A webhook receiver that accepts only correctly signed deliveries (Standard Webhooks) and keeps the texts. */
 async function webhookReceiver(token: string) {

@@ -84,10 +84,11 @@ export async function startTestServer(env: Record<string, string> = {}) {
         proc.kill("SIGKILL");
         await proc.exited;
       }
-      await sql.end();
+      // Bounded: on a loaded machine a query still running must not hold the suite's hook past its deadline.
+      await sql.end({ timeout: 5 });
       const admin = postgres(BASE_URL, { max: 1, onnotice: () => {} });
       await admin.unsafe(`drop database if exists "${new URL(databaseUrl).pathname.slice(1)}" with (force)`).catch(() => {});
-      await admin.end();
+      await admin.end({ timeout: 5 });
     },
   };
 }
