@@ -2135,7 +2135,10 @@ export interface operations {
     postApiTeams: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2176,6 +2179,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -2187,6 +2199,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2608,7 +2629,10 @@ export interface operations {
     postApiNumbersOrder: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2671,6 +2695,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -2689,12 +2722,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "postApiNumbersClaim-shared": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2759,6 +2804,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -2777,12 +2831,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "postApiNumbersClaim-virtual": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2846,6 +2912,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -2857,6 +2932,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3224,7 +3308,10 @@ export interface operations {
     postApiMessages: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3280,6 +3367,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -3291,6 +3387,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5403,7 +5508,10 @@ export interface operations {
     "postApiWebhook-integrationsByWebhook_integrationMappings": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description a positive integer id */
                 webhook_integration: string | number;
@@ -5443,6 +5551,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -5454,6 +5571,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -7,6 +7,7 @@ import { healthRoutes } from "./health/routes";
 import { createBodyRules } from "./lib/body-rules";
 import { createDeprecations, DEPRECATIONS, type Deprecation } from "./lib/deprecations";
 import { dropAbsentNulls } from "./lib/fields";
+import { settleFailedRequest } from "./lib/idempotency";
 import { toOpenApi30 } from "./lib/openapi";
 import { BUN_BODY_BYTES, checkRequest } from "./lib/request-limits";
 import { fieldErrors, throughScalar } from "./lib/validation";
@@ -111,7 +112,11 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       if (appError.status >= 500 && appError.code === "internal_error") {
         logger.error({ requestId: id, route, err: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) }, "unhandled error");
       }
-      return errorResponse(appError, id);
+      // A request that holds an Idempotency-Key keeps this answer under it before it goes out.
+      return settleFailedRequest(request, appError).then(
+        () => errorResponse(appError, id),
+        () => errorResponse(appError, id),
+      );
     })
     // A body that passed validation may still be of a type the route does not take (form data on a JSON route).
     .onBeforeHandle(({ request, route }) => {

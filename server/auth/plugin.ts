@@ -62,3 +62,9 @@ export function lazyCallerPlugin(auth: Authenticator) {
     };
   });
 }
+
+/** The caller a route's `auth` rule let through for this request, if any (other plugins' hooks). */
+export function callerOf(request: Request): Caller | undefined {
+  const outcome = outcomes.get(request);
+  return outcome && "caller" in outcome ? outcome.caller : undefined;
+}

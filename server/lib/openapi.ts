@@ -113,6 +113,28 @@ function restrictBody(op: Node) {
   responses["415"] ??= errorAnswer(`unsupported_media_type: the body is not ${types.join(" or ")} (check the Content-Type header)`);
 }
 
+/** Operations that take an Idempotency-Key (server/lib/idempotency.ts) say so, with the answers it adds. */
+function addIdempotency(op: Node) {
+  if (op["x-simhost-idempotent"] !== true) return;
+  const parameters = (op.parameters ??= []) as Node[];
+  if (!parameters.some((p) => p.name === "Idempotency-Key")) {
+    parameters.push({
+      name: "Idempotency-Key",
+      in: "header",
+      required: false,
+      description:
+        "Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice.",
+      schema: { type: "string", minLength: 1, maxLength: 255 },
+    });
+  }
+  const responses = (op.responses ??= {}) as Record<string, Node>;
+  responses["409"] ??= errorAnswer("request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1)");
+  const unprocessable = responses["422"];
+  if (unprocessable && typeof unprocessable.description === "string" && !unprocessable.description.includes("idempotency_key_reused")) {
+    unprocessable.description += "; idempotency_key_reused: the Idempotency-Key was used with another request";
+  } else responses["422"] ??= errorAnswer("idempotency_key_reused: the Idempotency-Key was used with another request");
+}
+
 const LENGTHS =
   " Text lengths (minLength, maxLength) count Unicode code points: an emoji is one character. An optional request field may be sent as null: its description says whether null means the same as leaving it out or clears the value.";
 
@@ -140,6 +162,7 @@ export function toOpenApi30<T extends { paths?: Record<string, Record<string, No
       if (op.parameters) op.parameters = fixSchema(op.parameters);
       restrictBody(op);
       addLimitAnswers(op);
+      addIdempotency(op);
     }
   }
   const components = (doc as Node).components as Node | undefined;

@@ -8,7 +8,14 @@ const HOUR_MS = 3_600_000;
 /** Rows removed per statement, so a large backlog never holds long locks or one huge transaction. */
 const CHUNK = 5_000;
 
-export type Removed = { deliveryLogs: number; deliveries: number; sessions: number; authorizationCodes: number; refreshTokens: number };
+export type Removed = {
+  deliveryLogs: number;
+  deliveries: number;
+  sessions: number;
+  authorizationCodes: number;
+  refreshTokens: number;
+  idempotencyKeys: number;
+};
 
 /** Runs `remove` (a delete of at most CHUNK rows answering their count) until it removes less. */
 async function inChunks(remove: () => Promise<number>) {
@@ -30,7 +37,8 @@ const deleted = async (q: PromiseLike<{ count: number }>) => (await q).count;
  * - sessions and OAuth access tokens expired for more than a day (a day of grace keeps the
  *   answer to a just-expired token "expired", not merely "unknown", in logs and tests);
  * - OAuth authorization codes and refresh tokens expired for more than a day (a rotated refresh
- *   token is kept until then: presenting it again still revokes its family).
+ *   token is kept until then: presenting it again still revokes its family);
+ * - Idempotency-Key records older than their 24 h window (server/lib/idempotency.ts).
  */
 export async function removeExpired(sql: Sql, o: { logRetentionDays: number }): Promise<Removed> {
   const cutoff = sql`now() - make_interval(days => ${o.logRetentionDays})`;
@@ -58,7 +66,12 @@ export async function removeExpired(sql: Sql, o: { logRetentionDays: number }): 
       delete from oauth_refresh_tokens where id in (
         select id from oauth_refresh_tokens where expires_at < now() - interval '1 day' limit ${CHUNK})`),
   );
-  return { deliveryLogs, deliveries, sessions, authorizationCodes, refreshTokens };
+  const idempotencyKeys = await inChunks(() =>
+    deleted(sql`
+      delete from idempotency_keys where ctid in (
+        select ctid from idempotency_keys where created_at < now() - interval '24 hours' limit ${CHUNK})`),
+  );
+  return { deliveryLogs, deliveries, sessions, authorizationCodes, refreshTokens, idempotencyKeys };
 }
 
 /** The next hour's run, once however many instances ask (the dedupe key names the hour). */

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound } from "../errors";
+import { idempotencyPlugin } from "../lib/idempotency";
 import { paginate } from "../lib/pagination";
 import type { Services } from "../services";
 import { findVisibleMessage, type HistoryFilter, historyViewer, messageHistory } from "./history-store";
@@ -13,12 +14,13 @@ const tags = ["Messages"];
 const instant = (value: string | undefined) => (value === undefined ? undefined : new Date(value));
 
 /** Message history, single message, sending (API.md §3 "Messages") and device status reports. */
-export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | "publish" | "config">) {
+export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | "publish" | "config" | "clock">) {
   const { sql } = services;
   const outbound = { ...services, deviceTimeoutSeconds: services.config.OUTBOUND_DEVICE_TIMEOUT_SECONDS };
 
   return new Elysia()
     .use(callerPlugin(services.auth))
+    .use(idempotencyPlugin(services))
     .get(
       "/api/messages",
       async ({ caller: c, query, request }) => {
@@ -70,7 +72,13 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
         set.status = 202;
         return { data: message };
       },
-      { auth: { apiKey: "none" }, body: SendBody, response: { 202: MessageData }, detail: { tags, summary: "Send an SMS (counted against the plan)" } },
+      {
+        idempotent: true,
+        auth: { apiKey: "none" },
+        body: SendBody,
+        response: { 202: MessageData },
+        detail: { tags, summary: "Send an SMS (counted against the plan)" },
+      },
     )
     .post(
       "/api/byos/devices/:device/messages/:message/status",

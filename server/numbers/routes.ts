@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound } from "../errors";
+import { idempotencyPlugin } from "../lib/idempotency";
 import type { Services } from "../services";
 import { claimShared, claimVirtual, orderNumber } from "./claims";
 import { lockNumber, requireNumber, unlockNumber } from "./locks";
@@ -13,12 +14,13 @@ const READ_SCOPE =
   "Spans every organization you are a member of (an API key: its organization); X-Organization-Id narrows it to one. A number attached to several of them appears once, `organizations` listing each of their attachments.";
 
 /** Hosted SIMs (API.md §3 "Numbers"): list, show, order, claims, locks, alias. */
-export function numberRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | "publish">) {
+export function numberRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | "publish" | "clock">) {
   const { sql } = services;
   const show = async (c: Parameters<typeof requireNumber>[1], id: number) => ({ data: presentHostedSim(await requireNumber(sql, c, id)) });
 
   return new Elysia()
     .use(callerPlugin(services.auth))
+    .use(idempotencyPlugin(services))
     .get(
       "/api/numbers",
       async ({ caller: c, query }) => {
@@ -58,6 +60,7 @@ export function numberRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | 
         return show(c, id);
       },
       {
+        idempotent: true,
         auth: { apiKey: "none", role: "admin" },
         body: OrderBody,
         response: { 201: HostedSimData },
@@ -72,6 +75,7 @@ export function numberRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | 
         return show(c, id);
       },
       {
+        idempotent: true,
         auth: { apiKey: "none", role: "admin" },
         body: ClaimBody,
         response: { 201: HostedSimData },
@@ -86,6 +90,7 @@ export function numberRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | 
         return show(c, id);
       },
       {
+        idempotent: true,
         auth: { apiKey: "none", role: "admin" },
         body: ClaimVirtualBody,
         response: { 201: HostedSimData },

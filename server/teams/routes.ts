@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import type { Sql } from "../db/client";
 import { notFound, validationFailed } from "../errors";
+import { idempotencyPlugin } from "../lib/idempotency";
 import type { Services } from "../services";
 import { presentMember, presentTeam } from "./present";
 import { AddMemberBody, MemberData, MemberParams, TeamBody, TeamData, TeamList, TeamParams } from "./schema";
@@ -26,10 +27,11 @@ function memberLookup(body: { user_id?: number; email?: string }) {
   return body.user_id !== undefined ? { userId: body.user_id } : { email: body.email };
 }
 
-export function teamRoutes(services: Pick<Services, "auth" | "sql">) {
+export function teamRoutes(services: Pick<Services, "auth" | "sql" | "clock">) {
   const { sql } = services;
   return new Elysia()
     .use(callerPlugin(services.auth))
+    .use(idempotencyPlugin(services))
     .get(
       "/api/teams",
       async ({ caller: c }) => {
@@ -44,7 +46,7 @@ export function teamRoutes(services: Pick<Services, "auth" | "sql">) {
         set.status = 201;
         return teamWithMembers(sql, c.organization.id, id);
       },
-      { auth: manage, body: TeamBody, response: { 201: TeamData }, detail: { tags, summary: "Create a team", description } },
+      { idempotent: true, auth: manage, body: TeamBody, response: { 201: TeamData }, detail: { tags, summary: "Create a team", description } },
     )
     .get(
       "/api/teams/:team",

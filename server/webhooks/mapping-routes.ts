@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { invalidState, notFound } from "../errors";
+import { idempotencyPlugin } from "../lib/idempotency";
 import type { Services } from "../services";
 import { manage, read, requireIntegration } from "./actions";
 import { IntegrationParams, MappingChanged, MappingCreateBody, MappingData, MappingList, MappingParams, MappingUpdateBody, MessageOnly } from "./schema";
@@ -10,7 +11,7 @@ const tags = ["Webhooks"];
 const description =
   "Mappings connect an integration to teams of the same organization. Members read; changes need the admin or owner role or webhooks.receive.";
 
-export function mappingRoutes(services: Pick<Services, "auth" | "sql">) {
+export function mappingRoutes(services: Pick<Services, "auth" | "sql" | "clock">) {
   const { sql } = services;
   const requireMapping = async (integrationId: number, mappingId: number) => {
     const row = await findMapping(sql, integrationId, mappingId);
@@ -19,6 +20,7 @@ export function mappingRoutes(services: Pick<Services, "auth" | "sql">) {
   };
   return new Elysia()
     .use(callerPlugin(services.auth))
+    .use(idempotencyPlugin(services))
     .get(
       "/api/webhook-integrations/:webhook_integration/mappings",
       async ({ caller: c, params }) => {
@@ -39,6 +41,7 @@ export function mappingRoutes(services: Pick<Services, "auth" | "sql">) {
         return { message: "Webhook mapping created successfully.", data: await requireMapping(integration.id, id) };
       },
       {
+        idempotent: true,
         auth: manage,
         params: IntegrationParams,
         body: MappingCreateBody,

@@ -133,6 +133,6 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">
 }
 
 /** Every webhook route: the organization's integrations, their mappings, and the team view. */
-export function webhookRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">) {
+export function webhookRoutes(services: Pick<Services, "auth" | "sql" | "webhooks" | "clock">) {
   return new Elysia().use(integrationRoutes(services)).use(mappingRoutes(services)).use(teamWebhookRoutes(services));
 }

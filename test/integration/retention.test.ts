@@ -33,6 +33,11 @@ describe("retention (hourly clean-up)", () => {
       insert into sessions (user_id, token_hash, expires_at) values (${t.user.id}, ${Buffer.from(crypto.randomUUID())}, now() - interval '2 days') returning id`;
     const [justExpired] = await ctx.sql<{ id: number }[]>`
       insert into sessions (user_id, token_hash, expires_at) values (${t.user.id}, ${Buffer.from(crypto.randomUUID())}, now() - interval '1 hour') returning id`;
+    const idempotencyKey = (key: string, hoursAgo: number) => ctx.sql`
+      insert into idempotency_keys (organization_id, principal, key, fingerprint, created_at)
+      values (${t.org.id}, 'user:1', ${key}, 'f', now() - make_interval(hours => ${hoursAgo}))`;
+    await idempotencyKey("yesterday", 25);
+    await idempotencyKey("today", 23);
 
     const removed = await removeExpired(ctx.sql, { logRetentionDays: 30 });
     expect(removed.deliveryLogs).toBeGreaterThanOrEqual(1);
@@ -43,6 +48,8 @@ describe("retention (hourly clean-up)", () => {
     expect(await ids("webhook_deliveries", [oldDone!.id, oldRetrying!.id, recent!.id])).toEqual([oldRetrying!.id, recent!.id]);
     expect(await ids("webhook_delivery_logs", [oldLog!.id, recentLog!.id])).toEqual([recentLog!.id]);
     expect(await ids("sessions", [expired!.id, justExpired!.id])).toEqual([justExpired!.id]);
+    const keys = await ctx.sql<{ key: string }[]>`select key from idempotency_keys where organization_id = ${t.org.id}`;
+    expect(keys.map((k) => k.key)).toEqual(["today"]);
     // The owner's own live session is untouched: the API still answers it.
     expect((await ctx.request("GET", "/api/me", { token: t.token })).status).toBe(200);
   });

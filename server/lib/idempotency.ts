@@ -1,0 +1,125 @@
+import { Elysia } from "elysia";
+import type { Caller } from "../auth/caller";
+import { callerOf } from "../auth/plugin";
+import type { Pool } from "../db/client";
+import { AppError, validationFailed } from "../errors";
+import type { Clock } from "./clock";
+import { sha256 } from "./crypto";
+
+/**
+ * `Idempotency-Key` on the POSTs that create something (docs/api-notes.md "Idempotent requests"),
+ * as payment APIs made standard: the first request with a key does the work and its answer is
+ * kept 24 h; the same key with the same request answers that answer again (`Idempotent-Replayed:
+ * true`) without doing the work; the same key with another request answers 422
+ * `idempotency_key_reused`; a request arriving while the first is still running answers 409
+ * `request_in_progress`. Keys belong to the caller (organization and user or API key), so two
+ * callers never see each other's answers. Answers of 5xx and 429 are not kept: a retry does the
+ * work. Routes whose answer holds a secret shown once (API keys, webhook secrets, device tokens)
+ * do not take part: keeping it would store the secret in plain text.
+ */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** A first request still "running" after this is taken as dead (its process stopped): the key is free again. */
+export const ABANDONED_AFTER_MS = 60_000;
+const KEY = /^[\x21-\x7e]{1,255}$/;
+
+type Held = { organizationId: number; principal: string; key: string };
+/** Requests that hold a key, with what keeps their answer under it. */
+const held = new WeakMap<Request, (status: number, body: unknown) => Promise<void>>();
+
+/**
+ * Called by app.ts's onError with the error a request is answered with, before the answer goes
+ * out (so a retry that follows at once finds it): keeps it under the request's key, if it holds one.
+ */
+export async function settleFailedRequest(request: Request, error: AppError): Promise<void> {
+  const keep = held.get(request);
+  if (!keep) return;
+  held.delete(request);
+  const { errors, headers: _headers, ...rest } = error.extra;
+  await keep(error.status, { message: error.message, code: error.code, ...rest, ...(errors ? { errors } : {}) });
+}
+
+/** Canonical JSON: object keys sorted, so a client re-serializing the same body gets the same fingerprint. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+export const fingerprintOf = (method: string, path: string, body: unknown) => sha256(`${method} ${path}\n${canonical(body)}`).toString("hex");
+
+const principalOf = (c: Caller) => (c.apiKey ? `api_key:${c.apiKey.id}` : `user:${c.user?.id ?? 0}`);
+
+const replay = (status: number, body: unknown) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", "idempotent-replayed": "true" } });
+
+export function idempotencyPlugin(deps: { sql: Pool; clock: Clock }) {
+  const { sql } = deps;
+
+  async function release(h: Held) {
+    await sql`delete from idempotency_keys where organization_id = ${h.organizationId} and principal = ${h.principal} and key = ${h.key} and status is null`;
+  }
+
+  async function keep(h: Held, status: number, body: unknown) {
+    if (status >= 500 || status === 429) return release(h);
+    await sql`
+      update idempotency_keys set status = ${status}, response = ${sql.json(body as never)}
+      where organization_id = ${h.organizationId} and principal = ${h.principal} and key = ${h.key}`;
+  }
+
+  return new Elysia({ name: "simhost-idempotency" }).macro({
+    idempotent: (on: boolean) => ({
+      detail: on ? ({ "x-simhost-idempotent": true } as Record<string, unknown>) : {},
+      async beforeHandle({ request, body, path }: { request: Request; body: unknown; path: string }) {
+        const key = request.headers.get("idempotency-key");
+        if (!on || key === null) return;
+        if (!KEY.test(key)) throw validationFailed({ "Idempotency-Key": ["must be 1 to 255 visible ASCII characters"] });
+        const caller = callerOf(request);
+        if (!caller) return;
+        const h: Held = { organizationId: caller.organization.id, principal: principalOf(caller), key };
+        const fingerprint = fingerprintOf(request.method, path, body);
+        const now = new Date(deps.clock.now());
+        const staleBefore = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
+        const abandonedBefore = new Date(now.getTime() - ABANDONED_AFTER_MS);
+        // One statement claims the key: a new key, an expired one, or a first request that died.
+        const [claimed] = await sql<{ claimed: boolean }[]>`
+          insert into idempotency_keys (organization_id, principal, key, fingerprint, created_at)
+          values (${h.organizationId}, ${h.principal}, ${key}, ${fingerprint}, ${now})
+          on conflict (organization_id, principal, key) do update
+            set fingerprint = excluded.fingerprint, status = null, response = null, created_at = excluded.created_at
+            where idempotency_keys.created_at < ${staleBefore}
+               or (idempotency_keys.status is null and idempotency_keys.created_at < ${abandonedBefore})
+          returning true as claimed`;
+        if (claimed) {
+          held.set(request, (status, answer) => keep(h, status, answer));
+          return;
+        }
+        const [row] = await sql<{ fingerprint: string; status: number | null; response: unknown }[]>`
+          select fingerprint, status, response from idempotency_keys
+          where organization_id = ${h.organizationId} and principal = ${h.principal} and key = ${key}`;
+        if (!row)
+          throw new AppError(409, "request_in_progress", "A request with this Idempotency-Key is in progress; retry shortly.", {
+            headers: { "retry-after": "1" },
+          });
+        if (row.fingerprint !== fingerprint) {
+          throw new AppError(422, "idempotency_key_reused", "This Idempotency-Key was used with another request; use a new key for a new request.");
+        }
+        if (row.status === null) {
+          throw new AppError(409, "request_in_progress", "A request with this Idempotency-Key is in progress; retry shortly.", {
+            headers: { "retry-after": "1" },
+          });
+        }
+        return replay(row.status, row.response);
+      },
+      async afterHandle({ request, response, set }: { request: Request; response: unknown; set: { status?: number | string } }) {
+        const keepAnswer = held.get(request);
+        if (!keepAnswer) return;
+        held.delete(request);
+        await keepAnswer(typeof set.status === "number" ? set.status : 200, response);
+      },
+    }),
+  });
+}

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createTenant, createUser, sessionFor } from "../fixtures";
+import { createSharedNumber, randomNumber } from "../fixtures-numbers";
+import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
+
+/** Issue 19 item 1: Idempotency-Key on the POSTs that create something (docs/api-notes.md "Idempotent requests"). */
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createTestContext();
+}, 60_000);
+afterAll(async () => {
+  await ctx.close();
+});
+
+const send = (token: string, body: unknown, key?: string) =>
+  ctx.request("POST", "/api/messages", { token, body, headers: key === undefined ? {} : { "idempotency-key": key } });
+const outboundCount = async (simId: number) =>
+  (await ctx.sql<{ n: number }[]>`select count(*)::int as n from messages where hosted_sim_id = ${simId} and direction = 'outbound'`)[0]!.n;
+
+describe("Idempotency-Key", () => {
+  test("the same key and body answers the first answer again without sending twice; another body with the key is 422", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const body = { hosted_sim: sim.id, to: randomNumber(), text: "only once" };
+    const first = await send(t.token, body, "order-42");
+    expect(first.status).toBe(202);
+    // The same request, its keys in another order: the same request.
+    const again = await send(t.token, { text: body.text, to: body.to, hosted_sim: body.hosted_sim }, "order-42");
+    expect(again.status).toBe(202);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body.data.id).toBe(first.body.data.id);
+    expect(await outboundCount(sim.id)).toBe(1);
+    const other = await send(t.token, { ...body, text: "something else" }, "order-42");
+    expect(other.status).toBe(422);
+    expectErrorShape(other.body, "idempotency_key_reused");
+    expect(await outboundCount(sim.id)).toBe(1);
+    // Without a key, each request is its own.
+    await send(t.token, body);
+    await send(t.token, body);
+    expect(await outboundCount(sim.id)).toBe(3);
+  });
+
+  test("20 concurrent requests with one key send once; the others replay it or answer 409 request_in_progress", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const body = { hosted_sim: sim.id, to: randomNumber(), text: "raced" };
+    const answers = await Promise.all(Array.from({ length: 20 }, () => send(t.token, body, "race-1")));
+    expect(await outboundCount(sim.id)).toBe(1);
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.every((s) => s === 202 || s === 409)).toBe(true);
+    const ids = new Set(answers.filter((a) => a.status === 202).map((a) => a.body.data.id));
+    expect(ids.size).toBe(1);
+    for (const a of answers.filter((x) => x.status === 409)) {
+      expectErrorShape(a.body, "request_in_progress");
+      expect(a.headers.get("retry-after")).toBe("1");
+    }
+  });
+
+  test("keys belong to their caller: another user with the same key does their own work, and may do only what they may", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const colleague = await createUser(ctx.sql, { orgId: t.org.id, role: "member" });
+    const colleagueToken = await sessionFor(ctx.sql, colleague.id);
+    const body = { name: "QA" };
+    const a = await ctx.request("POST", "/api/teams", { token: t.token, body, headers: { "idempotency-key": "k" } });
+    expect(a.status).toBe(201);
+    const b = await ctx.request("POST", "/api/teams", { token: colleagueToken, body: { name: "QA 2" }, headers: { "idempotency-key": "k" } });
+    // The colleague (a member) may not create teams at all: the key changes nothing about that.
+    expect(b.status).toBe(403);
+    const msg = { hosted_sim: sim.id, to: randomNumber(), text: "from two people" };
+    const mine = await send(t.token, msg, "m");
+    const theirs = await send(colleagueToken, msg, "m");
+    expect(mine.status).toBe(202);
+    expect(theirs.status).toBe(202);
+    expect(theirs.headers.get("idempotent-replayed")).toBeNull();
+    expect(theirs.body.data.id).not.toBe(mine.body.data.id);
+  });
+
+  test("an error answer is kept like a success; a malformed key is 422; a replay of a kept 4xx says so", async () => {
+    const t = await createTenant(ctx.sql);
+    const to = randomNumber();
+    const missing = await send(t.token, { hosted_sim: 999_999_999, to, text: "x" }, "missing-number");
+    expect(missing.status).toBe(404);
+    const replayed = await send(t.token, { hosted_sim: 999_999_999, to, text: "x" }, "missing-number");
+    expect(replayed.status).toBe(404);
+    expect(replayed.headers.get("idempotent-replayed")).toBe("true");
+    expectErrorShape(replayed.body, "not_found");
+    const reused = await send(t.token, { hosted_sim: 999_999_999, to, text: "y" }, "missing-number");
+    expect(reused.status).toBe(422);
+    expectErrorShape(reused.body, "idempotency_key_reused");
+    const bad = await send(t.token, { hosted_sim: 1, to: randomNumber(), text: "x" }, "bad key with spaces");
+    expect(bad.status).toBe(422);
+    expect(bad.body.errors["Idempotency-Key"]).toBeDefined();
+  });
+
+  test("an expired key (over 24 h) does the work again", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const body = { hosted_sim: sim.id, to: randomNumber(), text: "tomorrow again" };
+    await send(t.token, body, "daily");
+    await ctx.sql`update idempotency_keys set created_at = now() - interval '25 hours' where organization_id = ${t.org.id} and key = 'daily'`;
+    const next = await send(t.token, body, "daily");
+    expect(next.status).toBe(202);
+    expect(next.headers.get("idempotent-replayed")).toBeNull();
+    expect(await outboundCount(sim.id)).toBe(2);
+  });
+});
