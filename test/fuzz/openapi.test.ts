@@ -69,6 +69,9 @@ describe("fuzzing every route from the OpenAPI document", () => {
             headers: r.body !== undefined ? { "content-type": "application/json" } : {},
           });
           const where = `${op.method} ${url} (${r.auth}) body=${String(r.body).slice(0, 200)} → ${res.status} ${res.text.slice(0, 200)}`;
+          // The health check's own 503 (SPEC.md 2.11: a failing check, here the shared database's
+          // backlog of jobs that no worker of this suite runs) is an answer of its documented shape.
+          if (op.path === "/api/health" && res.status === 503 && ["degraded", "down"].includes(res.body?.status)) return;
           if (res.status >= 500) failures.push(where);
           if (res.status >= 400) {
             try {
