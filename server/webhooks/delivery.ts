@@ -106,6 +106,8 @@ export async function runDelivery(deps: DeliveryDeps, deliveryId: number, jobId:
   const verdict = judgeAttempt(result, attempt, d.retry_count, d.failing_too_long);
   const disable = verdict.status === "failed" ? verdict.disable : null;
   const error = disable ? `${result.error ?? "failed"}; integration disabled: ${disable}` : result.error;
+  // Disabled before the attempt is logged: whoever sees the 410 in the log sees the integration inactive.
+  if (disable) await disableIntegration(deps, d.integration_id, disable);
   await recordAttempt(
     deps.sql,
     {
@@ -120,7 +122,6 @@ export async function runDelivery(deps: DeliveryDeps, deliveryId: number, jobId:
     { reached: result.ok ? "succeeded" : "failed", finishedJobId: verdict.status === "retrying" ? null : jobId },
   );
   deps.metrics.webhookDeliveries.inc({ outcome: verdict.status });
-  if (disable) await disableIntegration(deps, d.integration_id, disable);
   if (verdict.status === "retrying") throw new RetryAfter(verdict.delayMs, `attempt ${attempt} failed: ${result.error}`);
   return jobId === null ? undefined : JOB_REMOVED;
 }
