@@ -10,7 +10,7 @@ const caller = (over: Partial<Caller>): Caller =>
 describe("caller cache", () => {
   test("entries live ttl at most, and a revocation drops every entry of its session, key or user", () => {
     let now = 0;
-    const cache = createCallerCache({ ttlMs: 10_000, max: 10, now: () => now });
+    const cache = createCallerCache({ ttlMs: 10_000, max: 10, clock: { now: () => now } });
     cache.set("a|", caller({}), 0);
     cache.set("a|2", caller({}), 0);
     cache.set("k|", caller({ kind: "api_key", user: null, sessionId: null, apiKey: { id: 9, name: "k", permissions: [] } }), 0);
@@ -25,7 +25,7 @@ describe("caller cache", () => {
   });
 
   test("a lookup that began before a revocation is not stored after it", () => {
-    const cache = createCallerCache({ ttlMs: 10_000, max: 10, now: () => 0 });
+    const cache = createCallerCache({ ttlMs: 10_000, max: 10, clock: { now: () => 0 } });
     const since = cache.generation();
     cache.forget({ sessionId: 3 });
     expect(cache.set("a|", caller({}), since)).toBe(false);
@@ -34,7 +34,7 @@ describe("caller cache", () => {
   });
 
   test("bounded: past max entries the oldest go", () => {
-    const cache = createCallerCache({ ttlMs: 10_000, max: 2, now: () => 0 });
+    const cache = createCallerCache({ ttlMs: 10_000, max: 2, clock: { now: () => 0 } });
     for (const k of ["x", "y", "z"]) cache.set(k, caller({}), 0);
     expect([cache.get("x"), cache.size()]).toEqual([undefined, 2]);
   });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SMTPServer } from "smtp-server";
 import { writeHeartbeats } from "../../server/devices/presence-store";
-import { createFakeClock } from "../../server/lib/clock";
+import { createFakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { activeDevice, clockedContext, waitFor, watchPresence } from "../fixtures-devices";
 import { sharedTestContext, type TestContext } from "../helpers";
