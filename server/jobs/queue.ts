@@ -59,6 +59,14 @@ export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragm
 }
 
 /**
+ * The part of a handler's final statement that removes its own job `jobId` (when `condition`
+ * holds), for handlers that return JOB_REMOVED: `j as (${removeJob(sql, jobId, sql`exists (select 1 from d)`)})`.
+ */
+export function removeJob(sql: Sql, jobId: number, condition: postgres.Fragment = sql`true`): postgres.Fragment {
+  return sql`delete from jobs where id = ${jobId} and ${condition}`;
+}
+
+/**
  * The durable job queue: rows in `jobs`, claimed with FOR UPDATE SKIP LOCKED. A claimed job is
  * invisible until `locked_until`; a worker that crashes leaves it to be claimed again then, so
  * every job runs at least once. Workers wake on a local enqueue or a short poll.

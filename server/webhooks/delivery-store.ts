@@ -1,5 +1,5 @@
 import type { Sql } from "../db/client";
-import { enqueueJobs } from "../jobs/queue";
+import { enqueueJobs, removeJob } from "../jobs/queue";
 
 export type DeliveryStatus = "pending" | "succeeded" | "failed" | "retrying";
 
@@ -81,7 +81,7 @@ export async function recordAttempt(
       ? sql``
       : sql`, f as (update webhook_integrations set failing_since = ${reached === "succeeded" ? null : sql`now()`}
             where id = ${r.integrationId} and failing_since is ${reached === "succeeded" ? sql`not null` : sql`null`} and exists (select 1 from d))`;
-  const job = finishedJobId === null ? sql`` : sql`, j as (delete from jobs where id = ${finishedJobId} and exists (select 1 from d))`;
+  const job = finishedJobId === null ? sql`` : sql`, j as (${removeJob(sql, finishedJobId, sql`exists (select 1 from d)`)})`;
   // A record lost to a crash means the attempt is made again: at least once, as promised. So the
   // commit does not wait for the WAL flush (one disk sync per delivered webhook otherwise).
   await sql`
