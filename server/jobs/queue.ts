@@ -50,8 +50,8 @@ const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1),
  * store their data and its jobs in one statement (one round trip, one commit), as a CTE
  * (`job as (${enqueueJobs(sql, "device_sms.process", sql`select ... from inserted`)})`) or as the
  * statement itself (a `returning` clause may follow). The only other way into `jobs` is
- * `enqueue`. The jobs are due at the database's `now()` (the transaction's start), which the
- * system clock has passed by the time anyone claims them.
+ * `enqueue`. The jobs are due at once: their `run_at` is the database's `now()` (the
+ * transaction's start), and claims take the later of that clock and the queue's (see below).
  */
 export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragment): postgres.Fragment {
   const spec = queueSpec(QUEUES, queue);
@@ -78,8 +78,11 @@ export function removeJob(sql: Sql, jobId: number, condition: postgres.Fragment 
  * Only the queues of the registry (server/jobs/registry.ts, or `queues` in tests) may be
  * enqueued or registered, with the options the registry gives them. Due times (`run_at`) are the
  * clock's: a delay or a retry is the clock's now plus the delay, and a job is due once the
- * clock has passed its `run_at`, so a fake clock drives delays, retries and polling. Leases
- * (`locked_until`) stay on the database's clock: they only arbitrate between instances.
+ * clock has passed its `run_at`, so a fake clock drives delays, retries and polling. A claim
+ * looks at the later of the clock and the database's `now()`: jobs inserted by an
+ * `enqueueJobs` statement carry the database's time, and a fake clock behind it must not hold
+ * them back (with the system clock the two agree). Leases (`locked_until`) stay on the
+ * database's clock: they only arbitrate between instances.
  */
 export function createJobQueue<Q extends string = QueueName>(opts: {
   sql: Pool;
@@ -105,6 +108,8 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
   const inFlight = new Set<Promise<void>>();
 
   const at = (delayMs: number) => new Date(clock.now() + Math.max(0, delayMs));
+  /** The time claims compare due times with (see above). */
+  const dueBy = (sql: Sql) => sql`greatest(now(), ${at(0)}::timestamptz)`;
 
   async function enqueue(queue: Q, payload: Record<string, unknown>, o: EnqueueOptions = {}, tx: Sql = sql) {
     const spec = queueSpec(queues, queue);
@@ -127,7 +132,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
           locked_until = now() + make_interval(secs => ${Math.min(reg.visibilitySeconds, leaseSeconds)})
         where id in (
           select id from jobs
-          where queue = ${queue} and not dead and run_at <= ${at(0)} and (locked_until is null or locked_until < now())
+          where queue = ${queue} and not dead and run_at <= ${dueBy(sql)} and (locked_until is null or locked_until < now())
           order by run_at, id limit ${limit} for update skip locked)
         returning id, queue, payload, attempts, max_attempts)
       select claimed.* from claimed, (select set_config('synchronous_commit', 'off', true)) as off`;
@@ -295,7 +300,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     async stats() {
       const [row] = await sql<{ backlog: number; dead: number; oldest_seconds: number | null }[]>`
         select count(*) filter (where not dead) as backlog, count(*) filter (where dead) as dead,
-               extract(epoch from ${at(0)} - min(run_at) filter (where not dead and run_at <= ${at(0)}))::float8 as oldest_seconds
+               extract(epoch from ${dueBy(sql)} - min(run_at) filter (where not dead and run_at <= ${dueBy(sql)}))::float8 as oldest_seconds
         from jobs`;
       return { backlog: row?.backlog ?? 0, dead: row?.dead ?? 0, oldestSeconds: Math.max(0, row?.oldest_seconds ?? 0) };
     },
