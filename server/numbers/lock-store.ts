@@ -12,6 +12,8 @@ export type LockRequest = {
   releaseOnMessage: boolean | undefined;
   /** Only with releaseOnMessage true: the one sender whose message releases the lock. */
   sender: string | null;
+  /** Now, by the server clock (ms epoch). */
+  at: number;
 };
 
 export type TakenLock = {
@@ -41,9 +43,9 @@ export const clearLockColumns = (sql: Sql) => sql`
  * another organization holds a live lock or the caller's organization is not attached.
  * `locked_until` is kept to the millisecond so its ISO form identifies the lock exactly.
  */
-export async function takeLock(sql: Sql, r: LockRequest, at: number): Promise<TakenLock | null> {
+export async function takeLock(sql: Sql, r: LockRequest): Promise<TakenLock | null> {
   const keep = r.releaseOnMessage === undefined;
-  const now = clockTime(sql, at);
+  const now = clockTime(sql, r.at);
   const [row] = await sql<TakenLock[]>`
     update hosted_sims h set
       lock_organization_id = ${r.organizationId},
@@ -66,12 +68,12 @@ export async function takeLock(sql: Sql, r: LockRequest, at: number): Promise<Ta
     returning ${isoColumn(sql, "h.locked_until")} as locked_until, h.lock_team_id as team_id, h.lock_user_id as user_id,
       h.lock_release_on_message as release_on_message, h.lock_sender as sender, old.own as extended`;
   if (!row) return null;
-  await recordLock(sql, r, row, at);
+  await recordLock(sql, r, row);
   return row;
 }
 
 /** Lock history: an extension moves the open row's end; anything else closes what was open and opens a new row. */
-async function recordLock(sql: Sql, r: LockRequest, lock: TakenLock, at: number) {
+async function recordLock(sql: Sql, r: LockRequest, lock: TakenLock) {
   if (lock.extended) {
     const moved = await sql`
       update number_locks set locked_until = ${lock.locked_until}, team_id = ${lock.team_id},
@@ -80,8 +82,8 @@ async function recordLock(sql: Sql, r: LockRequest, lock: TakenLock, at: number)
     if (moved.length > 0) return;
   }
   await sql`
-    update number_locks set released_at = least(locked_until, ${clockTime(sql, at)}),
-      release_reason = case when locked_until <= ${clockTime(sql, at)} then 'expired' else 'replaced' end
+    update number_locks set released_at = least(locked_until, ${clockTime(sql, r.at)}),
+      release_reason = case when locked_until <= ${clockTime(sql, r.at)} then 'expired' else 'replaced' end
     where hosted_sim_id = ${r.hostedSimId} and released_at is null`;
   await sql`
     insert into number_locks (hosted_sim_id, organization_id, team_id, user_id, api_key_id, locked_until, release_on_message, sender)

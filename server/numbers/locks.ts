@@ -33,20 +33,17 @@ export async function lockNumber(deps: Deps, c: Caller, id: number, body: LockOp
     throw validationFailed({ team_id: ["is not a team of your organization"] });
   }
   const lock = await deps.sql.begin(async (tx) => {
-    const taken = await takeLock(
-      tx,
-      {
-        hostedSimId: id,
-        organizationId: c.organization.id,
-        teamId: body.team_id ?? null,
-        userId: c.user?.id ?? null,
-        apiKeyId: c.apiKey?.id ?? null,
-        durationSeconds: body.duration_seconds ?? 600,
-        releaseOnMessage: body.release_on_message,
-        sender: body.sender ?? null,
-      },
-      deps.clock.now(),
-    );
+    const taken = await takeLock(tx, {
+      hostedSimId: id,
+      organizationId: c.organization.id,
+      teamId: body.team_id ?? null,
+      userId: c.user?.id ?? null,
+      apiKeyId: c.apiKey?.id ?? null,
+      durationSeconds: body.duration_seconds ?? 600,
+      releaseOnMessage: body.release_on_message,
+      sender: body.sender ?? null,
+      at: deps.clock.now(),
+    });
     if (taken) {
       const payload = { hosted_sim_id: id, organization_id: c.organization.id, locked_until: taken.locked_until };
       const delayMs = Math.max(0, Date.parse(taken.locked_until) - deps.clock.now());
