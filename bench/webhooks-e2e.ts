@@ -88,6 +88,7 @@ async function drain() {
       await enqueueWebhookDeliveries(
         tx,
         found.map((f) => f.message),
+        Date.now(),
       );
       await tx`delete from jobs where queue = 'message.inbound'`;
     });

@@ -7,16 +7,14 @@ import { migrate } from "./db/migrate";
 import { createDeviceRuntime } from "./devices/runtime";
 import { createEventTail } from "./events/tail";
 import { createJobQueue } from "./jobs/queue";
+import { registerWorkers } from "./jobs/workers";
 import { type Clock, systemClock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/logger";
 import { createMetrics } from "./lib/metrics";
 import { createLocalRateLimiter, createRedisRateLimiter } from "./lib/rate-limit";
 import { createRedisGuard, REDIS_CLIENT_OPTIONS } from "./lib/redis-guard";
-import { registerRetention } from "./maintenance/retention";
-import { registerInboundFanout } from "./messages/fanout";
-import { registerOutboundJobs } from "./messages/outbound-jobs";
+import { scheduleRetention } from "./maintenance/retention";
 import { createMessageWaiters } from "./messages/waiters";
-import { registerLockExpiry } from "./numbers/locks";
 import { createLocalBus, createRedisBus } from "./realtime/bus";
 import { setupRealtime } from "./realtime/setup";
 import { createWebhookEngine } from "./webhooks/engine";
@@ -41,7 +39,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   await events.start();
   const localLimiter = createLocalRateLimiter(() => clock.now());
   const limiter = redisGuard ? createRedisRateLimiter(redisGuard, config.REDIS_PREFIX, localLimiter) : localLimiter;
-  const jobs = createJobQueue({ sql: db.sql, logger, workerId: instanceId });
+  const jobs = createJobQueue({ sql: db.sql, logger, workerId: instanceId, clock });
   const metrics = createMetrics();
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
   // Credentials: resolving, caching and revoking (server/auth/credentials.ts); revocations reach every instance before the revoker answers.
@@ -50,14 +48,13 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     sessionTtlDays: config.SESSION_TTL_DAYS,
     instanceId,
     logger,
+    clock,
     redis: config.REDIS_URL ? { url: config.REDIS_URL, prefix: config.REDIS_PREFIX } : undefined,
   });
   await auth.start();
-  registerInboundFanout({ sql: db.sql, jobs, publish: bus.publish });
-  const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, logger, metrics, mailer });
-  registerLockExpiry({ sql: db.sql, jobs, publish: bus.publish });
-  const retention = registerRetention({ sql: db.sql, jobs, logger, logRetentionDays: config.WEBHOOK_LOG_RETENTION_DAYS, now: () => clock.now() });
-  registerOutboundJobs({ sql: db.sql, jobs, publish: bus.publish, config, logger });
+  const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, clock, logger, metrics, mailer });
+  // Every queue's handler, registered here and nowhere else (server/jobs/registry.ts lists the queues).
+  registerWorkers({ sql: db.sql, jobs, clock, publish: bus.publish, config, logger, deliver: webhooks.deliver });
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
   const devices = createDeviceRuntime({ sql: db.sql, clock, config, bus, mailer, logger, jobs, metrics });
   metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);
@@ -92,7 +89,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
       // WORKERS=0: an instance that serves the API only; other instances run the jobs.
       if (config.WORKERS > 0) {
         jobs.start();
-        void retention.schedule().catch((e) => logger.warn({ err: (e as Error).message }, "retention run not scheduled"));
+        void scheduleRetention({ jobs, clock }).catch((e) => logger.warn({ err: (e as Error).message }, "retention run not scheduled"));
       }
       void devices.start().catch((e) => logger.error({ err: (e as Error).message }, "device actors not restored"));
     },

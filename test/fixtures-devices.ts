@@ -81,9 +81,11 @@ export async function waitFor(ok: () => boolean | Promise<boolean>, ms = 5000) {
   return true;
 }
 
-/** The device.status_changed events of one device an instance's bus carries, as `online`/`offline`. */
-export function watchPresence(services: { bus: Bus }, deviceId: number) {
-  const seen: string[] = [];
+/**
+ * The device.status_changed events of one device an instance's bus carries, as `online`/`offline`,
+ * appended to `seen` (pass one list to several instances to get their events in the order published).
+ */
+export function watchPresence(services: { bus: Bus }, deviceId: number, seen: string[] = []) {
   services.bus.subscribe((m: BusMessage) => {
     const d = m.data as { device_id?: number; is_online?: boolean };
     if (m.event === "device.status_changed" && m.channel === `private-device.${deviceId}` && d.device_id === deviceId)

@@ -1,3 +1,4 @@
+import type { Clock } from "../lib/clock";
 import type { Caller } from "./caller";
 
 /**
@@ -40,16 +41,18 @@ export function matches(r: Revocation, caller: Caller): boolean {
  * Invariant: no entry outlives a revocation that matches it. `forget` drops the matching
  * entries and moves the generation on; a lookup reads `generation()` before its database read
  * and `set` refuses it if any revocation was applied since, because that lookup may have read
- * the database before the revocation committed.
+ * the database before the revocation committed. Entries expire by the server clock; the
+ * freshness of the revocation log that licenses the cache (credentials.ts) is measured on the
+ * monotonic clock instead, on purpose (a wall-clock step must not extend it).
  */
-export function createCallerCache(opts: { ttlMs: number; max: number; now: () => number }) {
+export function createCallerCache(opts: { ttlMs: number; max: number; clock: Pick<Clock, "now"> }) {
   const entries = new Map<string, Entry>();
   let generation = 0;
   return {
     get(key: string): Caller | undefined {
       const e = entries.get(key);
       if (!e) return undefined;
-      if (e.until <= opts.now()) {
+      if (e.until <= opts.clock.now()) {
         entries.delete(key);
         return undefined;
       }
@@ -60,7 +63,7 @@ export function createCallerCache(opts: { ttlMs: number; max: number; now: () =>
     set(key: string, caller: Caller, since: number): boolean {
       if (since !== generation) return false;
       if (entries.size >= opts.max) entries.delete(entries.keys().next().value as string);
-      entries.set(key, { caller, until: opts.now() + opts.ttlMs });
+      entries.set(key, { caller, until: opts.clock.now() + opts.ttlMs });
       return true;
     },
     forget(r: Revocation) {

@@ -1,6 +1,7 @@
 import { type ApiKeyRow, deleteApiKey, insertApiKey, replaceApiKeySecret, updateApiKey } from "../api-keys/store";
 import type { Pool } from "../db/client";
 import { unauthenticated } from "../errors";
+import { type Clock, systemClock } from "../lib/clock";
 import { sha256 } from "../lib/crypto";
 import type { Logger } from "../lib/logger";
 import { bearerToken, type Caller, type Permission } from "./caller";
@@ -23,7 +24,8 @@ export type CredentialOptions = {
   /** With Redis, instances acknowledge revocations to each other (revocation-bus.ts). */
   redis?: { url: string; prefix: string };
   cacheSeconds?: number;
-  now?: () => number;
+  /** Wall time: cache entry lifetimes, last-use stamps. The revocation guarantees run on the monotonic clock. */
+  clock?: Clock;
   timing?: { feed?: Partial<typeof FEED_TIMING>; bus?: Partial<typeof BUS_TIMING> };
 };
 
@@ -36,8 +38,9 @@ export type CredentialOptions = {
  * revokers wait for it (docs/architecture.md, Authentication).
  */
 export function createCredentials(opts: CredentialOptions) {
-  const cache = createCallerCache({ ttlMs: (opts.cacheSeconds ?? 10) * 1000, max: 100_000, now: opts.now ?? Date.now });
-  const lookUp = createCallerLookup(opts);
+  const clock = opts.clock ?? systemClock;
+  const cache = createCallerCache({ ttlMs: (opts.cacheSeconds ?? 10) * 1000, max: 100_000, clock });
+  const lookUp = createCallerLookup({ ...opts, clock });
   const listeners = new Set<(r: Revocation) => void>();
 
   /** Every instance runs this for every invalidation, its own and the others' (bus or log), once. */

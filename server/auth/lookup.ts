@@ -1,10 +1,11 @@
 import type { Pool } from "../db/client";
 import { notFound, permissionDenied, unauthenticated } from "../errors";
+import type { Clock } from "../lib/clock";
 import { sha256 } from "../lib/crypto";
 import type { Caller, OrganizationRow, Permission, Role, UserContext, UserRow } from "./caller";
 
 /** Resolves a Bearer token against the database (no cache: credentials.ts decides when to cache). */
-export function createCallerLookup(opts: { sql: Pool; sessionTtlDays: number }) {
+export function createCallerLookup(opts: { sql: Pool; sessionTtlDays: number; clock: Clock }) {
   const { sql } = opts;
 
   /** A session or OAuth token → its user; sliding expiry, written at most once a minute. */
@@ -15,7 +16,7 @@ export function createCallerLookup(opts: { sql: Pool; sessionTtlDays: number }) 
       from sessions s join users u on u.id = s.user_id
       where s.token_hash = ${sha256(token)} and s.expires_at > now()`;
     if (!row) return null;
-    if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
+    if (!row.last_used_at || opts.clock.now() - row.last_used_at.getTime() > 60_000) {
       const slide = row.kind === "session" ? sql`, expires_at = now() + make_interval(days => ${opts.sessionTtlDays})` : sql``;
       await sql`update sessions set last_used_at = now() ${slide} where id = ${row.session_id}`;
     }
@@ -30,7 +31,7 @@ export function createCallerLookup(opts: { sql: Pool; sessionTtlDays: number }) 
       from api_keys k join organizations o on o.id = k.organization_id
       where k.key_hash = ${sha256(token)}`;
     if (!row) return null;
-    if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
+    if (!row.last_used_at || opts.clock.now() - row.last_used_at.getTime() > 60_000) {
       await sql`update api_keys set last_used_at = now() where id = ${row.id}`;
     }
     return {

@@ -12,7 +12,6 @@ import { createDeviceActors, type DeviceState, type Timing } from "./actor";
 import { claimOfflineAlert, deviceForAlert, type HeartbeatWrite, loadPendingPresence, loadPresence, markOffline, writeHeartbeats } from "./presence-store";
 import { announceRetired, retireMissingCards } from "./retirement";
 import { createSmsIngest } from "./sms-ingest";
-import { registerDeviceSmsProcessing } from "./sms-process";
 import type { DeviceStatus } from "./transitions";
 
 type Deps = { sql: Pool; clock: Clock; config: Config; bus: Bus; mailer: Mailer; logger: Logger; jobs: JobQueue; metrics: Metrics };
@@ -41,9 +40,7 @@ export const deviceChannels = (d: { id: number; organizationId: number }) => [`p
  */
 export function createDeviceRuntime(deps: Deps) {
   const { sql, clock, config, logger } = deps;
-  const fake = clock as Clock & { attach?: (s: { runDue(): void }) => void };
-  const scheduler = createScheduler(clock, { realTimers: !fake.attach });
-  fake.attach?.(scheduler);
+  const scheduler = createScheduler(clock);
   const timing: Timing = {
     heartbeatSeconds: config.HEARTBEAT_SECONDS,
     dozeHeartbeatSeconds: config.HEARTBEAT_SECONDS * DOZE_HEARTBEAT_FACTOR,
@@ -143,7 +140,6 @@ export function createDeviceRuntime(deps: Deps) {
   });
 
   const sms = createSmsIngest({ sql, wake: () => deps.jobs.wake() });
-  registerDeviceSmsProcessing({ sql, jobs: deps.jobs });
   deps.metrics.gauge("simhost_device_actors", "Device actors held by this instance", () => actors.size());
   deps.metrics.gauge("simhost_devices_online", "Devices marked online", async () => {
     const [row] = await sql<{ n: number }[]>`select count(*) as n from devices where is_online`;

@@ -1,7 +1,7 @@
 import type { Pool } from "../db/client";
-import type { JobQueue } from "../jobs/queue";
+import type { BatchHandler } from "../jobs/queue";
 import { storeInboundMessages } from "../messages/inbound";
-import { lockUnprocessedSms, markSmsProcessed, SMS_PROCESS_QUEUE } from "./sms-store";
+import { lockUnprocessedSms, markSmsProcessed } from "./sms-store";
 
 type Payload = { ids?: number[]; device_id?: number };
 
@@ -38,19 +38,11 @@ export async function processDeviceSms(sql: Pool, payloads: Payload[]) {
   });
 }
 
-export function registerDeviceSmsProcessing(deps: { sql: Pool; jobs: JobQueue }) {
-  deps.jobs.registerBatch<Payload>(
-    SMS_PROCESS_QUEUE,
-    (jobs) =>
-      processDeviceSms(
-        deps.sql,
-        jobs.map((j) => j.payload),
-      ).then(() => {}),
-    {
-      batchSize: 100,
-      concurrency: 1,
-      // Short: after a crash the jobs the dead instance held come back within this time.
-      visibilitySeconds: 20,
-    },
-  );
-}
+/** The handler of `device_sms.process` (registered by server/jobs/workers.ts). */
+export const deviceSmsHandler =
+  (deps: { sql: Pool }): BatchHandler<Payload> =>
+  (jobs) =>
+    processDeviceSms(
+      deps.sql,
+      jobs.map((j) => j.payload),
+    ).then(() => {});

@@ -1,7 +1,6 @@
 import type { Sql } from "../db/client";
+import { enqueueJobs } from "../jobs/queue";
 import type { DeviceStatus } from "./transitions";
-
-export const SMS_PROCESS_QUEUE = "device_sms.process";
 
 export type SmsSubmission = { deviceId: number; messageId: string; simSlot: number | null; from: string; body: string; receivedAt: string };
 
@@ -26,9 +25,7 @@ export async function insertSmsBatch(sql: Sql, items: SmsSubmission[]) {
       select device_id, message_id, sim_slot, from_number, body, received_at from accepted
       on conflict do nothing
       returning id),
-    job as (
-      insert into jobs (queue, payload)
-      select ${SMS_PROCESS_QUEUE}, jsonb_build_object('ids', jsonb_agg(id)) from inserted having count(*) > 0)
+    job as (${enqueueJobs(sql, "device_sms.process", sql`select jsonb_build_object('ids', jsonb_agg(id)) from inserted having count(*) > 0`)})
     select d.id, d.status from devices d where d.id in (select distinct device_id from v)`;
 }
 
@@ -86,5 +83,5 @@ export async function markSmsProcessed(tx: Sql, done: { smsId: number; deviceId:
 }
 
 export async function enqueueDeviceSmsProcessing(tx: Sql, deviceId: number) {
-  await tx`insert into jobs (queue, payload) values (${SMS_PROCESS_QUEUE}, ${tx.json({ device_id: deviceId })})`;
+  await enqueueJobs(tx, "device_sms.process", tx`select ${tx.json({ device_id: deviceId })}::jsonb`);
 }

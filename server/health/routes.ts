@@ -3,6 +3,7 @@ import type { Config } from "../config";
 import type { Pool } from "../db/client";
 import { AppError } from "../errors";
 import type { JobQueue } from "../jobs/queue";
+import { type Clock, iso } from "../lib/clock";
 import { constantTimeEqual } from "../lib/crypto";
 import type { Metrics } from "../lib/metrics";
 import type { Bus } from "../realtime/bus";
@@ -53,7 +54,7 @@ function authorizeScrape(token: string | undefined, authorization: string | null
     throw new AppError(401, "unauthenticated", "Send the metrics token as a Bearer token.", { headers: { "www-authenticate": 'Bearer realm="metrics"' } });
 }
 
-export function healthRoutes(deps: { sql: Pool; bus: Bus; jobs: JobQueue; metrics: Metrics; config: Pick<Config, "METRICS_TOKEN"> }) {
+export function healthRoutes(deps: { sql: Pool; bus: Bus; jobs: JobQueue; clock: Clock; metrics: Metrics; config: Pick<Config, "METRICS_TOKEN"> }) {
   async function check() {
     const database = await timed(async () => {
       const started = performance.now();
@@ -75,7 +76,7 @@ export function healthRoutes(deps: { sql: Pool; bus: Bus; jobs: JobQueue; metric
             return { status: "ok", message };
           });
     const status = database.status !== "ok" ? "down" : cache.status !== "ok" || queue.status !== "ok" ? "degraded" : "ok";
-    return { status, timestamp: new Date().toISOString(), checks: { database, cache, queue } };
+    return { status, timestamp: iso(deps.clock.now()), checks: { database, cache, queue } };
   }
 
   return new Elysia()

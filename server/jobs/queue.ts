@@ -1,5 +1,8 @@
+import type postgres from "postgres";
 import type { Pool, Sql } from "../db/client";
+import { type Clock, systemClock, type Timer } from "../lib/clock";
 import type { Logger } from "../lib/logger";
+import { DEFAULT_CONCURRENCY, DEFAULT_MAX_ATTEMPTS, DEFAULT_VISIBILITY_SECONDS, QUEUES, type QueueName, type QueueSpec, queueSpec } from "./registry";
 
 export type Job<P = Record<string, unknown>> = { id: number; queue: string; payload: P; attempts: number; max_attempts: number };
 /**
@@ -34,11 +37,34 @@ type Registration = {
   running: number;
 };
 
-type RegisterOptions = { concurrency?: number; visibilitySeconds?: number; backoff?: (attempt: number) => number };
+/** What the registry cannot hold: a backoff that depends on configuration. */
+type RegisterOptions = { backoff?: (attempt: number) => number };
 
 export type EnqueueOptions = { delayMs?: number; dedupeKey?: string; maxAttempts?: number };
 
 const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1), 600_000) * (0.8 + Math.random() * 0.4);
+
+/**
+ * The part of a statement that enqueues jobs of `queue`: `insert into jobs ... select` one job
+ * per row of `payloads`, a query whose one column is the job's jsonb payload. For features that
+ * store their data and its jobs in one statement (one round trip, one commit), as a CTE
+ * (`job as (${enqueueJobs(sql, "device_sms.process", sql`select ... from inserted`)})`) or as the
+ * statement itself (a `returning` clause may follow). The only other way into `jobs` is
+ * `enqueue`. The jobs are due at once: their `run_at` is the database's `now()` (the
+ * transaction's start), and claims take the later of that clock and the queue's (see below).
+ */
+export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragment): postgres.Fragment {
+  const spec = queueSpec(QUEUES, queue);
+  return sql`insert into jobs (queue, payload, max_attempts) select ${queue}, p.payload, ${spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS} from (${payloads}) as p(payload)`;
+}
+
+/**
+ * The part of a handler's final statement that removes its own job `jobId` (when `condition`
+ * holds), for handlers that return JOB_REMOVED: `j as (${removeJob(sql, jobId, sql`exists (select 1 from d)`)})`.
+ */
+export function removeJob(sql: Sql, jobId: number, condition: postgres.Fragment = sql`true`): postgres.Fragment {
+  return sql`delete from jobs where id = ${jobId} and ${condition}`;
+}
 
 /**
  * The durable job queue: rows in `jobs`, claimed with FOR UPDATE SKIP LOCKED. A claimed job is
@@ -48,24 +74,48 @@ const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1),
  * `locked_until` is a short lease the worker renews while the handler runs (up to the queue's
  * visibility timeout), so the jobs of a crashed instance are free again within a lease, not
  * after the longest attempt a queue allows (3 minutes for webhooks).
+ *
+ * Only the queues of the registry (server/jobs/registry.ts, or `queues` in tests) may be
+ * enqueued or registered, with the options the registry gives them. Due times (`run_at`) are the
+ * clock's: a delay or a retry is the clock's now plus the delay, and a job is due once the
+ * clock has passed its `run_at`, so a fake clock drives delays, retries and polling. A claim
+ * looks at the later of the clock and the database's `now()`: jobs inserted by an
+ * `enqueueJobs` statement carry the database's time, and a fake clock behind it must not hold
+ * them back (with the system clock the two agree). Leases (`locked_until`) stay on the
+ * database's clock: they only arbitrate between instances.
  */
-export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: string; pollMs?: number; leaseSeconds?: number }) {
+export function createJobQueue<Q extends string = QueueName>(opts: {
+  sql: Pool;
+  logger: Logger;
+  workerId: string;
+  clock?: Clock;
+  pollMs?: number;
+  leaseSeconds?: number;
+  queues?: Readonly<Record<Q, QueueSpec>>;
+}) {
   const { sql, logger, workerId } = opts;
+  const clock = opts.clock ?? systemClock;
+  const queues: Readonly<Record<string, QueueSpec>> = opts.queues ?? QUEUES;
   const pollMs = opts.pollMs ?? 250;
   const leaseSeconds = opts.leaseSeconds ?? 15;
   const held = new Map<number, { since: number; reg: Registration }>();
-  let renewer: ReturnType<typeof setInterval> | undefined;
+  let renewer: Timer | undefined;
   const registrations = new Map<string, Registration>();
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: Timer | undefined;
   let running = false;
   let ticking = false;
   let again = false;
   const inFlight = new Set<Promise<void>>();
 
-  async function enqueue(queue: string, payload: Record<string, unknown>, o: EnqueueOptions = {}, tx: Sql = sql) {
+  const at = (delayMs: number) => new Date(clock.now() + Math.max(0, delayMs));
+  /** The time claims compare due times with (see above). */
+  const dueBy = (sql: Sql) => sql`greatest(now(), ${at(0)}::timestamptz)`;
+
+  async function enqueue(queue: Q, payload: Record<string, unknown>, o: EnqueueOptions = {}, tx: Sql = sql) {
+    const spec = queueSpec(queues, queue);
     await tx`
       insert into jobs (queue, payload, run_at, max_attempts, dedupe_key)
-      values (${queue}, ${tx.json(payload as never)}, now() + make_interval(secs => ${(o.delayMs ?? 0) / 1000}), ${o.maxAttempts ?? 10}, ${o.dedupeKey ?? null})
+      values (${queue}, ${tx.json(payload as never)}, ${at(o.delayMs ?? 0)}, ${o.maxAttempts ?? spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS}, ${o.dedupeKey ?? null})
       on conflict (dedupe_key) do nothing`;
     if (tx === sql) wake();
   }
@@ -82,7 +132,7 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
           locked_until = now() + make_interval(secs => ${Math.min(reg.visibilitySeconds, leaseSeconds)})
         where id in (
           select id from jobs
-          where queue = ${queue} and not dead and run_at <= now() and (locked_until is null or locked_until < now())
+          where queue = ${queue} and not dead and run_at <= ${dueBy(sql)} and (locked_until is null or locked_until < now())
           order by run_at, id limit ${limit} for update skip locked)
         returning id, queue, payload, attempts, max_attempts)
       select claimed.* from claimed, (select set_config('synchronous_commit', 'off', true)) as off`;
@@ -104,7 +154,7 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
     }
     await sql`
       update jobs set locked_until = null, locked_by = null, last_error = ${message.slice(0, 1000)}, dead = ${giveUp} or attempts >= max_attempts,
-        run_at = now() + make_interval(secs => ${delay / 1000})
+        run_at = ${at(delay)}
       where id = any(${ids}::bigint[]) and locked_by = ${workerId}`;
   }
 
@@ -113,20 +163,20 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
    * invisible for its whole visibility timeout (minutes for webhooks) after the database returns.
    */
   async function settle(jobs: Job[], reg: Registration, error: unknown) {
-    const deadline = Date.now() + reg.visibilitySeconds * 1000;
+    const deadline = clock.now() + reg.visibilitySeconds * 1000;
     for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
       try {
         return await finish(jobs, reg, error);
       } catch (e) {
-        if (!running || Date.now() + wait >= deadline) throw e;
-        await new Promise((resolve) => setTimeout(resolve, wait));
+        if (!running || clock.now() + wait >= deadline) throw e;
+        await new Promise((resolve) => clock.setTimeout(() => resolve(undefined), wait));
       }
     }
   }
 
   /** Extends the leases of the jobs in hand that have not yet run past their visibility timeout. */
   async function renewLeases() {
-    const now = Date.now();
+    const now = clock.now();
     const ids = [...held].filter(([, h]) => now - h.since < h.reg.visibilitySeconds * 1000 - leaseSeconds * 1000).map(([id]) => id);
     if (ids.length === 0) return;
     await sql`update jobs set locked_until = now() + make_interval(secs => ${leaseSeconds}) where id = any(${ids}::bigint[]) and locked_by = ${workerId}`.catch(
@@ -136,7 +186,7 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
 
   async function run(jobs: Job[], reg: Registration) {
     reg.running++;
-    for (const job of jobs) held.set(job.id, { since: Date.now(), reg });
+    for (const job of jobs) held.set(job.id, { since: clock.now(), reg });
     try {
       let error: unknown;
       let removed = false;
@@ -190,60 +240,71 @@ export function createJobQueue(opts: { sql: Pool; logger: Logger; workerId: stri
   }
 
   function schedule(ms: number) {
-    if (timer) clearTimeout(timer);
-    timer = setTimeout(() => void tick(), ms);
+    clock.clear(timer);
+    timer = clock.setTimeout(() => void tick(), ms);
   }
 
   function wake() {
     if (running) schedule(0);
   }
 
-  function registration(run: Registration["run"], batchSize: number, o: RegisterOptions): Registration {
-    return { run, batchSize, concurrency: o.concurrency ?? 4, visibilitySeconds: o.visibilitySeconds ?? 60, backoff: o.backoff ?? defaultBackoff, running: 0 };
+  function registration(queue: Q, run: Registration["run"], batch: boolean, o: RegisterOptions): Registration {
+    const spec = queueSpec(queues, queue);
+    if (batch !== (spec.batchSize !== undefined)) throw new Error(`job queue "${queue}": the registry ${batch ? "gives no batchSize" : "gives a batchSize"}`);
+    return {
+      run,
+      batchSize: spec.batchSize ?? 1,
+      concurrency: spec.concurrency ?? DEFAULT_CONCURRENCY,
+      visibilitySeconds: spec.visibilitySeconds ?? DEFAULT_VISIBILITY_SECONDS,
+      backoff: o.backoff ?? defaultBackoff,
+      running: 0,
+    };
   }
 
   return {
     enqueue,
     wake,
-    /** Handles `queue` with up to `concurrency` jobs at once in this process. */
-    register<P>(queue: string, handler: JobHandler<P>, o: RegisterOptions = {}) {
+    /** Handles `queue` one job per call, up to the registry's `concurrency` calls at once in this process. */
+    register<P>(queue: Q, handler: JobHandler<P>, o: RegisterOptions = {}) {
       registrations.set(
         queue,
-        registration((jobs) => handler(jobs[0] as Job<P>), 1, o),
+        registration(queue, (jobs) => handler(jobs[0] as Job<P>), false, o),
       );
     },
     /**
-     * Handles `queue` in batches of up to `batchSize` jobs per handler call (up to `concurrency`
-     * calls at once): for jobs whose work is cheaper done together (one transaction for many
-     * small payloads). A batch succeeds, or fails and is retried, as a whole.
+     * Handles `queue` in batches of up to the registry's `batchSize` jobs per handler call (up to
+     * `concurrency` calls at once): for jobs whose work is cheaper done together (one transaction
+     * for many small payloads). A batch succeeds, or fails and is retried, as a whole.
      */
-    registerBatch<P>(queue: string, handler: BatchHandler<P>, o: RegisterOptions & { batchSize: number }) {
+    registerBatch<P>(queue: Q, handler: BatchHandler<P>, o: RegisterOptions = {}) {
       registrations.set(
         queue,
-        registration((jobs) => handler(jobs as Job<P>[]), o.batchSize, o),
+        registration(queue, (jobs) => handler(jobs as Job<P>[]), true, o),
       );
     },
+    /** The queues this instance handles. */
+    registered: () => [...registrations.keys()],
     start() {
       running = true;
       schedule(0);
-      renewer ??= setInterval(() => void renewLeases(), (leaseSeconds * 1000) / 3);
+      renewer ??= clock.setInterval(() => void renewLeases(), (leaseSeconds * 1000) / 3);
     },
     /** Stops claiming and waits for the jobs in hand to finish. */
     async stop() {
       running = false;
-      if (timer) clearTimeout(timer);
-      clearInterval(renewer);
+      clock.clear(timer);
+      clock.clear(renewer);
       renewer = undefined;
       await Promise.allSettled([...inFlight]);
     },
     async stats() {
       const [row] = await sql<{ backlog: number; dead: number; oldest_seconds: number | null }[]>`
         select count(*) filter (where not dead) as backlog, count(*) filter (where dead) as dead,
-               extract(epoch from now() - min(run_at) filter (where not dead and run_at <= now()))::float8 as oldest_seconds
+               extract(epoch from ${dueBy(sql)} - min(run_at) filter (where not dead and run_at <= ${dueBy(sql)}))::float8 as oldest_seconds
         from jobs`;
       return { backlog: row?.backlog ?? 0, dead: row?.dead ?? 0, oldestSeconds: Math.max(0, row?.oldest_seconds ?? 0) };
     },
   };
 }
 
-export type JobQueue = ReturnType<typeof createJobQueue>;
+export type JobQueue = ReturnType<typeof createJobQueue<QueueName>>;

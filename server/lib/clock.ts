@@ -1,14 +1,39 @@
-/** Time as the server sees it. Real in production, driven by hand in tests. */
-export type Clock = { now(): number };
+/** A timer made by a clock; only that clock's `clear` ends it. */
+export type Timer = { readonly __timer: unique symbol };
 
-export const systemClock: Clock = { now: () => Date.now() };
+/**
+ * Time as the server sees it, and the timers that wait for it: real in production, driven by
+ * hand in tests (test/fake-clock.ts), so a test moves every wall-time deadline of the server
+ * with one call. `unref`: the timer does not keep the process alive.
+ */
+export type Clock = {
+  now(): number;
+  setTimeout(fn: () => void, ms: number, opts?: { unref?: boolean }): Timer;
+  setInterval(fn: () => void, ms: number, opts?: { unref?: boolean }): Timer;
+  /** Ends a timeout or an interval; undefined and already fired timers are ignored. */
+  clear(timer: Timer | undefined): void;
+};
+
+type NodeTimer = ReturnType<typeof setTimeout>;
+const unrefIf = (t: NodeTimer, unref?: boolean) => {
+  if (unref) (t as { unref?: () => void }).unref?.();
+  return t as unknown as Timer;
+};
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms, opts) => unrefIf(setTimeout(fn, ms), opts?.unref),
+  setInterval: (fn, ms, opts) => unrefIf(setInterval(fn, ms), opts?.unref),
+  // clearTimeout also ends intervals (one timer type in Bun and Node).
+  clear: (timer) => clearTimeout(timer as unknown as NodeTimer),
+};
 
 export const iso = (ms: number | Date) => new Date(ms).toISOString();
 
 /**
  * One scheduler for every deadline of a kind (device offline timers, alerts, expiries):
- * a single timer armed for the earliest deadline, not one timer per device. `advance`
- * lets tests drive it with a fake clock.
+ * a single timer of the clock armed for the earliest deadline, not one timer per device; a
+ * fake clock fires it when a test moves time past the deadline.
  */
 export type Scheduler = {
   /** Runs `fn` once at `at` (ms epoch), replacing any earlier entry with the same key. */
@@ -22,13 +47,12 @@ export type Scheduler = {
 
 type Entry = { key: string; at: number; fn: () => void };
 
-export function createScheduler(clock: Clock, opts: { realTimers?: boolean } = {}): Scheduler & { runDue(): void } {
+export function createScheduler(clock: Clock): Scheduler & { runDue(): void } {
   // A binary heap of entries; cancelled or replaced entries are skipped lazily.
   const heap: Entry[] = [];
   const live = new Map<string, Entry>();
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: Timer | undefined;
   let armedAt = Number.POSITIVE_INFINITY;
-  const realTimers = opts.realTimers ?? true;
 
   const less = (a: number, b: number) => heap[a]!.at < heap[b]!.at;
   function push(e: Entry) {
@@ -65,26 +89,25 @@ export function createScheduler(clock: Clock, opts: { realTimers?: boolean } = {
     return heap[0];
   }
   function arm() {
-    if (!realTimers) return;
     const next = peekLive();
     if (!next) {
-      if (timer) clearTimeout(timer);
+      clock.clear(timer);
       timer = undefined;
       armedAt = Number.POSITIVE_INFINITY;
       return;
     }
     if (timer && armedAt <= next.at) return;
-    if (timer) clearTimeout(timer);
+    clock.clear(timer);
     armedAt = next.at;
-    timer = setTimeout(
+    timer = clock.setTimeout(
       () => {
         timer = undefined;
         armedAt = Number.POSITIVE_INFINITY;
         runDue();
       },
       Math.max(0, Math.min(next.at - clock.now(), 2 ** 31 - 1)),
+      { unref: true },
     );
-    (timer as { unref?: () => void }).unref?.();
   }
   function runDue() {
     const now = clock.now();
@@ -112,31 +135,11 @@ export function createScheduler(clock: Clock, opts: { realTimers?: boolean } = {
     dueAt: (key) => live.get(key)?.at,
     size: () => live.size,
     stop() {
-      if (timer) clearTimeout(timer);
+      clock.clear(timer);
       timer = undefined;
       live.clear();
       heap.length = 0;
     },
     runDue,
-  };
-}
-
-/** A clock tests move by hand; `advance` also runs what came due on its schedulers. */
-export function createFakeClock(start = Date.parse("2026-01-01T00:00:00.000Z")) {
-  let t = start;
-  const schedulers: Array<{ runDue(): void }> = [];
-  return {
-    now: () => t,
-    set(ms: number) {
-      t = ms;
-      for (const s of schedulers) s.runDue();
-    },
-    advance(ms: number) {
-      t += ms;
-      for (const s of schedulers) s.runDue();
-    },
-    attach(s: { runDue(): void }) {
-      schedulers.push(s);
-    },
   };
 }

@@ -1,9 +1,8 @@
 import type { Pool, Sql } from "../db/client";
-import type { JobQueue } from "../jobs/queue";
+import type { JobHandler, JobQueue } from "../jobs/queue";
+import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 
-/** Queue of the hourly clean-up; one job per hour across instances (dedupe key of the hour). */
-export const RETENTION_QUEUE = "maintenance.retention";
 const HOUR_MS = 3_600_000;
 /** Rows removed per statement, so a large backlog never holds long locks or one huge transaction. */
 const CHUNK = 5_000;
@@ -77,23 +76,21 @@ export async function removeExpired(sql: Sql, o: { logRetentionDays: number }): 
 /** The next hour's run, once however many instances ask (the dedupe key names the hour). */
 function enqueueNext(jobs: JobQueue, now: number, delayMs: number) {
   const at = now + delayMs;
-  return jobs.enqueue(RETENTION_QUEUE, {}, { delayMs, dedupeKey: `${RETENTION_QUEUE}:${Math.floor(at / HOUR_MS)}` });
+  // One job per hour across instances: the dedupe key names the hour.
+  return jobs.enqueue("maintenance.retention", {}, { delayMs, dedupeKey: `maintenance.retention:${Math.floor(at / HOUR_MS)}` });
 }
 
-/** Registers the clean-up; `schedule` (at start) makes sure a run is due within the hour. */
-export function registerRetention(deps: { sql: Pool; jobs: JobQueue; logger: Logger; logRetentionDays: number; now?: () => number }) {
-  const now = deps.now ?? Date.now;
-  deps.jobs.register(
-    RETENTION_QUEUE,
-    async () => {
-      // The next run first: a run that keeps failing must not end the hourly chain.
-      await enqueueNext(deps.jobs, now(), HOUR_MS);
-      const removed = await removeExpired(deps.sql, { logRetentionDays: deps.logRetentionDays });
-      if (Object.values(removed).some((n) => n > 0)) deps.logger.info({ removed }, "expired records removed");
-    },
-    { concurrency: 1, visibilitySeconds: 600 },
-  );
-  return {
-    schedule: () => enqueueNext(deps.jobs, now(), 60_000),
+type RetentionDeps = { sql: Pool; jobs: JobQueue; clock: Clock; logger: Logger; logRetentionDays: number };
+
+/** The handler of the clean-up (registered by server/jobs/workers.ts): schedules the next hour's run, then removes. */
+export function retentionHandler(deps: RetentionDeps): JobHandler {
+  return async () => {
+    // The next run first: a run that keeps failing must not end the hourly chain.
+    await enqueueNext(deps.jobs, deps.clock.now(), HOUR_MS);
+    const removed = await removeExpired(deps.sql, { logRetentionDays: deps.logRetentionDays });
+    if (Object.values(removed).some((n) => n > 0)) deps.logger.info({ removed }, "expired records removed");
   };
 }
+
+/** At start: makes sure a run is due within the hour. */
+export const scheduleRetention = (deps: Pick<RetentionDeps, "jobs" | "clock">) => enqueueNext(deps.jobs, deps.clock.now(), 60_000);

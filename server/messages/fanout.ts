@@ -1,9 +1,9 @@
 import type { Pool } from "../db/client";
-import type { JobQueue } from "../jobs/queue";
+import type { BatchHandler } from "../jobs/queue";
+import type { Clock } from "../lib/clock";
 import { announceLocksReleasedOnMessage } from "../numbers/locks";
 import type { Publish } from "../realtime/bus";
 import { enqueueWebhookDeliveries } from "../webhooks/forwarding";
-import { INBOUND_FANOUT_QUEUE } from "./inbound";
 import { findMessagesForFanout } from "./store";
 
 /**
@@ -15,31 +15,32 @@ import { findMessagesForFanout } from "./store";
  * job queue, so a crash in between means the job runs again: events are at least once, and
  * deliveries are created once (enqueueWebhookDeliveries is idempotent per message).
  */
-export function registerInboundFanout(deps: { sql: Pool; jobs: JobQueue; publish: Publish }) {
+export function inboundFanoutHandler(deps: {
+  sql: Pool;
+  publish: Publish;
+  clock: Clock;
+}): BatchHandler<{ message_ids?: number[]; message_id?: number; released_locks?: number[] }> {
   // `message_id`: jobs enqueued before batches, one message each.
-  deps.jobs.registerBatch<{ message_ids?: number[]; message_id?: number; released_locks?: number[] }>(
-    INBOUND_FANOUT_QUEUE,
-    async (jobs) => {
-      const ids = jobs.flatMap((job) => job.payload.message_ids ?? (job.payload.message_id === undefined ? [] : [job.payload.message_id]));
-      const found = await findMessagesForFanout(deps.sql, ids);
-      const released = jobs.flatMap((job) => job.payload.released_locks ?? []);
-      await enqueueWebhookDeliveries(
-        deps.sql,
-        found.map((f) => f.message),
-      );
-      for (const { message, visibility } of found) {
-        // Each organization sees the message with its one team (docs/events.md "A message's team"), as its history shows it.
-        const seen = visibility.map((v) => ({ v, data: { message: { ...message, team_id: v.teamId } } }));
-        for (const { v, data } of seen) {
-          deps.publish([`private-organization.${v.organizationId}`, ...(v.teamId === null ? [] : [`private-team.${v.teamId}`])], "message.received", data);
-        }
-        for (const { v, data } of seen) {
-          deps.publish(`private-number.${message.hosted_sim_id}`, "message.received", data, { organizations: [v.organizationId] });
-        }
+  return async (jobs) => {
+    const ids = jobs.flatMap((job) => job.payload.message_ids ?? (job.payload.message_id === undefined ? [] : [job.payload.message_id]));
+    const found = await findMessagesForFanout(deps.sql, ids);
+    const released = jobs.flatMap((job) => job.payload.released_locks ?? []);
+    await enqueueWebhookDeliveries(
+      deps.sql,
+      found.map((f) => f.message),
+      deps.clock.now(),
+    );
+    for (const { message, visibility } of found) {
+      // Each organization sees the message with its one team (docs/events.md "A message's team"), as its history shows it.
+      const seen = visibility.map((v) => ({ v, data: { message: { ...message, team_id: v.teamId } } }));
+      for (const { v, data } of seen) {
+        deps.publish([`private-organization.${v.organizationId}`, ...(v.teamId === null ? [] : [`private-team.${v.teamId}`])], "message.received", data);
       }
-      // After the messages that released them (their deliveries exist, their events are out).
-      await announceLocksReleasedOnMessage(deps, released);
-    },
-    { batchSize: 50, concurrency: 8, visibilitySeconds: 30 },
-  );
+      for (const { v, data } of seen) {
+        deps.publish(`private-number.${message.hosted_sim_id}`, "message.received", data, { organizations: [v.organizationId] });
+      }
+    }
+    // After the messages that released them (their deliveries exist, their events are out).
+    await announceLocksReleasedOnMessage(deps, released);
+  };
 }

@@ -1,4 +1,5 @@
 import type { Sql } from "../db/client";
+import { enqueueJobs } from "../jobs/queue";
 import { countInboundOnNumbers } from "../numbers/byos-store";
 import { extractCode } from "./code";
 
@@ -20,9 +21,6 @@ export type StoredInbound = {
   visibility: { organizationId: number; teamId: number | null }[];
   locked: boolean;
 };
-
-/** Queue that turns a stored inbound message into events and webhook deliveries. */
-export const INBOUND_FANOUT_QUEUE = "message.inbound";
 
 /**
  * Stores inbound SMS on hosted SIMs, any number of them in one statement, and stamps, once and
@@ -94,11 +92,13 @@ export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Pro
       join counted c on c.organization_id = v.organization_id and c.hosted_sim_id = v.hosted_sim_id
       order by v.message_id, v.organization_id
       returning message_id, organization_id, team_id),
-    job as (
-      insert into jobs (queue, payload)
-      select ${INBOUND_FANOUT_QUEUE}, jsonb_strip_nulls(jsonb_build_object('message_ids', jsonb_agg(id order by id),
+    job as (${enqueueJobs(
+      tx,
+      "message.inbound",
+      tx`select jsonb_strip_nulls(jsonb_build_object('message_ids', jsonb_agg(id order by id),
                'released_locks', (select jsonb_agg(hosted_sim_id order by hosted_sim_id) from releases)))
-      from msgs having count(*) > 0)
+         from msgs having count(*) > 0`,
+    )})
     select i.ord, i.message_id, i.hosted_sim_id, a.under_lock as locked,
       coalesce((select jsonb_agg(jsonb_build_object('organizationId', v.organization_id, 'teamId', v.team_id) order by v.organization_id)
                 from vis v where v.message_id = i.message_id), '[]') as visibility

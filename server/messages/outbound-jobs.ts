@@ -1,14 +1,14 @@
 import type { Config } from "../config";
 import type { Pool } from "../db/client";
-import type { Job, JobQueue } from "../jobs/queue";
+import type { Job, JobHandler } from "../jobs/queue";
 import { RetryAfter } from "../jobs/queue";
 import type { Logger } from "../lib/logger";
 import type { Publish } from "../realtime/bus";
-import { announceStatus, DEVICE_TIMEOUT_QUEUE, PROVIDER_SEND_QUEUE } from "./outbound";
+import { announceStatus } from "./outbound";
 import { findOutbound, moveStatus } from "./outbound-store";
 import { createProviderClient, type ProviderClient } from "./provider-client";
 
-type Deps = { sql: Pool; jobs: JobQueue; publish: Publish; logger: Logger };
+type Deps = { sql: Pool; publish: Publish; logger: Logger };
 type Payload = { message_id: number };
 
 /** Doubling from the configured first delay, capped at 10 minutes, with ±20 % jitter. */
@@ -49,21 +49,13 @@ export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "publish">
   return true;
 }
 
-export function registerOutboundJobs(deps: Deps & { config: Config; provider?: ProviderClient }) {
+/** The handlers of the outbound queues (registered by server/jobs/workers.ts), with the provider sends' backoff. */
+export function outboundHandlers(deps: Deps & { config: Config; provider?: ProviderClient }) {
   const { config } = deps;
   const provider = deps.provider ?? createProviderClient({ baseUrl: config.PROVIDER_API_URL, authToken: config.PROVIDER_AUTH_TOKEN });
   const backoff = providerBackoff(config.OUTBOUND_PROVIDER_RETRY_SECONDS);
-  deps.jobs.register<Payload>(PROVIDER_SEND_QUEUE, (job) => sendThroughProvider(deps, provider, job, backoff), {
-    concurrency: 4,
-    visibilitySeconds: 30,
-    backoff,
-  });
-  deps.jobs.register<Payload>(
-    DEVICE_TIMEOUT_QUEUE,
-    async (job) => void (await failUnpickedDeviceSend(deps, job.payload.message_id, config.OUTBOUND_DEVICE_TIMEOUT_SECONDS)),
-    {
-      concurrency: 2,
-      visibilitySeconds: 30,
-    },
-  );
+  const send: JobHandler<Payload> = (job) => sendThroughProvider(deps, provider, job, backoff);
+  const deviceTimeout: JobHandler<Payload> = async (job) =>
+    void (await failUnpickedDeviceSend(deps, job.payload.message_id, config.OUTBOUND_DEVICE_TIMEOUT_SECONDS));
+  return { send, backoff, deviceTimeout };
 }

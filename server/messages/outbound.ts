@@ -10,9 +10,6 @@ import { findDeviceOutbound, insertOutbound, liveLockHolder, lockOrganizationQuo
 import { canMove, statesBefore } from "./status";
 import { type Message, monthlyOutboundCount } from "./store";
 
-export const PROVIDER_SEND_QUEUE = "message.outbound.provider";
-export const DEVICE_TIMEOUT_QUEUE = "message.outbound.device-timeout";
-
 export type OutboundDeps = { sql: Pool; jobs: JobQueue; publish: Publish; deviceTimeoutSeconds: number };
 
 const planLimitReached = (limit: number) => new AppError(402, "plan_limit_reached", `Your plan's ${limit} outbound messages for this month are used up.`);
@@ -54,8 +51,8 @@ export async function sendMessage(deps: OutboundDeps, c: Caller, body: { hosted_
       deviceId: device?.device_id ?? null,
       simSlot: device?.sim_slot ?? null,
     });
-    if (device) await deps.jobs.enqueue(DEVICE_TIMEOUT_QUEUE, { message_id: messageId }, { delayMs: deps.deviceTimeoutSeconds * 1000 }, tx);
-    else await deps.jobs.enqueue(PROVIDER_SEND_QUEUE, { message_id: messageId }, { maxAttempts: 6 }, tx);
+    if (device) await deps.jobs.enqueue("message.outbound.device-timeout", { message_id: messageId }, { delayMs: deps.deviceTimeoutSeconds * 1000 }, tx);
+    else await deps.jobs.enqueue("message.outbound.provider", { message_id: messageId }, {}, tx);
     return messageId;
   });
   deps.jobs.wake();

@@ -12,6 +12,8 @@ export type LockRequest = {
   releaseOnMessage: boolean | undefined;
   /** Only with releaseOnMessage true: the one sender whose message releases the lock. */
   sender: string | null;
+  /** Now, by the server clock (ms epoch). */
+  at: number;
 };
 
 export type TakenLock = {
@@ -22,6 +24,12 @@ export type TakenLock = {
   sender: string | null;
   extended: boolean;
 };
+
+/**
+ * Lock times are the server clock's (`at`, ms epoch, passed in by numbers/locks.ts), like the
+ * delay of the expiry job that ends a lock, so one fake clock drives both in tests.
+ */
+const clockTime = (sql: Sql, at: number) => sql`${new Date(at)}::timestamptz`;
 
 /** Ends the current lock in an UPDATE of hosted_sims: every lock column back to "no lock". */
 export const clearLockColumns = (sql: Sql) => sql`
@@ -37,21 +45,22 @@ export const clearLockColumns = (sql: Sql) => sql`
  */
 export async function takeLock(sql: Sql, r: LockRequest): Promise<TakenLock | null> {
   const keep = r.releaseOnMessage === undefined;
+  const now = clockTime(sql, r.at);
   const [row] = await sql<TakenLock[]>`
     update hosted_sims h set
       lock_organization_id = ${r.organizationId},
       lock_team_id = case when old.own and ${r.teamId}::bigint is null then old.lock_team_id else ${r.teamId}::bigint end,
       lock_user_id = case when old.own then old.lock_user_id else ${r.userId}::bigint end,
       lock_api_key_id = case when old.own then old.lock_api_key_id else ${r.apiKeyId}::bigint end,
-      locked_until = case when old.own then greatest(old.locked_until, date_trunc('milliseconds', now() + make_interval(secs => ${r.durationSeconds})))
-                          else date_trunc('milliseconds', now() + make_interval(secs => ${r.durationSeconds})) end,
+      locked_until = case when old.own then greatest(old.locked_until, date_trunc('milliseconds', ${now} + make_interval(secs => ${r.durationSeconds})))
+                          else date_trunc('milliseconds', ${now} + make_interval(secs => ${r.durationSeconds})) end,
       lock_release_on_message = case when old.own and ${keep}::boolean then old.lock_release_on_message else ${r.releaseOnMessage === true}::boolean end,
       lock_sender = case when old.own and ${keep}::boolean then old.lock_sender else ${r.sender}::text end,
       updated_at = now()
     from (
       select id, lock_team_id, lock_user_id, lock_api_key_id, locked_until, lock_release_on_message, lock_sender,
-             (lock_organization_id = ${r.organizationId} and locked_until > now()) is true as own,
-             (lock_organization_id is not null and locked_until > now()) is true as live
+             (lock_organization_id = ${r.organizationId} and locked_until > ${now}) is true as own,
+             (lock_organization_id is not null and locked_until > ${now}) is true as live
       from hosted_sims where id = ${r.hostedSimId} for update
     ) old
     where h.id = old.id and (old.own or not old.live)
@@ -73,8 +82,8 @@ async function recordLock(sql: Sql, r: LockRequest, lock: TakenLock) {
     if (moved.length > 0) return;
   }
   await sql`
-    update number_locks set released_at = least(locked_until, now()),
-      release_reason = case when locked_until <= now() then 'expired' else 'replaced' end
+    update number_locks set released_at = least(locked_until, ${clockTime(sql, r.at)}),
+      release_reason = case when locked_until <= ${clockTime(sql, r.at)} then 'expired' else 'replaced' end
     where hosted_sim_id = ${r.hostedSimId} and released_at is null`;
   await sql`
     insert into number_locks (hosted_sim_id, organization_id, team_id, user_id, api_key_id, locked_until, release_on_message, sender)
@@ -83,14 +92,14 @@ async function recordLock(sql: Sql, r: LockRequest, lock: TakenLock) {
 }
 
 /** Releases a live lock held by the organization; false when it holds none. */
-export async function releaseLock(sql: Sql, hostedSimId: number, organizationId: number): Promise<boolean> {
+export async function releaseLock(sql: Sql, hostedSimId: number, organizationId: number, at: number): Promise<boolean> {
   const rows = await sql`
     update hosted_sims set ${clearLockColumns(sql)}, updated_at = now()
-    where id = ${hostedSimId} and lock_organization_id = ${organizationId} and locked_until > now()
+    where id = ${hostedSimId} and lock_organization_id = ${organizationId} and locked_until > ${clockTime(sql, at)}
     returning 1`;
   if (rows.length === 0) return false;
   await sql`
-    update number_locks set released_at = now(), release_reason = 'unlock'
+    update number_locks set released_at = ${clockTime(sql, at)}, release_reason = 'unlock'
     where hosted_sim_id = ${hostedSimId} and organization_id = ${organizationId} and released_at is null`;
   return true;
 }
@@ -100,9 +109,16 @@ export async function releaseLock(sql: Sql, hostedSimId: number, organizationId:
  * an extension or a new lock since then leaves it alone. Returns whether it cleared it, or the
  * milliseconds still to wait when the lock has not run out yet.
  */
-export async function clearExpiredLock(sql: Sql, hostedSimId: number, organizationId: number, lockedUntil: string): Promise<"cleared" | "gone" | number> {
+export async function clearExpiredLock(
+  sql: Sql,
+  hostedSimId: number,
+  organizationId: number,
+  lockedUntil: string,
+  at: number,
+): Promise<"cleared" | "gone" | number> {
+  const now = clockTime(sql, at);
   const [row] = await sql<{ remaining_ms: number; expired: boolean }[]>`
-    select extract(epoch from locked_until - now())::float8 * 1000 as remaining_ms, locked_until <= now() as expired
+    select extract(epoch from locked_until - ${now})::float8 * 1000 as remaining_ms, locked_until <= ${now} as expired
     from hosted_sims where id = ${hostedSimId} and lock_organization_id = ${organizationId} and locked_until = ${lockedUntil}::timestamptz
     for update`;
   if (!row) return "gone";

@@ -1,15 +1,14 @@
 import type { Caller } from "../auth/caller";
 import type { Pool } from "../db/client";
 import { AppError, notFound, validationFailed } from "../errors";
-import type { JobQueue } from "../jobs/queue";
+import type { JobHandler, JobQueue } from "../jobs/queue";
 import { RetryAfter } from "../jobs/queue";
+import type { Clock } from "../lib/clock";
 import type { Publish } from "../realtime/bus";
 import { clearExpiredLock, releaseLock, type TakenLock, takeLock } from "./lock-store";
 import { attachedOrganizations, findHostedSim, type HostedSimRow, teamBelongsTo } from "./store";
 
-export const LOCK_EXPIRY_QUEUE = "number.lock-expiry";
-
-type EventDeps = { sql: Pool; publish: Publish };
+type EventDeps = { sql: Pool; publish: Publish; clock: Clock };
 type Deps = EventDeps & { jobs: JobQueue };
 
 export const numberLocked = (lockedUntil: string | null) =>
@@ -43,11 +42,12 @@ export async function lockNumber(deps: Deps, c: Caller, id: number, body: LockOp
       durationSeconds: body.duration_seconds ?? 600,
       releaseOnMessage: body.release_on_message,
       sender: body.sender ?? null,
+      at: deps.clock.now(),
     });
     if (taken) {
       const payload = { hosted_sim_id: id, organization_id: c.organization.id, locked_until: taken.locked_until };
-      const delayMs = Math.max(0, Date.parse(taken.locked_until) - Date.now());
-      await deps.jobs.enqueue(LOCK_EXPIRY_QUEUE, payload, { delayMs, dedupeKey: `lock-expiry:${id}:${taken.locked_until}` }, tx);
+      const delayMs = Math.max(0, Date.parse(taken.locked_until) - deps.clock.now());
+      await deps.jobs.enqueue("number.lock-expiry", payload, { delayMs, dedupeKey: `lock-expiry:${id}:${taken.locked_until}` }, tx);
     }
     return taken;
   });
@@ -61,7 +61,7 @@ export async function lockNumber(deps: Deps, c: Caller, id: number, body: LockOp
 
 export async function unlockNumber(deps: Deps, c: Caller, id: number) {
   const sim = await requireNumber(deps.sql, c, id);
-  const released = await deps.sql.begin((tx) => releaseLock(tx, id, c.organization.id));
+  const released = await deps.sql.begin((tx) => releaseLock(tx, id, c.organization.id, deps.clock.now()));
   if (!released) {
     const now = await requireNumber(deps.sql, c, id);
     // Someone else's live lock refuses; no lock at all is already the wanted state.
@@ -131,7 +131,7 @@ type ExpiryPayload = { hosted_sim_id: number; organization_id: number; locked_un
 
 /** Ends one lock at its time (unless extended or released since) and announces it. Exported for tests. */
 export async function expireLock(deps: EventDeps, p: ExpiryPayload): Promise<"cleared" | "gone" | number> {
-  const outcome = await deps.sql.begin((tx) => clearExpiredLock(tx, p.hosted_sim_id, p.organization_id, p.locked_until));
+  const outcome = await deps.sql.begin((tx) => clearExpiredLock(tx, p.hosted_sim_id, p.organization_id, p.locked_until, deps.clock.now()));
   if (outcome === "cleared") {
     const [sim] = await deps.sql<{ id: number; number: string }[]>`select id, number from hosted_sims where id = ${p.hosted_sim_id}`;
     if (sim) await publishUnlocked(deps, sim, "expired");
@@ -139,13 +139,10 @@ export async function expireLock(deps: EventDeps, p: ExpiryPayload): Promise<"cl
   return outcome;
 }
 
-export function registerLockExpiry(deps: Deps) {
-  deps.jobs.register<ExpiryPayload>(
-    LOCK_EXPIRY_QUEUE,
-    async (job) => {
-      const outcome = await expireLock(deps, job.payload);
-      if (typeof outcome === "number") throw new RetryAfter(outcome, "lock not run out yet");
-    },
-    { concurrency: 2, visibilitySeconds: 30 },
-  );
+/** The handler of `number.lock-expiry` (registered by server/jobs/workers.ts). */
+export function lockExpiryHandler(deps: EventDeps): JobHandler<ExpiryPayload> {
+  return async (job) => {
+    const outcome = await expireLock(deps, job.payload);
+    if (typeof outcome === "number") throw new RetryAfter(outcome, "lock not run out yet");
+  };
 }

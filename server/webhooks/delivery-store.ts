@@ -1,4 +1,5 @@
 import type { Sql } from "../db/client";
+import { enqueueJobs, removeJob } from "../jobs/queue";
 
 export type DeliveryStatus = "pending" | "succeeded" | "failed" | "retrying";
 
@@ -80,7 +81,7 @@ export async function recordAttempt(
       ? sql``
       : sql`, f as (update webhook_integrations set failing_since = ${reached === "succeeded" ? null : sql`now()`}
             where id = ${r.integrationId} and failing_since is ${reached === "succeeded" ? sql`not null` : sql`null`} and exists (select 1 from d))`;
-  const job = finishedJobId === null ? sql`` : sql`, j as (delete from jobs where id = ${finishedJobId} and exists (select 1 from d))`;
+  const job = finishedJobId === null ? sql`` : sql`, j as (${removeJob(sql, finishedJobId, sql`exists (select 1 from d)`)})`;
   // A record lost to a crash means the attempt is made again: at least once, as promised. So the
   // commit does not wait for the WAL flush (one disk sync per delivered webhook otherwise).
   await sql`
@@ -173,7 +174,7 @@ export type NewDelivery = { webhook_integration_id: number; event_id: string; ev
  * Inserts deliveries and their jobs in one statement. A delivery that already exists for the
  * same message and integration is skipped, and so is its job: forwarding is idempotent.
  */
-export async function insertDeliveries(sql: Sql, rows: NewDelivery[], queue: string, maxAttempts: number): Promise<number[]> {
+export async function insertDeliveries(sql: Sql, rows: NewDelivery[]): Promise<number[]> {
   if (rows.length === 0) return [];
   const created = await sql<{ id: number }[]>`
     with d as (
@@ -181,8 +182,7 @@ export async function insertDeliveries(sql: Sql, rows: NewDelivery[], queue: str
       on conflict (message_id, webhook_integration_id) where message_id is not null do nothing
       returning id
     )
-    insert into jobs (queue, payload, max_attempts)
-    select ${queue}, jsonb_build_object('delivery_id', d.id), ${maxAttempts} from d
+    ${enqueueJobs(sql, "webhook.delivery", sql`select jsonb_build_object('delivery_id', d.id) from d`)}
     returning (payload->>'delivery_id')::bigint as id`;
   return created.map((r) => r.id);
 }

@@ -1,12 +1,12 @@
 import type { Mailer } from "../alerts/notify";
 import type { Pool } from "../db/client";
-import { JOB_REMOVED, type JobQueue, RetryAfter } from "../jobs/queue";
+import { JOB_REMOVED, type JobHandler, type JobQueue, RetryAfter } from "../jobs/queue";
+import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
 import { type DeliveryForAttempt, loadDeliveryForAttempt, recordAttempt } from "./delivery-store";
 import type { EndpointLimiter } from "./endpoint-limiter";
 import { disableIntegration } from "./failing";
-import { DELIVERY_QUEUE } from "./forwarding";
 import { type AttemptResult, postWebhook } from "./http";
 import { judgeAttempt } from "./retry-policy";
 import type { SecretBox } from "./secrets";
@@ -24,8 +24,7 @@ export type DeliveryDeps = {
   allowPrivate: boolean;
   disableAfterSeconds: number;
   lookup?: Lookup;
-  /** Jobs in flight in this process; a job waiting on a busy endpoint does not hold one. */
-  concurrency: number;
+  clock: Clock;
 };
 
 const RESERVED = new Set<string>([...SIGNATURE_HEADERS, "content-type", "content-length", "host", "transfer-encoding", "connection"]);
@@ -41,12 +40,12 @@ export function customHeaders(headers: Record<string, string>): Record<string, s
  * the synchronous test event.
  */
 export async function sendSigned(
-  deps: Pick<DeliveryDeps, "allowPrivate" | "lookup">,
+  deps: Pick<DeliveryDeps, "allowPrivate" | "lookup" | "clock">,
   t: { url: string; headers: Record<string, string>; timeoutSeconds: number; secret: string; eventId: string; body: string },
 ): Promise<AttemptResult> {
   const refused = await checkTarget(new URL(t.url), { allowPrivate: deps.allowPrivate, lookup: deps.lookup });
   if (refused) return { ok: false, httpStatus: null, responseBody: null, responseTimeMs: 0, error: `target refused: ${refused}`, retryAfterMs: null };
-  const headers = { ...customHeaders(t.headers), ...signatureHeaders(t.secret, t.eventId, t.body, Date.now()) };
+  const headers = { ...customHeaders(t.headers), ...signatureHeaders(t.secret, t.eventId, t.body, deps.clock.now()) };
   return postWebhook({ url: t.url, headers, body: t.body, timeoutMs: t.timeoutSeconds * 1000 });
 }
 
@@ -126,11 +125,8 @@ export async function runDelivery(deps: DeliveryDeps, deliveryId: number, jobId:
   return jobId === null ? undefined : JOB_REMOVED;
 }
 
-/** Registers the delivery worker on the durable job queue. */
-export function registerDeliveryWorker(deps: DeliveryDeps) {
-  deps.jobs.register<{ delivery_id: number }>(DELIVERY_QUEUE, (job) => runDelivery(deps, job.payload.delivery_id, job.id), {
-    concurrency: deps.concurrency,
-    // Longer than the longest attempt (120 s timeout), so a live attempt is never claimed twice.
-    visibilitySeconds: 180,
-  });
-}
+/** The handler of `webhook.delivery` (registered by server/jobs/workers.ts). */
+export const deliveryHandler =
+  (deps: DeliveryDeps): JobHandler<{ delivery_id: number }> =>
+  (job) =>
+    runDelivery(deps, job.payload.delivery_id, job.id);

@@ -2,9 +2,10 @@ import type { Mailer } from "../alerts/notify";
 import type { Config } from "../config";
 import type { Pool } from "../db/client";
 import type { JobQueue } from "../jobs/queue";
+import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
-import { type DeliveryDeps, openSecret, registerDeliveryWorker, sendSigned } from "./delivery";
+import { type DeliveryDeps, deliveryHandler, openSecret, sendSigned } from "./delivery";
 import { insertLog } from "./delivery-store";
 import { createEndpointLimiter } from "./endpoint-limiter";
 import { newEventId, testEvent } from "./events";
@@ -13,16 +14,15 @@ import { checkTarget } from "./ssrf";
 
 /** Deliveries in flight at once per endpoint (integration) in one process. */
 export const ENDPOINT_CONCURRENCY = 16;
-/** Delivery jobs in flight at once in one process: many endpoints at the cap still leave room. */
-export const DELIVERY_CONCURRENCY = 256;
 
 export type TestResult = { success: boolean; http_status: number; response_body: string; response_time_ms: number; error: string | null };
 
 /**
  * The webhook feature's moving parts, built once with the services: the secret box, the
- * delivery worker on the job queue, the SSRF check used by the routes, and the test send.
+ * delivery handler (registered by server/jobs/workers.ts), the SSRF check used by the routes,
+ * and the test send.
  */
-export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: JobQueue; logger: Logger; metrics: Metrics; mailer: Mailer }) {
+export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: JobQueue; clock: Clock; logger: Logger; metrics: Metrics; mailer: Mailer }) {
   const secrets = createSecretBox(deps.sql, deps.config.SECRETS_KEY);
   const delivery: DeliveryDeps = {
     ...deps,
@@ -30,9 +30,7 @@ export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: Job
     limiter: createEndpointLimiter({ cap: ENDPOINT_CONCURRENCY, maxWaiting: ENDPOINT_CONCURRENCY * 8 }),
     allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE,
     disableAfterSeconds: deps.config.WEBHOOK_DISABLE_AFTER_DAYS * 86_400,
-    concurrency: DELIVERY_CONCURRENCY,
   };
-  registerDeliveryWorker(delivery);
 
   /**
    * Sends a signed `webhook.test` now and logs it. Never throws for anything the target does:
@@ -47,7 +45,7 @@ export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: Job
     secret_sealed: string;
   }) {
     const eventId = newEventId();
-    const body = JSON.stringify(testEvent(eventId, new Date().toISOString(), integration));
+    const body = JSON.stringify(testEvent(eventId, new Date(deps.clock.now()).toISOString(), integration));
     const secret = await openSecret(delivery, integration.secret_sealed);
     const target = { url: integration.url, headers: integration.headers, timeoutSeconds: integration.timeout_seconds, eventId, body };
     const r = typeof secret === "string" ? await sendSigned(delivery, { ...target, secret }) : secret;
@@ -78,6 +76,7 @@ export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: Job
   return {
     secrets,
     sendTest,
+    deliver: deliveryHandler(delivery),
     /** The SSRF verdict on a target URL under this server's WEBHOOK_ALLOW_PRIVATE. */
     checkTarget: (url: URL) => checkTarget(url, { allowPrivate: delivery.allowPrivate, lookup: delivery.lookup }),
   };

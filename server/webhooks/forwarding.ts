@@ -3,23 +3,14 @@ import type { Message } from "../messages/store";
 import { findForwardingTargets, insertDeliveries } from "./delivery-store";
 import { messageReceivedEvent, newEventId } from "./events";
 
-/** Queue of webhook deliveries: one job per delivery, retried by the delivery worker itself. */
-export const DELIVERY_QUEUE = "webhook.delivery";
-/**
- * Job attempts are wake-ups, not delivery attempts: a delivery sent back because its endpoint
- * is busy uses one too. The delivery's own `attempts` column counts real attempts against
- * retry_count, so this only needs to be out of reach.
- */
-export const DELIVERY_JOB_MAX_ATTEMPTS = 1_000_000;
-
 /**
  * Creates one webhook delivery per eligible integration for each stored inbound message (as
  * findMessagesForFanout reads them; API.md "Forwarded" rules), with its job: one query for the
  * targets and one statement for the deliveries and their jobs, however many messages. Idempotent per message and integration:
  * running it again for the same messages creates nothing. Returns how many deliveries were
- * created.
+ * created. `now`: the events' creation time (the server clock's).
  */
-export async function enqueueWebhookDeliveries(sql: Sql, messages: Message[]): Promise<number> {
+export async function enqueueWebhookDeliveries(sql: Sql, messages: Message[], now: number): Promise<number> {
   if (messages.length === 0) return 0;
   const targets = await findForwardingTargets(
     sql,
@@ -27,7 +18,7 @@ export async function enqueueWebhookDeliveries(sql: Sql, messages: Message[]): P
   );
   if (targets.length === 0) return 0;
   const byId = new Map(messages.map((m) => [m.id, m]));
-  const createdAt = new Date().toISOString();
+  const createdAt = new Date(now).toISOString();
   const rows = targets.map((t) => {
     const id = newEventId();
     return {
@@ -38,6 +29,6 @@ export async function enqueueWebhookDeliveries(sql: Sql, messages: Message[]): P
       body: JSON.stringify(messageReceivedEvent(id, createdAt, byId.get(t.message_id)!, t)),
     };
   });
-  const created = await insertDeliveries(sql, rows, DELIVERY_QUEUE, DELIVERY_JOB_MAX_ATTEMPTS);
+  const created = await insertDeliveries(sql, rows);
   return created.length;
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createFakeClock } from "../../server/lib/clock";
+import { createFakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { activeDevice, clockedContext, randomSimNumber, registerDevice, verificationSms, waitFor, watchPresence } from "../fixtures-devices";
 import { sharedTestContext, type TestContext } from "../helpers";

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { Caller } from "../../server/auth/caller";
 import { createCallerCache } from "../../server/auth/caller-cache";
+import { createFakeClock } from "../fake-clock";
 import { createApiKey, createTenant } from "../fixtures";
 import { createTestContext, freshDatabase, sharedTestContext } from "../helpers";
 
@@ -9,8 +10,8 @@ const caller = (over: Partial<Caller>): Caller =>
 
 describe("caller cache", () => {
   test("entries live ttl at most, and a revocation drops every entry of its session, key or user", () => {
-    let now = 0;
-    const cache = createCallerCache({ ttlMs: 10_000, max: 10, now: () => now });
+    const clock = createFakeClock(0);
+    const cache = createCallerCache({ ttlMs: 10_000, max: 10, clock });
     cache.set("a|", caller({}), 0);
     cache.set("a|2", caller({}), 0);
     cache.set("k|", caller({ kind: "api_key", user: null, sessionId: null, apiKey: { id: 9, name: "k", permissions: [] } }), 0);
@@ -20,12 +21,14 @@ describe("caller cache", () => {
     cache.forget({ apiKeyId: 9 });
     expect(cache.get("k|")).toBeUndefined();
     cache.set("b|", caller({ sessionId: 4 }), cache.generation());
-    now = 10_000;
+    clock.advance(9_999);
+    expect(cache.get("b|")).toBeDefined();
+    clock.advance(1);
     expect(cache.get("b|")).toBeUndefined();
   });
 
   test("a lookup that began before a revocation is not stored after it", () => {
-    const cache = createCallerCache({ ttlMs: 10_000, max: 10, now: () => 0 });
+    const cache = createCallerCache({ ttlMs: 10_000, max: 10, clock: createFakeClock(0) });
     const since = cache.generation();
     cache.forget({ sessionId: 3 });
     expect(cache.set("a|", caller({}), since)).toBe(false);
@@ -34,7 +37,7 @@ describe("caller cache", () => {
   });
 
   test("bounded: past max entries the oldest go", () => {
-    const cache = createCallerCache({ ttlMs: 10_000, max: 2, now: () => 0 });
+    const cache = createCallerCache({ ttlMs: 10_000, max: 2, clock: createFakeClock(0) });
     for (const k of ["x", "y", "z"]) cache.set(k, caller({}), 0);
     expect([cache.get("x"), cache.size()]).toEqual([undefined, 2]);
   });

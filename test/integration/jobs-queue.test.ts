@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createJobQueue, JOB_REMOVED, type Job, type JobQueue } from "../../server/jobs/queue";
+import type { QueueSpec } from "../../server/jobs/registry";
 import { createLogger } from "../../server/lib/logger";
 import { waitFor } from "../fixtures-devices";
 import { sharedTestContext, type TestContext } from "../helpers";
@@ -9,10 +10,14 @@ beforeAll(async () => {
   ctx = await sharedTestContext();
 });
 
-/** A queue of this test's own (unique queue names, so the shared database's other jobs stay out of it). */
-function queue() {
+/**
+ * A queue of this test's own, in a registry of its own (unique queue names, so the shared
+ * database's other jobs stay out of it).
+ */
+function queue(spec: Partial<QueueSpec> = {}) {
   const name = `test.${crypto.randomUUID()}`;
-  const jobs = createJobQueue({ sql: ctx.sql, logger: createLogger("silent"), workerId: `test-${name}`, pollMs: 20 });
+  const queues = { [name]: { description: "test", producers: ["test"], handler: "test", ...spec } };
+  const jobs = createJobQueue({ sql: ctx.sql, logger: createLogger("silent"), workerId: `test-${name}`, pollMs: 20, queues });
   const left = async () => (await ctx.sql<{ n: number }[]>`select count(*)::int as n from jobs where queue = ${name}`)[0]!.n;
   return { name, jobs, left };
 }
@@ -24,10 +29,10 @@ afterAll(async () => {
 
 describe("job queue batches", () => {
   test("registerBatch hands a backlog over in batches of at most batchSize, and removes every job it ran", async () => {
-    const q = queue();
+    const q = queue({ batchSize: 10, concurrency: 2 });
     for (let i = 0; i < 25; i++) await q.jobs.enqueue(q.name, { n: i });
     const batches: number[][] = [];
-    q.jobs.registerBatch<{ n: number }>(q.name, async (jobs) => void batches.push(jobs.map((j) => j.payload.n)), { batchSize: 10, concurrency: 2 });
+    q.jobs.registerBatch<{ n: number }>(q.name, async (jobs) => void batches.push(jobs.map((j) => j.payload.n)));
     q.jobs.start();
     started.push(q.jobs);
     expect(await waitFor(async () => (await q.left()) === 0)).toBe(true);
@@ -37,7 +42,7 @@ describe("job queue batches", () => {
   });
 
   test("a failing batch is retried as a whole: every job keeps its attempt and error, none is lost", async () => {
-    const q = queue();
+    const q = queue({ batchSize: 10, concurrency: 1 });
     for (let i = 0; i < 3; i++) await q.jobs.enqueue(q.name, { n: i });
     let calls = 0;
     q.jobs.registerBatch(
@@ -46,7 +51,7 @@ describe("job queue batches", () => {
         calls++;
         throw new Error("boom");
       },
-      { batchSize: 10, concurrency: 1, backoff: () => 60_000 },
+      { backoff: () => 60_000 },
     );
     q.jobs.start();
     started.push(q.jobs);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CODE_ALPHABET } from "../../server/devices/codes";
-import { createFakeClock } from "../../server/lib/clock";
 import { randomString } from "../../server/lib/crypto";
+import { createFakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { activeDevice, clockedContext, randomSimNumber, registerDevice, verificationSms } from "../fixtures-devices";
 import { sharedTestContext, type TestContext } from "../helpers";

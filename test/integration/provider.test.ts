@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import twilio from "twilio";
-import { createFakeClock } from "../../server/lib/clock";
 import { providerSignature } from "../../server/provider/signature";
+import { createFakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { clockedContext, providerPost, randomSimNumber, registerDevice, verificationSms } from "../fixtures-devices";
 import { createPoolNumber } from "../fixtures-numbers";

@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createJobQueue } from "../../server/jobs/queue";
 import { createLogger } from "../../server/lib/logger";
-import { RETENTION_QUEUE, registerRetention, removeExpired } from "../../server/maintenance/retention";
+import { removeExpired, scheduleRetention } from "../../server/maintenance/retention";
+import { createFakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { sharedTestContext, type TestContext } from "../helpers";
 
@@ -55,14 +56,14 @@ describe("retention (hourly clean-up)", () => {
   });
 
   test("instances scheduling at start make one run per hour between them", async () => {
-    const now = () => Date.parse("2031-05-05T10:20:00Z");
+    const clock = createFakeClock(Date.parse("2031-05-05T10:20:00Z"));
     for (let instance = 0; instance < 3; instance++) {
-      const jobs = createJobQueue({ sql: ctx.sql, logger: createLogger("silent"), workerId: `retention-${instance}` });
-      await registerRetention({ sql: ctx.sql, jobs, logger: createLogger("silent"), logRetentionDays: 30, now }).schedule();
+      const jobs = createJobQueue({ sql: ctx.sql, logger: createLogger("silent"), workerId: `retention-${instance}`, clock });
+      await scheduleRetention({ jobs, clock });
     }
-    const rows =
-      await ctx.sql`select 1 from jobs where queue = ${RETENTION_QUEUE} and dedupe_key = ${`${RETENTION_QUEUE}:${Math.floor((now() + 60_000) / 3_600_000)}`}`;
+    const queue = "maintenance.retention";
+    const rows = await ctx.sql`select 1 from jobs where queue = ${queue} and dedupe_key = ${`${queue}:${Math.floor((clock.now() + 60_000) / 3_600_000)}`}`;
     expect(rows).toHaveLength(1);
-    await ctx.sql`delete from jobs where queue = ${RETENTION_QUEUE} and dedupe_key like ${`${RETENTION_QUEUE}:%`} and run_at > now() + interval '1 year'`;
+    await ctx.sql`delete from jobs where queue = ${queue} and dedupe_key like ${`${queue}:%`} and run_at > now() + interval '1 year'`;
   });
 });

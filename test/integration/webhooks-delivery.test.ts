@@ -165,6 +165,7 @@ describe("webhook deliveries", () => {
       await enqueueWebhookDeliveries(
         ctx.sql,
         found.map((f) => f.message),
+        Date.now(),
       );
       await ctx.sql`update jobs set attempts = 1, locked_by = 'crashed-worker', locked_until = now() - interval '1 second'
                     where queue = 'webhook.delivery' and (payload->>'delivery_id')::bigint in (select id from webhook_deliveries where webhook_integration_id = ${s.id})`;

@@ -94,6 +94,7 @@ describe("forwarding rules", () => {
       await enqueueWebhookDeliveries(
         ctx.sql,
         found.map((f) => f.message),
+        Date.now(),
       ),
     ).toBe(0);
     await waitFor(() => receiver.received.length === 1);

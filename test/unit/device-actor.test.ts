@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { type ActorPersistence, createDeviceActors, type HeartbeatMetrics, type PresenceSnapshot } from "../../server/devices/actor";
-import { createFakeClock, createScheduler } from "../../server/lib/clock";
+import { createScheduler } from "../../server/lib/clock";
 import { createGroupCommit } from "../../server/lib/group-commit";
+import { createFakeClock } from "../fake-clock";
 
 const timing = { heartbeatSeconds: 60, dozeHeartbeatSeconds: 300, offlineAfterSeconds: 360, dozeOfflineAfterSeconds: 960 };
 
@@ -39,8 +40,7 @@ function memoryPersistence(rows: Map<number, PresenceSnapshot & { alerted: boole
 }
 
 function setup(clock = createFakeClock(0), rows = new Map<number, PresenceSnapshot & { alerted: boolean }>()) {
-  const scheduler = createScheduler(clock, { realTimers: false });
-  clock.attach(scheduler);
+  const scheduler = createScheduler(clock);
   const events: string[] = [];
   const alerts: number[] = [];
   const actors = createDeviceActors({

@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { createFakeClock, createScheduler } from "../../server/lib/clock";
+import { createScheduler } from "../../server/lib/clock";
 import type { Among } from "../../server/messages/waiters";
 import { createMessageWaiters } from "../../server/messages/waiters";
 import { createLocalBus } from "../../server/realtime/bus";
+import { createFakeClock } from "../fake-clock";
 
 /**
  * The waiter registry alone: the in-process bus, a fake clock for the deadlines, and lookups that
@@ -10,8 +11,7 @@ import { createLocalBus } from "../../server/realtime/bus";
  */
 function setup(limits = {}) {
   const clock = createFakeClock();
-  const deadlines = createScheduler(clock, { realTimers: false });
-  clock.attach(deadlines);
+  const deadlines = createScheduler(clock);
   const bus = createLocalBus("test");
   const resumed = new Set<() => void>();
   const waiters = createMessageWaiters({

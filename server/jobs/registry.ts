@@ -1,0 +1,112 @@
+/**
+ * Every job queue of the server, in one table: what its jobs mean, who enqueues them, who runs
+ * them and how. The queue module refuses to enqueue, insert (enqueueJobs) or register a queue that
+ * is not listed here, and server/jobs/workers.ts must name a handler for every one of them (its
+ * type says so), so this table cannot fall behind the code. docs/architecture.md "Job queues" is
+ * checked against it by test/unit/job-registry.test.ts.
+ */
+export type QueueSpec = {
+  description: string;
+  /** Modules that enqueue jobs of this queue (through `enqueue` or an `enqueueJobs` fragment). */
+  producers: string[];
+  /** The module whose exported handler runs the jobs (registered by server/jobs/workers.ts). */
+  handler: string;
+  /** Jobs handed to one handler call (registerBatch); absent: one job per call. */
+  batchSize?: number;
+  /** Handler calls in flight at once per instance (default 4). */
+  concurrency?: number;
+  /** How long a claimed job may run before another instance may claim it again (default 60 s). */
+  visibilitySeconds?: number;
+  /** Attempts before a job is marked dead (default 10). */
+  maxAttempts?: number;
+};
+
+export const QUEUES = {
+  "device_sms.process": {
+    description: "Turns SMS a device submitted into messages (one job per intake batch, or per device whose SIM was just verified)",
+    producers: ["server/devices/sms-store.ts"],
+    handler: "server/devices/sms-process.ts",
+    batchSize: 100,
+    concurrency: 1,
+    // Short: after a crash the jobs the dead instance held come back within this time.
+    visibilitySeconds: 20,
+  },
+  "message.inbound": {
+    description: "Announces stored inbound messages: webhook deliveries, message.received events, locks released by them",
+    producers: ["server/messages/inbound.ts"],
+    handler: "server/messages/fanout.ts",
+    batchSize: 50,
+    concurrency: 8,
+    visibilitySeconds: 30,
+  },
+  "webhook.delivery": {
+    description: "One attempt at one webhook delivery; the delivery's own retry policy decides the next",
+    producers: ["server/webhooks/delivery-store.ts"],
+    handler: "server/webhooks/delivery.ts",
+    // Jobs waiting for a busy endpoint do not hold a slot (endpoint-limiter.ts), so many endpoints at their cap still leave room.
+    concurrency: 256,
+    // Longer than the longest attempt (120 s timeout), so a live attempt is never claimed twice.
+    visibilitySeconds: 180,
+    // Job attempts are wake-ups, not delivery attempts (a delivery sent back because its endpoint
+    // is busy uses one too); the delivery counts real attempts itself, so this is out of reach.
+    maxAttempts: 1_000_000,
+  },
+  "message.outbound.provider": {
+    description: "Hands a pool-number message to the provider API, retried with OUTBOUND_PROVIDER_RETRY_SECONDS backoff",
+    producers: ["server/messages/outbound.ts"],
+    handler: "server/messages/outbound-jobs.ts",
+    concurrency: 4,
+    visibilitySeconds: 30,
+    maxAttempts: 6,
+  },
+  "message.outbound.device-timeout": {
+    description: "Fails a device send that no device picked up within OUTBOUND_DEVICE_TIMEOUT_SECONDS",
+    producers: ["server/messages/outbound.ts"],
+    handler: "server/messages/outbound-jobs.ts",
+    concurrency: 2,
+    visibilitySeconds: 30,
+  },
+  "number.lock-expiry": {
+    description: "Ends a number lock at its locked_until (unless extended or released since) and announces it",
+    producers: ["server/numbers/locks.ts"],
+    handler: "server/numbers/locks.ts",
+    concurrency: 2,
+    visibilitySeconds: 30,
+  },
+  "maintenance.retention": {
+    description: "Hourly clean-up of expired records; enqueues the next hour's run first (one per hour across instances by dedupe key)",
+    producers: ["server/maintenance/retention.ts"],
+    handler: "server/maintenance/retention.ts",
+    concurrency: 1,
+    visibilitySeconds: 600,
+  },
+} as const satisfies Record<string, QueueSpec>;
+
+export type QueueName = keyof typeof QUEUES;
+export type Registry = Readonly<Record<string, QueueSpec>>;
+
+export const DEFAULT_CONCURRENCY = 4;
+export const DEFAULT_VISIBILITY_SECONDS = 60;
+export const DEFAULT_MAX_ATTEMPTS = 10;
+
+/** The spec of `queue`, or an error naming the registry: a queue nobody listed is a bug, not a job. */
+export function queueSpec(registry: Registry, queue: string): QueueSpec {
+  const spec = Object.hasOwn(registry, queue) ? registry[queue] : undefined;
+  if (!spec) throw new Error(`job queue "${queue}" is not in the registry (server/jobs/registry.ts)`);
+  return spec;
+}
+
+/** The "Job queues" table of docs/architecture.md, as the registry says it. */
+export function queueTable(registry: Registry = QUEUES): string {
+  const options = (s: QueueSpec) =>
+    [
+      s.batchSize === undefined ? "one job per call" : `batches of ${s.batchSize}`,
+      `concurrency ${s.concurrency ?? DEFAULT_CONCURRENCY}`,
+      `visibility ${s.visibilitySeconds ?? DEFAULT_VISIBILITY_SECONDS} s`,
+      `max attempts ${s.maxAttempts ?? DEFAULT_MAX_ATTEMPTS}`,
+    ].join(", ");
+  const rows = Object.entries(registry).map(
+    ([name, s]) => `| \`${name}\` | ${s.description} | ${s.producers.map((p) => `\`${p}\``).join(", ")} | \`${s.handler}\` | ${options(s)} |`,
+  );
+  return ["| Queue | What a job does | Enqueued by | Handled by | Options |", "|---|---|---|---|---|", ...rows].join("\n");
+}
