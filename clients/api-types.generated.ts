@@ -535,11 +535,14 @@ export interface paths {
         };
         /**
          * Message history of a number, newest first
-         * @description A number of any of your organizations. Each organization has its own history of a number; this is that of the first of your organizations attached to it (the one you act in if it is), or of the one X-Organization-Id names.
+         * @description A number of any of your organizations. Each organization has its own history of a number; this is that of the first of your organizations attached to it (the one you act in if it is), or of the one X-Organization-Id names. With `batch` instead: the messages of one of your organization's bulk sends, in recipient order (404 for an unknown or another organization's batch).
          */
         get: operations["getApiMessages"];
         put?: never;
-        /** Send an SMS (counted against the plan) */
+        /**
+         * Send an SMS (counted against the plan)
+         * @description `to` a number: 202 `{ data: message }`. `to` an array (a bulk send of up to 1000): 202 `{ data: { batch_id, messages } }`, all accepted or none (402 when they do not all fit the plan). `send_at` schedules, `expires_at` bounds the wait (docs/api-notes.md "Scheduled, expiring and bulk sends").
+         */
         post: operations["postApiMessages"];
         delete?: never;
         options?: never;
@@ -559,6 +562,43 @@ export interface paths {
          * @description A message any of your organizations may see (X-Organization-Id narrows to one).
          */
         get: operations["getApiMessagesById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/messages/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a send that has not gone out
+         * @description A `scheduled` or `queued` message of your organization (for a BYOS number: its phone has not reported `sending`) becomes `cancelled` and its quota unit is given back. Cancelling a cancelled message answers it again; any other state is 409 `invalid_state`.
+         */
+        post: operations["postApiMessagesByIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/messages/batches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Progress of a bulk send: its messages counted per status */
+        get: operations["getApiMessagesBatchesById"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3209,9 +3249,11 @@ export interface operations {
     };
     getApiMessages: {
         parameters: {
-            query: {
-                /** @description a positive integer id */
-                hosted_sim: string | number;
+            query?: {
+                /** @description the number whose history to list; required unless `batch` is given */
+                hosted_sim?: string | number;
+                /** @description list the messages of one bulk send (its `batch_id`) in recipient order instead of a number's history; not combined with `hosted_sim` or the other filters */
+                batch?: string;
                 /** @description 1 to 100, default 50 */
                 per_page?: string | number;
                 /**
@@ -3255,7 +3297,7 @@ export interface operations {
                             from: string;
                             to: string;
                             text: string;
-                            /** @description received; or queued, sending, sent, delivered, failed */
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                             status: string;
                             /** @enum {string} */
                             source: "provider" | "device" | "api";
@@ -3271,6 +3313,23 @@ export interface operations {
                             received_at: string | null;
                             /** Format: date-time */
                             sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -3319,10 +3378,27 @@ export interface operations {
             content: {
                 "application/json": {
                     hosted_sim: number;
-                    /** @description an E.164 phone number */
-                    to: string;
-                    /** @description 1 to 1600 characters (Unicode code points) */
+                    /** @description an E.164 phone number, or an array of up to 1000 recipients (a bulk send) */
+                    to: string | (string | {
+                        /** @description an E.164 phone number */
+                        to: string;
+                        /** @description values of the text's `{{name}}` variables for this recipient (names: letters, digits, _) */
+                        vars?: {
+                            [key: string]: string;
+                        };
+                    })[];
+                    /** @description 1 to 1600 characters (Unicode code points); in a bulk send `{{name}}` is replaced by each recipient's `vars.name` */
                     text: string;
+                    /**
+                     * Format: date-time
+                     * @description an ISO 8601 date-time with offset between 1970 and 9999, when to send, at most 30 days ahead; absent or past: at once; null: the same as leaving it out
+                     */
+                    send_at?: string | null;
+                    /**
+                     * Format: date-time
+                     * @description an ISO 8601 date-time with offset between 1970 and 9999, after send_at; a send not handed to a phone or the provider by then ends `expired` and is never sent; null: the same as leaving it out
+                     */
+                    expires_at?: string | null;
                 };
             };
         };
@@ -3343,7 +3419,7 @@ export interface operations {
                             from: string;
                             to: string;
                             text: string;
-                            /** @description received; or queued, sending, sent, delivered, failed */
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                             status: string;
                             /** @enum {string} */
                             source: "provider" | "device" | "api";
@@ -3359,10 +3435,78 @@ export interface operations {
                             received_at: string | null;
                             /** Format: date-time */
                             sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
                             updated_at: string;
+                        } | {
+                            /** @description lists the batch with GET /api/messages?batch= */
+                            batch_id: string;
+                            /** @description one per recipient, in the order given */
+                            messages: {
+                                id: number;
+                                hosted_sim_id: number | null;
+                                number: string;
+                                /** @enum {string} */
+                                direction: "inbound" | "outbound";
+                                from: string;
+                                to: string;
+                                text: string;
+                                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                                status: string;
+                                /** @enum {string} */
+                                source: "provider" | "device" | "api";
+                                device_id: number | null;
+                                sim_slot: number | null;
+                                external_id: string | null;
+                                team_id: number | null;
+                                locked: boolean;
+                                error: string | null;
+                                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                                code: string | null;
+                                /** Format: date-time */
+                                received_at: string | null;
+                                /** Format: date-time */
+                                sent_at: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                                 */
+                                send_at: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description outbound: after it an unsent message ends `expired`; null: none
+                                 */
+                                expires_at: string | null;
+                                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                                batch_id: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description when `status` last changed
+                                 */
+                                status_updated_at: string;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                            }[];
                         };
                     };
                 };
@@ -3433,7 +3577,7 @@ export interface operations {
                             from: string;
                             to: string;
                             text: string;
-                            /** @description received; or queued, sending, sent, delivered, failed */
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                             status: string;
                             /** @enum {string} */
                             source: "provider" | "device" | "api";
@@ -3449,10 +3593,150 @@ export interface operations {
                             received_at: string | null;
                             /** Format: date-time */
                             sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
                             updated_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiMessagesByIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                id: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: number;
+                            hosted_sim_id: number | null;
+                            number: string;
+                            /** @enum {string} */
+                            direction: "inbound" | "outbound";
+                            from: string;
+                            to: string;
+                            text: string;
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                            status: string;
+                            /** @enum {string} */
+                            source: "provider" | "device" | "api";
+                            device_id: number | null;
+                            sim_slot: number | null;
+                            external_id: string | null;
+                            team_id: number | null;
+                            locked: boolean;
+                            error: string | null;
+                            /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                            code: string | null;
+                            /** Format: date-time */
+                            received_at: string | null;
+                            /** Format: date-time */
+                            sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiMessagesBatchesById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a batch id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            batch_id: string;
+                            total: number;
+                            /** @description messages per status (only statuses some message is in) */
+                            counts: {
+                                [key: string]: number;
+                            };
+                            /** Format: date-time */
+                            created_at: string;
                         };
                     };
                 };
@@ -3507,7 +3791,7 @@ export interface operations {
                             from: string;
                             to: string;
                             text: string;
-                            /** @description received; or queued, sending, sent, delivered, failed */
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                             status: string;
                             /** @enum {string} */
                             source: "provider" | "device" | "api";
@@ -3523,6 +3807,23 @@ export interface operations {
                             received_at: string | null;
                             /** Format: date-time */
                             sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -3591,7 +3892,7 @@ export interface operations {
                             from: string;
                             to: string;
                             text: string;
-                            /** @description received; or queued, sending, sent, delivered, failed */
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                             status: string;
                             /** @enum {string} */
                             source: "provider" | "device" | "api";
@@ -3607,6 +3908,23 @@ export interface operations {
                             received_at: string | null;
                             /** Format: date-time */
                             sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
