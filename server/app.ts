@@ -12,6 +12,7 @@ import { toOpenApi30 } from "./lib/openapi";
 import { BUN_BODY_BYTES, checkRequest } from "./lib/request-limits";
 import { fieldErrors, throughScalar } from "./lib/validation";
 import { unversioned } from "./lib/versions";
+import { SEND_BODY_BYTES, SEND_PATH } from "./messages/send-request";
 import { websocketServerOptions } from "./realtime/limits";
 import { featureRoutes, v2Routes } from "./routes";
 import type { Services } from "./services";
@@ -76,19 +77,24 @@ const timings = new WeakMap<Request, { id: string; start: number }>();
 /** Each request's body as parsed, before validation reshapes it (server/lib/body-rules.ts looks at it). */
 const parsedBodies = new WeakMap<Request, unknown>();
 
+/** The request of POST /api/messages (any version prefix). */
+const isSendRequest = (request: Request) => request.method === "POST" && SEND_PATH.test(new URL(request.url).pathname);
+
 /** The HTTP application. It never listens: main.ts serves it, tests call `app.handle`. */
 export function buildApp(services: Services, opts: { deprecations?: Deprecation[]; versionSunsets?: Record<number, string> } = {}) {
   const { logger, metrics } = services;
   const deprecations = createDeprecations(opts.deprecations ?? DEPRECATIONS, services.config.PUBLIC_URL, opts.versionSunsets);
   const bodies = createBodyRules();
   const limits = { bodyBytes: services.config.MAX_BODY_BYTES, headerBytes: services.config.MAX_HEADER_BYTES };
+  // A bulk send (1000 recipients with their variables) may be larger than other bodies.
+  const sendLimits = { ...limits, bodyBytes: Math.max(limits.bodyBytes, SEND_BODY_BYTES) };
   const app = new Elysia({ websocket: websocketServerOptions, serve: { maxRequestBodySize: BUN_BODY_BYTES } })
     .onRequest(({ request, set }) => {
       const id = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
       timings.set(request, { id, start: performance.now() });
       set.headers["x-request-id"] = id;
       // Before routing, authentication and parsing: an oversized request costs nothing more.
-      const refused = checkRequest(request, limits);
+      const refused = checkRequest(request, isSendRequest(request) ? sendLimits : limits);
       if (refused) {
         set.status = refused.status;
         return errorResponse(refused, id);

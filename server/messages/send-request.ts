@@ -25,6 +25,9 @@ export type PlannedSend = {
 export const MAX_RECIPIENTS = 1000;
 export const MAX_SCHEDULE_DAYS = 30;
 export const MAX_TEXT = 1600;
+/** POST /api/messages takes bodies up to 1 MiB (or MAX_BODY_BYTES when larger): room for 1000 recipients with their variables. */
+export const SEND_BODY_BYTES = 1024 * 1024;
+export const SEND_PATH = /^\/api(?:\/v\d+)?\/messages\/?$/;
 
 const VARIABLE = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
 

@@ -371,6 +371,22 @@ describe("bulk sends (to as an array)", () => {
     expect(single.body.data).toMatchObject({ to: a, text: "Hi {{name}}", status: "queued" });
   });
 
+  test("a bulk body may pass MAX_BODY_BYTES (64 KiB) up to 1 MiB; other routes keep the limit", async () => {
+    const t = await createTenant(ctx.sql, { plan: "pro" });
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const to = Array.from({ length: 1000 }, (_, i) => ({ to: `+1556${String(1_000_000 + i).padStart(7, "0")}`, vars: { name: `Recipient number ${i} of the list` } }));
+    const body = { hosted_sim: sim.id, to, text: "Hello {{name}}", send_at: ahead(3_600_000) };
+    expect(JSON.stringify(body).length).toBeGreaterThan(64 * 1024);
+    const res = await send(t.token, body);
+    expect(res.status).toBe(202);
+    expect(res.body.data.messages[999].text).toBe("Hello Recipient number 999 of the list");
+    const huge = await send(t.token, { ...body, to: to.map((r) => ({ ...r, vars: { name: "x".repeat(1100) } })) });
+    expect(huge.status).toBe(413);
+    expectErrorShape(huge.body, "payload_too_large");
+    const team = await ctx.request("POST", "/api/teams", { token: t.token, body: { name: "x".repeat(70 * 1024) } });
+    expect(team.status).toBe(413);
+  });
+
   test("Idempotency-Key covers a bulk send: the retry answers the same batch, stores nothing more", async () => {
     const t = await createTenant(ctx.sql);
     const sim = await createSharedNumber(ctx.sql, [t.org.id]);
