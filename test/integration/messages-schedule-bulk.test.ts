@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { BusMessage } from "../../server/realtime/bus";
-import { createTenant } from "../fixtures";
-import { createByosNumber, createSharedNumber, eventually, randomNumber } from "../fixtures-numbers";
+import { createApiKey, createTenant } from "../fixtures";
+import { createByosNumber, createSharedNumber, eventually, randomNumber, receiveSms } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 
 /**
@@ -263,9 +263,23 @@ describe("cancelling (POST /api/messages/{id}/cancel)", () => {
     expect((await cancel(t.token, handedOver.body.data.id)).status).toBe(409);
   });
 
-  test("an unknown id is 404", async () => {
+  test("an unknown id is 404, an inbound message 409; API keys may not cancel (403)", async () => {
     const t = await createTenant(ctx.sql);
     expect((await cancel(t.token, 999_999_999)).status).toBe(404);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const inbound = await receiveSms(ctx.sql, sim.id);
+    const refused = await cancel(t.token, inbound.messageId);
+    expect(refused.status).toBe(409);
+    expectErrorShape(refused.body, "invalid_state");
+    const res = await send(t.token, { hosted_sim: sim.id, to: randomNumber(), text: "x", send_at: ahead(3_600_000) });
+    const key = await createApiKey(ctx.sql, t.org.id, ["numbers.read", "numbers.lock", "messages.read", "webhooks.receive"]);
+    const byKey = await cancel(key.key, res.body.data.id);
+    expect(byKey.status).toBe(403);
+    expectErrorShape(byKey.body, "permission_denied");
+    // A key with messages.read may follow a batch.
+    const batch = await send(t.token, { hosted_sim: sim.id, to: [randomNumber()], text: "x", send_at: ahead(3_600_000) });
+    const summary = await ctx.request("GET", `/api/messages/batches/${batch.body.data.batch_id}`, { token: key.key });
+    expect(summary.body.data).toMatchObject({ total: 1, counts: { scheduled: 1 } });
   });
 });
 
@@ -374,7 +388,10 @@ describe("bulk sends (to as an array)", () => {
   test("a bulk body may pass MAX_BODY_BYTES (64 KiB) up to 1 MiB; other routes keep the limit", async () => {
     const t = await createTenant(ctx.sql, { plan: "pro" });
     const sim = await createSharedNumber(ctx.sql, [t.org.id]);
-    const to = Array.from({ length: 1000 }, (_, i) => ({ to: `+1556${String(1_000_000 + i).padStart(7, "0")}`, vars: { name: `Recipient number ${i} of the list` } }));
+    const to = Array.from({ length: 1000 }, (_, i) => ({
+      to: `+1556${String(1_000_000 + i).padStart(7, "0")}`,
+      vars: { name: `Recipient number ${i} of the list` },
+    }));
     const body = { hosted_sim: sim.id, to, text: "Hello {{name}}", send_at: ahead(3_600_000) };
     expect(JSON.stringify(body).length).toBeGreaterThan(64 * 1024);
     const res = await send(t.token, body);
