@@ -187,8 +187,8 @@ describe("expiring sends (expires_at)", () => {
     const sim = await createSharedNumber(ctx.sql, [t.org.id]);
     const to = randomNumber();
     script.set(to, [503]);
-    // Backoff 50 ms doubling: the attempt whose next retry would come after expires_at ends it.
-    const res = await send(t.token, { hosted_sim: sim.id, to, text: "flaky", expires_at: ahead(1000) });
+    // Backoff 50 ms doubling: the attempt whose next retry would come within 0.5 s of expires_at ends it.
+    const res = await send(t.token, { hosted_sim: sim.id, to, text: "flaky", expires_at: ahead(1500) });
     const expired = await settled(t.token, res.body.data.id, "expired");
     expect(expired.error).toContain("expired before the provider accepted it");
     expect(handed(to).length).toBeGreaterThan(0);
