@@ -17,7 +17,7 @@ import { registerInboundFanout } from "./messages/fanout";
 import { registerOutboundJobs } from "./messages/outbound-jobs";
 import { createMessageWaiters } from "./messages/waiters";
 import { registerLockExpiry } from "./numbers/locks";
-import { createLocalBus, createRedisBus } from "./realtime/bus";
+import { createLocalBus, createRedisBus } from "./events/bus";
 import { setupRealtime } from "./realtime/setup";
 import { createWebhookEngine } from "./webhooks/engine";
 
@@ -53,18 +53,18 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     redis: config.REDIS_URL ? { url: config.REDIS_URL, prefix: config.REDIS_PREFIX } : undefined,
   });
   await auth.start();
-  registerInboundFanout({ sql: db.sql, jobs, publish: bus.publish });
+  registerInboundFanout({ sql: db.sql, jobs, events });
   const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, logger, metrics, mailer });
-  registerLockExpiry({ sql: db.sql, jobs, publish: bus.publish });
+  registerLockExpiry({ sql: db.sql, jobs, events });
   const retention = registerRetention({ sql: db.sql, jobs, logger, logRetentionDays: config.WEBHOOK_LOG_RETENTION_DAYS, now: () => clock.now() });
-  registerOutboundJobs({ sql: db.sql, jobs, publish: bus.publish, config, logger });
+  registerOutboundJobs({ sql: db.sql, jobs, events, config, logger });
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
-  const devices = createDeviceRuntime({ sql: db.sql, clock, config, bus, mailer, logger, jobs, metrics });
+  const devices = createDeviceRuntime({ sql: db.sql, clock, config, bus, events, mailer, logger, jobs, metrics });
   metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);
-  // Calls waiting for a message (GET /api/numbers/{id}/messages/next), woken by the bus.
-  const waiters = createMessageWaiters({ bus, clock });
+  // Calls waiting for a message (GET /api/numbers/{id}/messages/next), woken by the event tail.
+  const waiters = createMessageWaiters({ onEvents: events.onEvents, clock });
   metrics.gauge("simhost_message_waiters", "Calls waiting for a message on this instance", () => waiters.size());
-  const realtime = await setupRealtime({ config, sql: db.sql, redis: redisGuard, bus, onRevoked: auth.onRevoked, metrics, logger });
+  const realtime = await setupRealtime({ config, sql: db.sql, redis: redisGuard, bus, onEvents: events.onEvents, onRevoked: auth.onRevoked, metrics, logger });
 
   return {
     config,
@@ -76,7 +76,6 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     redis,
     redisGuard,
     bus,
-    publish: bus.publish,
     events,
     limiter,
     mailer,

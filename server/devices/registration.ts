@@ -1,3 +1,4 @@
+import { appendDeviceEvents, DEVICE_NEWS } from "./announce";
 import type postgres from "postgres";
 import type { Pool } from "../db/client";
 import { AppError, notFound, validationFailed } from "../errors";
@@ -82,6 +83,7 @@ export async function addSimCard(deps: Deps, organizationId: number, deviceId: n
     invalidStateIf(!!(await findCardInSlot(tx, deviceId, slot, now)), `Slot ${slot} already holds a SIM card of this device.`);
     const card = await withNewCode(tx, now, (code, exp) => insertSimCard(tx, deviceId, slot, code, exp));
     await bumpConfigVersion(tx, deviceId);
+    await appendDeviceEvents(tx, organizationId, deviceId, now.getTime(), { news: [DEVICE_NEWS.update], config: true });
     return card;
   });
 }

@@ -5,7 +5,7 @@ import { AppError } from "../errors";
 import type { JobQueue } from "../jobs/queue";
 import { constantTimeEqual } from "../lib/crypto";
 import type { Metrics } from "../lib/metrics";
-import type { Bus } from "../realtime/bus";
+import type { Bus } from "../events/bus";
 
 type Check = { status: "ok" | "failing"; message: string; error?: string };
 

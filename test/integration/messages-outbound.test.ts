@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { BusMessage } from "../../server/realtime/bus";
+import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
 import { createByosNumber, createSharedNumber, eventually, randomNumber } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
@@ -33,7 +33,7 @@ beforeAll(async () => {
     OUTBOUND_DEVICE_TIMEOUT_SECONDS: "1",
     OUTBOUND_PROVIDER_RETRY_SECONDS: "0.05",
   });
-  ctx.services.bus.subscribe((m) => events.push(m));
+  ctx.services.realtime.watch((m) => events.push(m));
   ctx.services.start();
 }, 60_000);
 afterAll(async () => {
