@@ -212,7 +212,7 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
         stop();
         done(undefined);
       });
-    });
+    }, 30_000); // 30 MB of events go through the log first
     const row = events.deviceUpdated({ organizationId: org.id }, payload as never);
     await raiseEvents(ctx.services, [...Array.from({ length: 3000 }, () => row), events.numberUnlocked({ organizationId: org.id }, {} as never)]);
     await delivered;
@@ -222,7 +222,7 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     expect(metrics).toMatch(/^simhost_ws_slow_clients_closed_total [1-9]/m);
     slow.socket.resume();
     await awaitCallback("the slow client's socket to close", (done) => slow.socket.once("close", () => done(undefined)));
-  });
+  }, 60_000);
 
   // Last: it stops this server's realtime for good.
   test("graceful shutdown closes sockets with 4200 (reconnect now) and turns new ones away the same way", async () => {
