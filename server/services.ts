@@ -5,6 +5,7 @@ import type { Config } from "./config";
 import { type Database, openDatabase } from "./db/client";
 import { migrate } from "./db/migrate";
 import { createDeviceRuntime } from "./devices/runtime";
+import { createLocalBus, createRedisBus } from "./events/bus";
 import { createEventTail } from "./events/tail";
 import { createJobQueue } from "./jobs/queue";
 import { type Clock, systemClock } from "./lib/clock";
@@ -17,7 +18,6 @@ import { registerInboundFanout } from "./messages/fanout";
 import { registerOutboundJobs } from "./messages/outbound-jobs";
 import { createMessageWaiters } from "./messages/waiters";
 import { registerLockExpiry } from "./numbers/locks";
-import { createLocalBus, createRedisBus } from "./events/bus";
 import { setupRealtime } from "./realtime/setup";
 import { createWebhookEngine } from "./webhooks/engine";
 

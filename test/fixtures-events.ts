@@ -1,5 +1,5 @@
-import { appendEvents, type NewEvent, readEvents, type StoredEvent } from "../server/events/log";
 import { ORIGIN } from "../server/events/cursor";
+import { appendEvents, type NewEvent, readEvents, type StoredEvent } from "../server/events/log";
 import type { Delivery } from "../server/realtime/hub";
 import type { Services } from "../server/services";
 

@@ -1,12 +1,12 @@
 import type { Sql } from "../db/client";
-import { type EventBuilder, event } from "../events/catalog";
+import { type DeviceStateEventType, type EventBuilder, event } from "../events/catalog";
 import { appendEvents, type NewEvent } from "../events/log";
 import type { DeviceEvent } from "../events/payloads";
 import type { Retired, RetireReason } from "./retirement";
 import { findDevice } from "./store";
 
 /** The device events of a change (docs/events.md): one shape, the device's state after it. */
-type DeviceBuilder = EventBuilder<"device.disabled" | "device.enabled" | "device.revoked" | "device.updated">;
+type DeviceBuilder = EventBuilder<DeviceStateEventType>;
 export const DEVICE_NEWS = {
   disable: event.deviceDisabled,
   enable: event.deviceEnabled,

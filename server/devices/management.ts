@@ -1,10 +1,10 @@
 import type postgres from "postgres";
 import type { Pool } from "../db/client";
 import { invalidState, notFound } from "../errors";
-import type { Clock } from "../lib/clock";
-import { deactivateHostedSims } from "../numbers/byos-store";
 import type { Bus } from "../events/bus";
 import type { EventTail } from "../events/tail";
+import type { Clock } from "../lib/clock";
+import { deactivateHostedSims } from "../numbers/byos-store";
 import type { DeviceActors } from "./actor";
 import { appendDeviceEvents, DEVICE_NEWS } from "./announce";
 import { claimNumber } from "./registration";
@@ -66,7 +66,7 @@ function primaryCard(device: DeviceRow, cards: SimCardRow[]) {
  * claim is proven. Answers the id of that card, or null.
  */
 export async function updateDevice(deps: Deps, organizationId: number, deviceId: number, body: UpdateDevice): Promise<number | null> {
-  const { changed, claimed } = await onDevice(deps, organizationId, deviceId, async (tx) => {
+  const { claimed } = await onDevice(deps, organizationId, deviceId, async (tx) => {
     const device = (await findDevice(tx, organizationId, deviceId))!;
     assertEditable(device.status);
     let claimed: SimCardRow | null = null;

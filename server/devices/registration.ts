@@ -1,9 +1,9 @@
-import { appendDeviceEvents, DEVICE_NEWS } from "./announce";
 import type postgres from "postgres";
 import type { Pool } from "../db/client";
 import { AppError, notFound, validationFailed } from "../errors";
 import type { Clock } from "../lib/clock";
 import { isPoolNumber } from "../numbers/byos-store";
+import { appendDeviceEvents, DEVICE_NEWS } from "./announce";
 import { CODE_LIFETIME_MS, newVerificationCode } from "./codes";
 import type { RegisterDevice } from "./schema";
 import {

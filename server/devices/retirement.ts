@@ -19,7 +19,13 @@ export type RetireContext = { organizationId: number; reason: RetireReason; at: 
  * `sim.deactivated` per card, `device.updated` and `config.changed` are appended (docs/events.md).
  * Call inside a transaction holding the device row, on the device's actor. Null when no card moved.
  */
-export async function retireCards(tx: Sql, deviceId: number, cardIds: number[], ctx: RetireContext, opts: { missedAtLeast?: number } = {}): Promise<Retired | null> {
+export async function retireCards(
+  tx: Sql,
+  deviceId: number,
+  cardIds: number[],
+  ctx: RetireContext,
+  opts: { missedAtLeast?: number } = {},
+): Promise<Retired | null> {
   const cards = await retireSimCards(tx, deviceId, cardIds, opts);
   if (cards.length === 0) return null;
   await deactivateHostedSims(

@@ -2,13 +2,13 @@ import type { Mailer } from "../alerts/notify";
 import { notifyOrganizationAdmins } from "../alerts/notify";
 import type { Config } from "../config";
 import { isTransientConflict, type Pool } from "../db/client";
+import type { Bus } from "../events/bus";
+import type { EventTail } from "../events/tail";
 import type { JobQueue } from "../jobs/queue";
 import { type Clock, createScheduler } from "../lib/clock";
 import { createGroupCommit } from "../lib/group-commit";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
-import type { Bus } from "../events/bus";
-import type { EventTail } from "../events/tail";
 import { createDeviceActors, type DeviceState, type Timing } from "./actor";
 import { claimOfflineAlert, deviceForAlert, type HeartbeatWrite, loadPendingPresence, loadPresence, markOffline, writeHeartbeats } from "./presence-store";
 import { retireMissingCards } from "./retirement";
@@ -16,7 +16,17 @@ import { createSmsIngest } from "./sms-ingest";
 import { registerDeviceSmsProcessing } from "./sms-process";
 import type { DeviceStatus } from "./transitions";
 
-type Deps = { sql: Pool; clock: Clock; config: Config; bus: Bus; events: Pick<EventTail, "notify">; mailer: Mailer; logger: Logger; jobs: JobQueue; metrics: Metrics };
+type Deps = {
+  sql: Pool;
+  clock: Clock;
+  config: Config;
+  bus: Bus;
+  events: Pick<EventTail, "notify">;
+  mailer: Mailer;
+  logger: Logger;
+  jobs: JobQueue;
+  metrics: Metrics;
+};
 
 /** Heartbeat interval a dozing device is told to use: API.md's 300 s next to the default 60 s. */
 export const DOZE_HEARTBEAT_FACTOR = 5;

@@ -14,7 +14,14 @@ const tags = ["BYOS devices"];
 export function simCardRoutes(services: Deps) {
   const { actors } = services.devices;
   const codes = { sql: services.sql, clock: services.clock };
-  const management = { sql: services.sql, clock: services.clock, actors, bus: services.bus, events: services.events, providerNumber: services.config.PROVIDER_NUMBER };
+  const management = {
+    sql: services.sql,
+    clock: services.clock,
+    actors,
+    bus: services.bus,
+    events: services.events,
+    providerNumber: services.config.PROVIDER_NUMBER,
+  };
   const provider = services.config.PROVIDER_NUMBER;
 
   return new Elysia()

@@ -1,10 +1,10 @@
 import type postgres from "postgres";
 import type { Pool } from "../db/client";
+import { event } from "../events/catalog";
+import type { EventTail } from "../events/tail";
 import type { Clock } from "../lib/clock";
 import { linkProvenNumber, renumberProvenNumber } from "../numbers/byos-store";
 import { deviceKey, senderKey, type VerificationThrottle } from "../numbers/verification-throttle";
-import { event } from "../events/catalog";
-import type { EventTail } from "../events/tail";
 import type { DeviceActors } from "./actor";
 import { appendDeviceEvents } from "./announce";
 import { enqueueDeviceSmsProcessing } from "./sms-store";

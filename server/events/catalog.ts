@@ -62,8 +62,10 @@ export const familyOf = (t: EventType) => t.slice(0, t.indexOf(".")) as EventFam
 /** The permission an API key needs to read events of this type. */
 export const permissionFor = (t: EventType): Permission => EVENT_FAMILIES[familyOf(t)];
 
-/** A private channel's kind; the id comes from the event's row (realtime/channels.ts parses the same names). */
-export type ChannelKind = "organization" | "team" | "number" | "device";
+/** The private channels' kinds; a channel's id comes from the event's row (realtime/channels.ts parses the same names). */
+export const CHANNEL_KINDS = ["organization", "team", "number", "device"] as const;
+export type ChannelKind = (typeof CHANNEL_KINDS)[number];
+export const CHANNEL_PREFIX = "private-";
 
 export type EventSpec = {
   payload: TSchema;
@@ -91,7 +93,8 @@ const status = (s: string) =>
     cause: `an outbound message became ${s} (provider send job, device status report, device pick-up timeout)`,
   }) as const;
 
-const device = (realtime: string, cause: string) => ({ payload: DeviceEvent, realtime, channels: ["device", "organization"], audience: DEVICE_AUDIENCE, cause }) as const;
+const device = (realtime: string, cause: string) =>
+  ({ payload: DeviceEvent, realtime, channels: ["device", "organization"], audience: DEVICE_AUDIENCE, cause }) as const;
 
 export const CATALOG = {
   "message.received": {
@@ -115,7 +118,7 @@ export const CATALOG = {
   },
   "device.online": device("device.status_changed", "a heartbeat from a device marked offline"),
   "device.offline": device("device.status_changed", "the offline deadline passed without a heartbeat"),
-  "device.revoked": device("device.status_changed", "POST /api/byos/devices/{id}/revoke"),
+  "device.revoked": device("device.status_changed", "DELETE /api/byos/devices/{id} (revocation)"),
   "device.disabled": device("device.updated", "POST /api/byos/devices/{id}/disable"),
   "device.enabled": device("device.updated", "POST /api/byos/devices/{id}/enable"),
   "device.updated": device("device.updated", "a device edit, a SIM card added, moved or deactivated"),
@@ -162,6 +165,9 @@ export const CATALOG = {
     cause: "POST /api/webhooks/{id}/test (sent to that endpoint only, never stored in the log)",
   },
 } as const satisfies Record<EventType, EventSpec>;
+
+/** The types whose payload is the device's state (DeviceEvent). */
+export type DeviceStateEventType = { [T in EventType]: (typeof CATALOG)[T]["payload"] extends typeof DeviceEvent ? T : never }[EventType];
 
 export type EventPayload<T extends EventType> = Static<(typeof CATALOG)[T]["payload"]>;
 
@@ -214,7 +220,7 @@ export type OutboundStatus = keyof typeof STATUS_EVENTS;
 export const messageStatusEvent = (status: string) => (status in STATUS_EVENTS ? STATUS_EVENTS[status as OutboundStatus] : null);
 
 /** The realtime channel of one kind and id. */
-export const channelName = (kind: ChannelKind, id: number) => `private-${kind}.${id}`;
+export const channelName = (kind: ChannelKind, id: number) => `${CHANNEL_PREFIX}${kind}.${id}`;
 
 /** The row fields channels depend on. */
 export type EventRow = { type: EventType; organizationId: number; teamId: number | null; hostedSimId: number | null; deviceId: number | null };

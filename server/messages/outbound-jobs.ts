@@ -1,9 +1,9 @@
 import type { Config } from "../config";
 import type { Pool } from "../db/client";
+import type { EventTail } from "../events/tail";
 import type { Job, JobQueue } from "../jobs/queue";
 import { RetryAfter } from "../jobs/queue";
 import type { Logger } from "../lib/logger";
-import type { EventTail } from "../events/tail";
 import { changeStatus, DEVICE_TIMEOUT_QUEUE, PROVIDER_SEND_QUEUE } from "./outbound";
 import { findOutbound } from "./outbound-store";
 import { createProviderClient, type ProviderClient } from "./provider-client";

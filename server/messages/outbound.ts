@@ -1,13 +1,13 @@
 import type { Caller } from "../auth/caller";
 import type { Pool, Sql } from "../db/client";
 import { AppError, invalidState, notFound } from "../errors";
-import type { JobQueue } from "../jobs/queue";
-import { numberLocked, requireNumber } from "../numbers/locks";
-import { attachmentOf, byosDeviceOf } from "../numbers/store";
 import { event, messageStatusEvent } from "../events/catalog";
 import { appendEvents, type NewEvent } from "../events/log";
 import type { MessageEvent } from "../events/payloads";
 import type { EventTail } from "../events/tail";
+import type { JobQueue } from "../jobs/queue";
+import { numberLocked, requireNumber } from "../numbers/locks";
+import { attachmentOf, byosDeviceOf } from "../numbers/store";
 import { findVisibleMessage } from "./history-store";
 import { findDeviceOutbound, insertOutbound, liveLockHolder, lockOrganizationQuota, monthlyLimit, moveStatus } from "./outbound-store";
 import { canMove, statesBefore } from "./status";

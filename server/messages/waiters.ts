@@ -1,6 +1,6 @@
-import { type Clock, createScheduler, type Scheduler } from "../lib/clock";
 import { event } from "../events/catalog";
 import type { StoredEvent } from "../events/log";
+import { type Clock, createScheduler, type Scheduler } from "../lib/clock";
 
 /**
  * The waiters of `GET /api/numbers/{id}/messages/next` on this instance (docs/architecture.md

@@ -1,12 +1,12 @@
 import type { Caller } from "../auth/caller";
 import type { Pool, Sql } from "../db/client";
 import { AppError, notFound, validationFailed } from "../errors";
-import type { JobQueue } from "../jobs/queue";
-import { RetryAfter } from "../jobs/queue";
 import { event } from "../events/catalog";
 import { appendEvents, type NewEvent } from "../events/log";
 import type { UnlockReason } from "../events/payloads";
 import type { EventTail } from "../events/tail";
+import type { JobQueue } from "../jobs/queue";
+import { RetryAfter } from "../jobs/queue";
 import { clearExpiredLock, releaseLock, type TakenLock, takeLock } from "./lock-store";
 import { attachedOrganizations, findHostedSim, type HostedSimRow, teamBelongsTo } from "./store";
 
@@ -101,7 +101,10 @@ async function lockedEvents(tx: Sql, sim: HostedSimRow, holder: number, lock: Ta
 /** `number.unlocked` per attached organization. */
 async function unlockedEvents(tx: Sql, sim: Pick<HostedSimRow, "id" | "number">, reason: UnlockReason, dedupeKey?: string): Promise<NewEvent[]> {
   return (await attachedOrganizations(tx, sim.id)).map((org) =>
-    event.numberUnlocked({ organizationId: org, hostedSimId: sim.id, dedupeKey }, { hosted_sim_id: sim.id, number: sim.number, locked: false, lock: null, reason }),
+    event.numberUnlocked(
+      { organizationId: org, hostedSimId: sim.id, dedupeKey },
+      { hosted_sim_id: sim.id, number: sim.number, locked: false, lock: null, reason },
+    ),
   );
 }
 

@@ -1,9 +1,9 @@
 import type { Server } from "bun";
 import { Counter } from "prom-client";
-import type { Logger } from "../lib/logger";
-import type { Metrics } from "../lib/metrics";
 import { realtimeOf } from "../events/catalog";
 import type { StoredEvent } from "../events/log";
+import type { Logger } from "../lib/logger";
+import type { Metrics } from "../lib/metrics";
 import { createFrameHandler, orgTopic, type Socket, type SocketData } from "./connection";
 import type { Grant, GrantStore } from "./grants";
 import { DEFAULT_LIMITS, type RealtimeLimits } from "./limits";

@@ -1,10 +1,10 @@
 import type { Config } from "../config";
 import type { Sql } from "../db/client";
+import type { Bus } from "../events/bus";
+import type { StoredEvent } from "../events/log";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
 import type { RedisGuard } from "../lib/redis-guard";
-import type { Bus } from "../events/bus";
-import type { StoredEvent } from "../events/log";
 import { createLocalGrantStore, createRedisGrantStore } from "./grants";
 import { createRealtime } from "./hub";
 import type { Revocation } from "./revocation";

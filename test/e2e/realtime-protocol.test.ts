@@ -206,13 +206,17 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     const payload = { pad: "x".repeat(10_000) };
     // The hub hands events to the sockets in log order: once it delivers the marker, every event
     // before it has been handed to the sockets.
-    const delivered = awaitCallback("the marker event", (done) => {
-      const stop = ctx.services.realtime.watch((m) => {
-        if (m.event !== "number.unlocked") return;
-        stop();
-        done(undefined);
-      });
-    }, 30_000); // 30 MB of events go through the log first
+    const delivered = awaitCallback(
+      "the marker event",
+      (done) => {
+        const stop = ctx.services.realtime.watch((m) => {
+          if (m.event !== "number.unlocked") return;
+          stop();
+          done(undefined);
+        });
+      },
+      30_000,
+    ); // 30 MB of events go through the log first
     const row = events.deviceUpdated({ organizationId: org.id }, payload as never);
     await raiseEvents(ctx.services, [...Array.from({ length: 3000 }, () => row), events.numberUnlocked({ organizationId: org.id }, {} as never)]);
     await delivered;

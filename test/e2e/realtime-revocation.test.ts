@@ -60,7 +60,9 @@ async function publishSeenBy(channel: string, text: string, control: Watched) {
   );
   // The organization channel's id: the event's row belongs to that organization.
   const organizationId = Number(channel.slice(channel.lastIndexOf(".") + 1));
-  await raiseEvents(ctx.services, [event.messageReceived({ organizationId }, { message: { id: 1, text }, hosted_sim: { id: 1, number: "+1", alias: null }, team: null } as never)]);
+  await raiseEvents(ctx.services, [
+    event.messageReceived({ organizationId }, { message: { id: 1, text }, hosted_sim: { id: 1, number: "+1", alias: null }, team: null } as never),
+  ]);
   await seen;
 }
 

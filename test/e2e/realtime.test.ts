@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { event } from "../../server/events/catalog";
-import { logRows, raiseEvents } from "../fixtures-events";
 import type Pusher from "pusher-js";
+import { event } from "../../server/events/catalog";
 import { storeInboundMessage } from "../../server/messages/inbound";
 import { signChannel } from "../../server/realtime/protocol";
 import { createApiKey, createTenant } from "../fixtures";
+import { logRows, raiseEvents } from "../fixtures-events";
 import type { TestContext } from "../helpers";
 import { awaitCallback, type ConnectionDetails, connected, connectPusher, openRaw, startServer, stopServer, subscribed } from "./realtime-client";
 
@@ -73,7 +73,15 @@ describe("pusher-js against the server", () => {
     await connected(pusher);
     const channel = await subscribed(pusher, `private-organization.${org.id}`);
     const received = awaitCallback<any>("device.status_changed", (done) => channel.bind("device.status_changed", done));
-    const payload = { device_id: 7, organization_id: org.id, status: "active", is_online: true, last_seen_at: null, changed_at: new Date().toISOString(), config_version: 1 };
+    const payload = {
+      device_id: 7,
+      organization_id: org.id,
+      status: "active",
+      is_online: true,
+      last_seen_at: null,
+      changed_at: new Date().toISOString(),
+      config_version: 1,
+    };
     await raiseEvents(ctx.services, [event.deviceOnline({ organizationId: org.id, deviceId: 7 }, payload)]);
     const [row] = await logRows(ctx.services, [org.id]);
     // The realtime payload is the log's payload plus its cursor.
@@ -110,7 +118,11 @@ describe("pusher-js against the server", () => {
     chB.bind("message.received", (d: any) => seenByB.push(d));
     const toA = awaitCallback<any>("A's event", (done) => chA.bind("message.received", done));
     const received = (id: number, text: string, org: number) =>
-      event.messageReceived({ organizationId: org, hostedSimId: simId }, { message: { id, text }, hosted_sim: { id: simId, number: "+1", alias: null }, team: null } as never);
+      event.messageReceived({ organizationId: org, hostedSimId: simId }, {
+        message: { id, text },
+        hosted_sim: { id: simId, number: "+1", alias: null },
+        team: null,
+      } as never);
     await raiseEvents(ctx.services, [received(1, "for A only", a.org.id)]);
     // Then one for both: B receiving it proves B's socket was live when A's passed by.
     const toB = awaitCallback<any>("B's event", (done) => chB.bind("message.received", done));

@@ -26,7 +26,17 @@ function setup(limits = {}) {
   let id = 0;
   const row = (type: StoredEvent["type"], hostedSimId: number, messageId: number, organizationId: number): StoredEvent => {
     const position = { txid: "1", id: ++id };
-    return { cursor: encodeCursor(position), position, organizationId, type, hostedSimId, deviceId: null, teamId: null, payload: { message: { id: messageId } }, createdAt: new Date() };
+    return {
+      cursor: encodeCursor(position),
+      position,
+      organizationId,
+      type,
+      hostedSimId,
+      deviceId: null,
+      teamId: null,
+      payload: { message: { id: messageId } },
+      createdAt: new Date(),
+    };
   };
   const hand = (events: StoredEvent[]) => {
     for (const l of listeners) l(events);
