@@ -56,7 +56,14 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   registerInboundFanout({ sql: db.sql, jobs, events });
   const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, logger, metrics, mailer });
   registerLockExpiry({ sql: db.sql, jobs, events });
-  const retention = registerRetention({ sql: db.sql, jobs, logger, logRetentionDays: config.WEBHOOK_LOG_RETENTION_DAYS, now: () => clock.now() });
+  const retention = registerRetention({
+    sql: db.sql,
+    jobs,
+    logger,
+    logRetentionDays: config.WEBHOOK_LOG_RETENTION_DAYS,
+    eventRetentionDays: config.EVENT_RETENTION_DAYS,
+    now: () => clock.now(),
+  });
   registerOutboundJobs({ sql: db.sql, jobs, events, config, logger });
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
   const devices = createDeviceRuntime({ sql: db.sql, clock, config, bus, events, mailer, logger, jobs, metrics });

@@ -1,4 +1,5 @@
 import type { Pool, Sql } from "../db/client";
+import { deleteEventsBefore } from "../events/log";
 import type { JobQueue } from "../jobs/queue";
 import type { Logger } from "../lib/logger";
 
@@ -15,7 +16,10 @@ export type Removed = {
   authorizationCodes: number;
   refreshTokens: number;
   idempotencyKeys: number;
+  events: number;
 };
+
+const DAY_MS = 86_400_000;
 
 /** Runs `remove` (a delete of at most CHUNK rows answering their count) until it removes less. */
 async function inChunks(remove: () => Promise<number>) {
@@ -38,9 +42,11 @@ const deleted = async (q: PromiseLike<{ count: number }>) => (await q).count;
  *   answer to a just-expired token "expired", not merely "unknown", in logs and tests);
  * - OAuth authorization codes and refresh tokens expired for more than a day (a rotated refresh
  *   token is kept until then: presenting it again still revokes its family);
- * - Idempotency-Key records older than their 24 h window (server/lib/idempotency.ts).
+ * - Idempotency-Key records older than their 24 h window (server/lib/idempotency.ts);
+ * - events of the log older than `eventRetentionDays` (EVENT_RETENTION_DAYS): a cursor older than
+ *   that resumes at the oldest event kept.
  */
-export async function removeExpired(sql: Sql, o: { logRetentionDays: number }): Promise<Removed> {
+export async function removeExpired(sql: Sql, o: { logRetentionDays: number; eventRetentionDays?: number; now?: number }): Promise<Removed> {
   const cutoff = sql`now() - make_interval(days => ${o.logRetentionDays})`;
   const deliveryLogs = await inChunks(() =>
     deleted(sql`
@@ -71,7 +77,9 @@ export async function removeExpired(sql: Sql, o: { logRetentionDays: number }): 
       delete from idempotency_keys where ctid in (
         select ctid from idempotency_keys where created_at < now() - interval '24 hours' limit ${CHUNK})`),
   );
-  return { deliveryLogs, deliveries, sessions, authorizationCodes, refreshTokens, idempotencyKeys };
+  const eventsBefore = new Date((o.now ?? Date.now()) - (o.eventRetentionDays ?? 30) * DAY_MS);
+  const events = await inChunks(() => deleteEventsBefore(sql, eventsBefore, CHUNK));
+  return { deliveryLogs, deliveries, sessions, authorizationCodes, refreshTokens, idempotencyKeys, events };
 }
 
 /** The next hour's run, once however many instances ask (the dedupe key names the hour). */
@@ -81,14 +89,21 @@ function enqueueNext(jobs: JobQueue, now: number, delayMs: number) {
 }
 
 /** Registers the clean-up; `schedule` (at start) makes sure a run is due within the hour. */
-export function registerRetention(deps: { sql: Pool; jobs: JobQueue; logger: Logger; logRetentionDays: number; now?: () => number }) {
+export function registerRetention(deps: {
+  sql: Pool;
+  jobs: JobQueue;
+  logger: Logger;
+  logRetentionDays: number;
+  eventRetentionDays?: number;
+  now?: () => number;
+}) {
   const now = deps.now ?? Date.now;
   deps.jobs.register(
     RETENTION_QUEUE,
     async () => {
       // The next run first: a run that keeps failing must not end the hourly chain.
       await enqueueNext(deps.jobs, now(), HOUR_MS);
-      const removed = await removeExpired(deps.sql, { logRetentionDays: deps.logRetentionDays });
+      const removed = await removeExpired(deps.sql, { logRetentionDays: deps.logRetentionDays, eventRetentionDays: deps.eventRetentionDays, now: now() });
       if (Object.values(removed).some((n) => n > 0)) deps.logger.info({ removed }, "expired records removed");
     },
     { concurrency: 1, visibilitySeconds: 600 },
