@@ -1,6 +1,7 @@
 import type { Pool } from "../db/client";
 import { event } from "../events/catalog";
 import { appendEvents, type NewEvent } from "../events/log";
+import type { MessageEvent } from "../events/payloads";
 import type { EventTail } from "../events/tail";
 import type { JobQueue } from "../jobs/queue";
 import { lockReleasedOnMessageEvents } from "../numbers/locks";
@@ -18,7 +19,7 @@ export function messageReceivedEvents({ message, visibility }: Found): NewEvent[
     event.messageReceived(
       { organizationId: v.organizationId, hostedSimId, teamId: v.teamId, dedupeKey: `message:${message.id}` },
       {
-        message: { ...message, team_id: v.teamId } as never,
+        message: { ...message, team_id: v.teamId } as unknown as MessageEvent["message"],
         hosted_sim: { id: hostedSimId, number: message.number, alias: v.alias },
         team: v.teamId === null || v.teamName === null ? null : { id: v.teamId, name: v.teamName },
       },
