@@ -16,7 +16,17 @@ export async function raiseEvents(services: Pick<Services, "sql" | "events">, ev
   services.events.notify();
 }
 
-/** The log rows of some organizations (oldest first), optionally of one type. */
-export async function logRows(services: Pick<Services, "sql">, organizations: number[], type?: StoredEvent["type"]) {
-  return readEvents(services.sql, ORIGIN, { organizations, types: type ? [type] : undefined }, 10_000);
+/**
+ * The log rows of some organizations (oldest first), optionally of one type, once there are at
+ * least `min`: the log is read below the oldest running transaction (server/events/log.ts), so a
+ * row committed a moment ago may need another transaction elsewhere to end first.
+ */
+export async function logRows(services: Pick<Services, "sql">, organizations: number[], type?: StoredEvent["type"], min = 0) {
+  const read = () => readEvents(services.sql, ORIGIN, { organizations, types: type ? [type] : undefined }, 10_000);
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const rows = await read();
+    if (rows.length >= min || Date.now() > deadline) return rows;
+    await Bun.sleep(20);
+  }
 }

@@ -83,7 +83,7 @@ describe("pusher-js against the server", () => {
       config_version: 1,
     };
     await raiseEvents(ctx.services, [event.deviceOnline({ organizationId: org.id, deviceId: 7 }, payload)]);
-    const [row] = await logRows(ctx.services, [org.id]);
+    const [row] = await logRows(ctx.services, [org.id], undefined, 1);
     // The realtime payload is the log's payload plus its cursor.
     expect(await received).toEqual({ ...payload, event_id: row!.cursor });
   });
