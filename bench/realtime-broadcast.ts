@@ -6,6 +6,9 @@
  *
  * `one`: one instance, in-process bus. `redis`: two instances sharing Redis (REDIS_URL, default
  * redis://127.0.0.1:6379); the event is published on A, every subscriber is connected to B.
+ * Since issue 16 events reach the hub from the event log (each instance reads it), and this bench
+ * hands rows straight to A's hub (`deliverEvents`): it measures encoding and the fan-out to
+ * sockets, not the log; in `redis` mode B's subscribers no longer receive A's rows this way.
  * Server and clients share this process (one clock); client work counts against the server, so
  * the figures are on the pessimistic side.
  */

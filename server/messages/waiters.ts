@@ -11,7 +11,7 @@ import { type Clock, createScheduler, type Scheduler } from "../lib/clock";
  * registry knows no SQL and no HTTP: the caller hands it the lookup (`find`).
  */
 
-/** What a lookup is asked to check: the announced ids only, or everything since `after` (first check, bus resumed). */
+/** What a lookup is asked to check: the announced ids only, or everything since `after` (the first check). */
 export type Among = number[] | undefined;
 
 /** How a wait ended without a message. */
@@ -38,9 +38,8 @@ export type WaitOutcome<T> = { found: T } | { ended: WaitEnd } | { refused: Refu
 type Waiter = {
   key: string;
   request: WaitRequest;
-  /** Ids announced since the last lookup; `everything` when the bus may have lost announcements. */
+  /** Ids announced since the last lookup. */
   pending: Set<number>;
-  everything: boolean;
   ended: WaitEnd | null;
   poke: (() => void) | null;
 };
@@ -104,7 +103,7 @@ export function createMessageWaiters(deps: Deps) {
   }
 
   function add(r: WaitRequest): Waiter {
-    const w: Waiter = { key: `w${++serial}`, request: r, pending: new Set(), everything: false, ended: null, poke: null };
+    const w: Waiter = { key: `w${++serial}`, request: r, pending: new Set(), ended: null, poke: null };
     let set = bySim.get(r.hostedSimId);
     if (!set) bySim.set(r.hostedSimId, (set = new Set()));
     set.add(w);
@@ -126,7 +125,7 @@ export function createMessageWaiters(deps: Deps) {
   }
 
   /** Resolves when the waiter has something to look at or has ended. */
-  const signalled = (w: Waiter) => (w.ended || w.everything || w.pending.size > 0 ? Promise.resolve() : new Promise<void>((resolve) => (w.poke = resolve)));
+  const signalled = (w: Waiter) => (w.ended || w.pending.size > 0 ? Promise.resolve() : new Promise<void>((resolve) => (w.poke = resolve)));
 
   /**
    * Waits for the first value `find` returns. The waiter is registered before the first lookup,
@@ -148,8 +147,7 @@ export function createMessageWaiters(deps: Deps) {
         if (found !== null) return { found };
         await signalled(w);
         if (w.ended) return { ended: w.ended };
-        among = w.everything ? undefined : [...w.pending];
-        w.everything = false;
+        among = [...w.pending];
         w.pending.clear();
       }
     } finally {
