@@ -1155,6 +1155,396 @@ export interface components {
                 [key: string]: string[];
             };
         };
+        "Event.message.received": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or queued, sending, sent, delivered, failed */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.queued": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or queued, sending, sent, delivered, failed */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.sending": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or queued, sending, sent, delivered, failed */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.sent": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or queued, sending, sent, delivered, failed */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.delivered": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or queued, sending, sent, delivered, failed */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.failed": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or queued, sending, sent, delivered, failed */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.send": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                to: string;
+                text: string;
+                sim_slot: number | null;
+            };
+        };
+        "Event.device.online": {
+            device_id: number;
+            organization_id: number;
+            /** @description pending_verification, active, disabled or revoked */
+            status: string;
+            is_online: boolean;
+            /** Format: date-time */
+            last_seen_at: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            config_version: number;
+        };
+        "Event.device.offline": {
+            device_id: number;
+            organization_id: number;
+            /** @description pending_verification, active, disabled or revoked */
+            status: string;
+            is_online: boolean;
+            /** Format: date-time */
+            last_seen_at: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            config_version: number;
+        };
+        "Event.device.disabled": {
+            device_id: number;
+            organization_id: number;
+            /** @description pending_verification, active, disabled or revoked */
+            status: string;
+            is_online: boolean;
+            /** Format: date-time */
+            last_seen_at: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            config_version: number;
+        };
+        "Event.device.enabled": {
+            device_id: number;
+            organization_id: number;
+            /** @description pending_verification, active, disabled or revoked */
+            status: string;
+            is_online: boolean;
+            /** Format: date-time */
+            last_seen_at: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            config_version: number;
+        };
+        "Event.device.revoked": {
+            device_id: number;
+            organization_id: number;
+            /** @description pending_verification, active, disabled or revoked */
+            status: string;
+            is_online: boolean;
+            /** Format: date-time */
+            last_seen_at: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            config_version: number;
+        };
+        "Event.device.updated": {
+            device_id: number;
+            organization_id: number;
+            /** @description pending_verification, active, disabled or revoked */
+            status: string;
+            is_online: boolean;
+            /** Format: date-time */
+            last_seen_at: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            config_version: number;
+        };
+        "Event.sim.verified": {
+            device_id: number;
+            sim_card: {
+                id: number;
+                sim_slot: number | null;
+                phone_number: string | null;
+                /** @enum {string} */
+                status: "active";
+                hosted_sim_id: number | null;
+            };
+            hosted_sim_id: number;
+            device_status: string;
+        };
+        "Event.sim.deactivated": {
+            device_id: number;
+            sim_card: {
+                id: number;
+                sim_slot: number | null;
+                phone_number: string | null;
+                /** @enum {string} */
+                status: "inactive";
+                hosted_sim_id: number | null;
+            };
+            /** @enum {string} */
+            reason: "missing_from_heartbeats" | "deactivated";
+        };
+        "Event.config.changed": {
+            device_id: number;
+            config_version: number;
+        };
+        "Event.number.locked": {
+            hosted_sim_id: number;
+            number: string;
+            /** @enum {boolean} */
+            locked: true;
+            lock: {
+                organization_id: number;
+                team_id: number | null;
+                user_id: number | null;
+                /** Format: date-time */
+                locked_until: string;
+                release_on_message: boolean;
+                sender: string | null;
+            } | null;
+        };
+        "Event.number.unlocked": {
+            hosted_sim_id: number;
+            number: string;
+            /** @enum {boolean} */
+            locked: false;
+            /** @enum {unknown|null} */
+            lock: null;
+            /** @enum {string} */
+            reason: "unlock" | "expired" | "released_on_message";
+        };
+        "Event.webhook.test": {
+            webhook_integration: {
+                id: number;
+                name: string;
+            };
+            message: string;
+        };
     };
     responses: never;
     parameters: never;

@@ -3,6 +3,7 @@ import { isDatabaseUnavailable } from "./db/client";
 import { openApiDocument } from "./docs/document";
 import { docsRoutes } from "./docs/routes";
 import { AppError, errorResponse, unavailable, validationFailed } from "./errors";
+import { addEventPayloads } from "./events/openapi";
 import { healthRoutes } from "./health/routes";
 import { createBodyRules } from "./lib/body-rules";
 import { createDeprecations, DEPRECATIONS, type Deprecation } from "./lib/deprecations";
@@ -127,7 +128,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       if (removed) throw validationFailed({ [removed.field]: [removed.message] });
     })
     .onAfterHandle(({ request, route, set, response }) => {
-      if (route === "/openapi.json") return deprecations.annotate(toOpenApi30(response as never));
+      if (route === "/openapi.json") return deprecations.annotate(addEventPayloads(toOpenApi30(response as never)));
       const headers = deprecations.signal(request.method, route, request);
       if (headers) Object.assign(set.headers, headers);
     })

@@ -1,14 +1,14 @@
 import type { Config } from "../config";
 import type { Pool } from "../db/client";
+import type { EventTail } from "../events/tail";
 import type { Job, JobHandler } from "../jobs/queue";
 import { RetryAfter } from "../jobs/queue";
 import type { Logger } from "../lib/logger";
-import type { Publish } from "../realtime/bus";
-import { announceStatus } from "./outbound";
-import { findOutbound, moveStatus } from "./outbound-store";
+import { changeStatus } from "./outbound";
+import { findOutbound } from "./outbound-store";
 import { createProviderClient, type ProviderClient } from "./provider-client";
 
-type Deps = { sql: Pool; publish: Publish; logger: Logger };
+type Deps = { sql: Pool; events: Pick<EventTail, "notify">; logger: Logger };
 type Payload = { message_id: number };
 
 /** Doubling from the configured first delay, capped at 10 minutes, with ±20 % jitter. */
@@ -23,16 +23,15 @@ export const providerBackoff = (firstSeconds: number) => (attempt: number) =>
 export async function sendThroughProvider(deps: Deps, provider: ProviderClient, job: Job<Payload>, backoff: (attempt: number) => number) {
   const m = await findOutbound(deps.sql, job.payload.message_id);
   if (!m || (m.status !== "queued" && m.status !== "sending")) return;
-  if (await moveStatus(deps.sql, m.id, "sending", ["queued"])) await announceStatus(deps, m.organization_id, m.id);
+  await changeStatus(deps, m.organization_id, m.id, "sending", ["queued"]);
   const outcome = await provider.send({ from: m.from, to: m.to, body: m.text });
   if (outcome.kind === "accepted") {
-    if (await moveStatus(deps.sql, m.id, "sent", ["queued", "sending"], { externalId: outcome.sid || null }))
-      await announceStatus(deps, m.organization_id, m.id);
+    await changeStatus(deps, m.organization_id, m.id, "sent", ["queued", "sending"], { externalId: outcome.sid || null });
     return;
   }
   const last = job.attempts >= job.max_attempts;
   if (outcome.kind === "rejected" || last) {
-    if (await moveStatus(deps.sql, m.id, "failed", ["queued", "sending"], { error: outcome.error })) await announceStatus(deps, m.organization_id, m.id);
+    await changeStatus(deps, m.organization_id, m.id, "failed", ["queued", "sending"], { error: outcome.error });
     return;
   }
   deps.logger.info({ message: m.id, attempt: job.attempts, err: outcome.error }, "provider send will be retried");
@@ -40,13 +39,11 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
 }
 
 /** Fails a device send that no device picked up (still `queued`) when its time is up. */
-export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "publish">, messageId: number, timeoutSeconds: number) {
+export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "events">, messageId: number, timeoutSeconds: number) {
   const m = await findOutbound(deps.sql, messageId);
   if (m?.status !== "queued") return false;
   const error = `No device picked up the message within ${timeoutSeconds} seconds.`;
-  if (!(await moveStatus(deps.sql, messageId, "failed", ["queued"], { error }))) return false;
-  await announceStatus(deps, m.organization_id, messageId);
-  return true;
+  return changeStatus(deps, m.organization_id, messageId, "failed", ["queued"], { error });
 }
 
 /** The handlers of the outbound queues (registered by server/jobs/workers.ts), with the provider sends' backoff. */

@@ -1,25 +1,57 @@
 import type { Caller } from "../auth/caller";
-import type { Pool } from "../db/client";
+import type { Pool, Sql } from "../db/client";
 import { AppError, invalidState, notFound } from "../errors";
+import { event, messageStatusEvent } from "../events/catalog";
+import { appendEvents, type NewEvent } from "../events/log";
+import type { MessageEvent } from "../events/payloads";
+import type { EventTail } from "../events/tail";
 import type { JobQueue } from "../jobs/queue";
 import { numberLocked, requireNumber } from "../numbers/locks";
 import { attachmentOf, byosDeviceOf } from "../numbers/store";
-import type { Publish } from "../realtime/bus";
 import { findVisibleMessage } from "./history-store";
 import { findDeviceOutbound, insertOutbound, liveLockHolder, lockOrganizationQuota, monthlyLimit, moveStatus } from "./outbound-store";
 import { canMove, statesBefore } from "./status";
-import { type Message, monthlyOutboundCount } from "./store";
+import { type Message, monthlyOutboundCount, organizationView } from "./store";
 
-export type OutboundDeps = { sql: Pool; jobs: JobQueue; publish: Publish; deviceTimeoutSeconds: number };
+export type OutboundDeps = { sql: Pool; jobs: JobQueue; events: Pick<EventTail, "notify">; deviceTimeoutSeconds: number };
 
 const planLimitReached = (limit: number) => new AppError(402, "plan_limit_reached", `Your plan's ${limit} outbound messages for this month are used up.`);
 
-/** `message.status_changed` to the sending organization only (outbound messages are visible to it alone). */
-export async function announceStatus(deps: Pick<OutboundDeps, "sql" | "publish">, organizationId: number, messageId: number) {
-  const message = await findVisibleMessage(deps.sql, organizationId, messageId);
-  if (!message) return;
-  deps.publish(`private-organization.${organizationId}`, "message.status_changed", { message });
-  deps.publish(`private-number.${message.hosted_sim_id}`, "message.status_changed", { message }, { organizations: [organizationId] });
+/** A message as one organization sees it in its events: its team there, its alias of the number. */
+export async function messageEventPayload(sql: Sql, organizationId: number, message: Message): Promise<MessageEvent> {
+  const hostedSimId = message.hosted_sim_id ?? 0;
+  const view = await organizationView(sql, organizationId, hostedSimId, message.team_id);
+  return {
+    message: message as unknown as MessageEvent["message"],
+    hosted_sim: { id: hostedSimId, number: message.number, alias: view.alias },
+    team: message.team_id === null || view.teamName === null ? null : { id: message.team_id, name: view.teamName },
+  };
+}
+
+/** The event of an outbound message's current status, to the sending organization only (outbound messages are visible to it alone). */
+async function statusEvents(sql: Sql, organizationId: number, messageId: number): Promise<NewEvent[]> {
+  const message = await findVisibleMessage(sql, organizationId, messageId);
+  const build = message && messageStatusEvent(message.status);
+  if (!message || !build) return [];
+  return [build({ organizationId, hostedSimId: message.hosted_sim_id, teamId: message.team_id }, await messageEventPayload(sql, organizationId, message))];
+}
+
+/** Moves an outbound message's status and appends its event in the same transaction; false when it was not in `from`. */
+export async function changeStatus(
+  deps: Pick<OutboundDeps, "sql" | "events">,
+  organizationId: number,
+  messageId: number,
+  to: string,
+  from: string[],
+  extra: Parameters<typeof moveStatus>[4] = {},
+): Promise<boolean> {
+  const moved = await deps.sql.begin(async (tx) => {
+    if (!(await moveStatus(tx, messageId, to, from, extra))) return false;
+    await appendEvents(tx, await statusEvents(tx, organizationId, messageId));
+    return true;
+  });
+  if (moved) deps.events.notify();
+  return moved;
 }
 
 /**
@@ -53,20 +85,23 @@ export async function sendMessage(deps: OutboundDeps, c: Caller, body: { hosted_
     });
     if (device) await deps.jobs.enqueue("message.outbound.device-timeout", { message_id: messageId }, { delayMs: deps.deviceTimeoutSeconds * 1000 }, tx);
     else await deps.jobs.enqueue("message.outbound.provider", { message_id: messageId }, {}, tx);
+    const queued = await statusEvents(tx, org, messageId);
+    if (device) {
+      const m = (await findVisibleMessage(tx, org, messageId))!;
+      const command = { id: m.id, hosted_sim_id: m.hosted_sim_id, number: m.number, to: m.to, text: m.text, sim_slot: m.sim_slot };
+      queued.push(event.messageSend({ organizationId: org, hostedSimId: sim.id, deviceId: device.device_id }, { message: command }));
+    }
+    await appendEvents(tx, queued);
     return messageId;
   });
   deps.jobs.wake();
-  const message = (await findVisibleMessage(deps.sql, org, id))!;
-  if (device) {
-    const { id: messageId, hosted_sim_id, number, to, text, sim_slot } = message;
-    deps.publish(`private-device.${device.device_id}`, "message.send", { message: { id: messageId, hosted_sim_id, number, to, text, sim_slot } });
-  }
-  return message;
+  deps.events.notify();
+  return (await findVisibleMessage(deps.sql, org, id))!;
 }
 
 /** A device's report on an outbound message it was asked to send. Repeating the current status is a no-op. */
 export async function reportDeviceStatus(
-  deps: Pick<OutboundDeps, "sql" | "publish">,
+  deps: Pick<OutboundDeps, "sql" | "events">,
   c: Caller,
   q: { deviceId: number; messageId: number; status: string; error?: string },
 ): Promise<Message> {
@@ -76,11 +111,11 @@ export async function reportDeviceStatus(
   if (found.status !== q.status) {
     if (!canMove(found.status, q.status)) throw invalidState(`A ${found.status} message cannot become ${q.status}.`);
     const error = q.status === "failed" ? (q.error ?? "The device reported a failure.") : null;
-    const moved = await moveStatus(deps.sql, q.messageId, q.status, statesBefore(q.status), { error });
+    const moved = await changeStatus(deps, org, q.messageId, q.status, statesBefore(q.status), { error });
     if (!moved) {
       const now = await findVisibleMessage(deps.sql, org, q.messageId);
       if (now?.status !== q.status) throw invalidState(`The message is ${now?.status ?? "gone"} now and cannot become ${q.status}.`);
-    } else await announceStatus(deps, org, q.messageId);
+    }
   }
   return (await findVisibleMessage(deps.sql, org, q.messageId))!;
 }

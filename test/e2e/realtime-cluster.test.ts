@@ -93,12 +93,29 @@ describe.skipIf(!enabled)("two server instances on one PostgreSQL and Redis", ()
     const numberChannel = await subscribed(pusher, `private-number.${sim!.id}`);
     const onOrg = awaitCallback<any>("message.received on the organization channel", (done) => orgChannel.bind("message.received", done), 10_000);
     const onNumber = awaitCallback<any>("message.received on the number channel", (done) => numberChannel.bind("message.received", done), 10_000);
+    const all: any[] = [];
+    orgChannel.bind("message.received", (e: any) => all.push(e));
     await ctx.sql.begin((tx) =>
       storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550002222", text: "across instances", source: "provider", receivedAt: new Date() }),
     );
     const [x, y] = await Promise.all([onOrg, onNumber]);
     expect(x.message.text).toBe("across instances");
     expect(y.message.id).toBe(x.message.id);
+    // Both copies carry the log row's cursor.
+    expect(x.event_id).toMatch(/^evt_/);
+    expect(y.event_id).toBe(x.event_id);
+    // Each instance reads the log itself and nothing goes through Redis pub/sub as well: once a
+    // second message arrived, the first was delivered exactly once.
+    const second = awaitCallback<any>(
+      "the second message",
+      (done) => orgChannel.bind("message.received", (e: any) => e.message.text === "second" && done(e)),
+      10_000,
+    );
+    await ctx.sql.begin((tx) =>
+      storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550002222", text: "second", source: "provider", receivedAt: new Date() }),
+    );
+    await second;
+    expect(all.map((e) => e.message.text)).toEqual(["across instances", "second"]);
   }, 30_000);
 
   test("a number shared by two organizations: a message that arrived under A's lock never reaches B's client on B", async () => {

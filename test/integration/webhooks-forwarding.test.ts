@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { findMessagesForFanout } from "../../server/messages/store";
-import type { BusMessage } from "../../server/realtime/bus";
+import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { enqueueWebhookDeliveries } from "../../server/webhooks/forwarding";
 import { createTenant, createUser } from "../fixtures";
 import { createTestContext, type TestContext } from "../helpers";
@@ -140,7 +140,7 @@ describe("one team per message (issue 15 item 8)", () => {
     receiver.secrets.push(secret);
     const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: x.id }]);
     const live: { channel: string; team_id: number | null; id: number }[] = [];
-    ctx.services.bus.subscribe((m: BusMessage) => {
+    ctx.services.realtime.watch((m: BusMessage) => {
       const message = (m.data as { message?: { id: number; team_id: number | null; direction?: string } }).message;
       if (m.event === "message.received" && message) live.push({ channel: m.channel, team_id: message.team_id, id: message.id });
     });
