@@ -1,6 +1,7 @@
 import type { Mailer } from "../alerts/notify";
 import type { Config } from "../config";
 import type { Pool } from "../db/client";
+import { event } from "../events/catalog";
 import type { EventTail } from "../events/tail";
 import type { JobQueue } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
@@ -66,7 +67,7 @@ export function createWebhookEngine(deps: {
       integrationId: integration.id,
       deliveryId: null,
       eventId,
-      eventType: "webhook.test",
+      eventType: event.webhookTest.type,
       messageId: null,
       attempt: 1,
       status: r.ok ? "succeeded" : "failed",

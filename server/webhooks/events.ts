@@ -1,3 +1,4 @@
+import { event } from "../events/catalog";
 import type { StoredEvent } from "../events/log";
 import { randomString } from "../lib/crypto";
 
@@ -14,7 +15,7 @@ export type EventBody = { id: string; type: string; created_at: string; data: un
  */
 export function webhookBody(e: StoredEvent): string {
   const message = e.payload.message;
-  const data = e.type === "message.received" && message !== null && typeof message === "object" ? { ...message, ...e.payload } : e.payload;
+  const data = e.type === event.messageReceived.type && message !== null && typeof message === "object" ? { ...message, ...e.payload } : e.payload;
   const body: EventBody = { id: e.cursor, type: e.type, created_at: e.createdAt.toISOString(), data };
   return JSON.stringify(body);
 }
@@ -22,7 +23,7 @@ export function webhookBody(e: StoredEvent): string {
 export function testEvent(id: string, createdAt: string, integration: { id: number; name: string }): EventBody {
   return {
     id,
-    type: "webhook.test",
+    type: event.webhookTest.type,
     created_at: createdAt,
     data: { webhook_integration: { id: integration.id, name: integration.name }, message: "This is a test event from simhost." },
   };

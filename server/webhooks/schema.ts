@@ -2,6 +2,7 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { t } from "elysia";
 import { Id, IdParam, IntegerParam, Optional, Text } from "../lib/fields";
 import { PageOf } from "../lib/pagination";
+import { DEFAULT_EVENT_TYPES } from "./subscriptions";
 
 const DateTime = t.String({ format: "date-time" });
 
@@ -20,8 +21,7 @@ const Retries = Type.Integer({ minimum: 0, maximum: 10, default: 3, description:
 const EventTypes = Type.Array(Type.String({ maxLength: 64 }), {
   minItems: 1,
   maxItems: 64,
-  description:
-    'event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.',
+  description: `event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ${JSON.stringify(DEFAULT_EVENT_TYPES)}. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.`,
 });
 
 export const IntegrationCreateBody = Type.Object({
