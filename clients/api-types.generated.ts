@@ -1000,6 +1000,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/webhook-integrations/{webhook_integration}/logs/{log}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver the event of a log record again as a new delivery, under the same webhook-id (409 for a test event)
+         * @description Scope: the caller's organization. Members read; changes need the admin or owner role. An API key needs webhooks.receive, which allows every webhook operation of its organization.
+         */
+        post: operations["postApiWebhook-integrationsByWebhook_integrationLogsByLogRedeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhook-integrations/{webhook_integration}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the integration's events of a window (at most 7 days, 10,000 events) again as new deliveries under their own webhook-ids; replays go through their own slower queue, one at a time per integration (409 while one is being sent)
+         * @description Scope: the caller's organization. Members read; changes need the admin or owner role. An API key needs webhooks.receive, which allows every webhook operation of its organization.
+         */
+        post: operations["postApiWebhook-integrationsByWebhook_integrationReplay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/webhook-integrations/{webhook_integration}/mappings": {
         parameters: {
             query?: never;
@@ -1138,6 +1178,46 @@ export interface paths {
         get: operations["getApiTeamsByTeamWebhooksByWebhookLogs"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/teams/{team}/webhooks/{webhook}/logs/{log}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver the event of a log record again, under the same webhook-id
+         * @description The team view of the organization's webhook integrations (API.md §3): integrations mapped to the team. Members read; changes need the admin or owner role or webhooks.receive.
+         */
+        post: operations["postApiTeamsByTeamWebhooksByWebhookLogsByLogRedeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/teams/{team}/webhooks/{webhook}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the integration's events of a window again (as POST /api/webhook-integrations/{id}/replay)
+         * @description The team view of the organization's webhook integrations (API.md §3): integrations mapped to the team. Members read; changes need the admin or owner role or webhooks.receive.
+         */
+        post: operations["postApiTeamsByTeamWebhooksByWebhookReplay"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5373,6 +5453,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -5436,6 +5518,8 @@ export interface operations {
                      * @default 3
                      */
                     retry_count?: number | null;
+                    /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
+                    event_types?: string[] | null;
                 };
             };
         };
@@ -5458,6 +5542,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -5530,6 +5616,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -5626,6 +5714,8 @@ export interface operations {
                      * @default 3
                      */
                     retry_count?: number | null;
+                    /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
+                    event_types?: string[] | null;
                     /** @description null: the same as leaving it out */
                     is_active?: boolean | null;
                 };
@@ -5650,6 +5740,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -5837,6 +5929,113 @@ export interface operations {
             };
             /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "postApiWebhook-integrationsByWebhook_integrationLogsByLogRedeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                webhook_integration: string | number;
+                /** @description a positive integer id */
+                log: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description the new delivery; its attempts appear in the log */
+                            delivery_id: number;
+                            /** @description the event's id, also the webhook-id: the same as the delivery redelivered */
+                            event_id: string;
+                            event_type: string;
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "postApiWebhook-integrationsByWebhook_integrationReplay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                webhook_integration: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description start of the window (ISO 8601), included */
+                    since: string;
+                    /** @description end of the window (ISO 8601), excluded; at most 7 days after since */
+                    until: string;
+                    /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
+                    event_types?: string[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description deliveries created, one per event of the window the integration gets */
+                            deliveries: number;
+                            /** Format: date-time */
+                            since: string;
+                            /** Format: date-time */
+                            until: string;
+                            /** @description the types replayed: those requested that the integration is subscribed to; ["*"] for all */
+                            event_types: string[];
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6157,6 +6356,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -6223,6 +6424,8 @@ export interface operations {
                      * @default 3
                      */
                     retry_count?: number | null;
+                    /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
+                    event_types?: string[] | null;
                     /**
                      * @description null: the same as leaving it out
                      * @enum {string|null}
@@ -6250,6 +6453,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -6324,6 +6529,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -6424,6 +6631,8 @@ export interface operations {
                      * @default 3
                      */
                     retry_count?: number | null;
+                    /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
+                    event_types?: string[] | null;
                     /** @description null: the same as leaving it out */
                     is_active?: boolean | null;
                     /**
@@ -6453,6 +6662,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -6603,6 +6814,117 @@ export interface operations {
             };
             /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiTeamsByTeamWebhooksByWebhookLogsByLogRedeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                team: string | number;
+                /** @description a positive integer id */
+                webhook: string | number;
+                /** @description a positive integer id */
+                log: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description the new delivery; its attempts appear in the log */
+                            delivery_id: number;
+                            /** @description the event's id, also the webhook-id: the same as the delivery redelivered */
+                            event_id: string;
+                            event_type: string;
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiTeamsByTeamWebhooksByWebhookReplay: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                team: string | number;
+                /** @description a positive integer id */
+                webhook: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description start of the window (ISO 8601), included */
+                    since: string;
+                    /** @description end of the window (ISO 8601), excluded; at most 7 days after since */
+                    until: string;
+                    /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
+                    event_types?: string[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description deliveries created, one per event of the window the integration gets */
+                            deliveries: number;
+                            /** Format: date-time */
+                            since: string;
+                            /** Format: date-time */
+                            until: string;
+                            /** @description the types replayed: those requested that the integration is subscribed to; ["*"] for all */
+                            event_types: string[];
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -52,7 +52,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     redis: config.REDIS_URL ? { url: config.REDIS_URL, prefix: config.REDIS_PREFIX } : undefined,
   });
   await auth.start();
-  const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, clock, logger, metrics, mailer });
+  const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, events, clock, logger, metrics, mailer });
   // Every queue's handler, registered here and nowhere else (server/jobs/registry.ts lists the queues).
   registerWorkers({ sql: db.sql, jobs, clock, events, config, logger, deliver: webhooks.deliver });
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
@@ -88,12 +88,14 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
       // WORKERS=0: an instance that serves the API only; other instances run the jobs.
       if (config.WORKERS > 0) {
         jobs.start();
+        void webhooks.start().catch((e) => logger.error({ err: (e as Error).message }, "webhook deliveries from the event log not started"));
         void scheduleRetention({ jobs, clock }).catch((e) => logger.warn({ err: (e as Error).message }, "retention run not scheduled"));
       }
       void devices.start().catch((e) => logger.error({ err: (e as Error).message }, "device actors not restored"));
     },
     async close() {
       waiters.close();
+      await webhooks.stop();
       events.stop();
       realtime.close();
       await auth.close();

@@ -37,6 +37,7 @@ export function workers(deps: WorkerDeps): Record<QueueName, Worker> {
     "device_sms.process": { batch: deviceSmsHandler(deps) },
     "message.inbound": { batch: inboundFanoutHandler(deps) },
     "webhook.delivery": { one: deps.deliver },
+    "webhook.replay": { one: deps.deliver },
     "message.outbound.provider": { one: outbound.send, backoff: outbound.backoff },
     "message.outbound.device-timeout": { one: outbound.deviceTimeout },
     "number.lock-expiry": { one: lockExpiryHandler(deps) },

@@ -6,7 +6,6 @@ import type { EventTail } from "../events/tail";
 import type { BatchHandler } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import { lockReleasedOnMessageEvents } from "../numbers/locks";
-import { enqueueWebhookDeliveries } from "../webhooks/forwarding";
 import { findMessagesForFanout } from "./store";
 
 type Found = Awaited<ReturnType<typeof findMessagesForFanout>>[number];
@@ -43,11 +42,6 @@ export function inboundFanoutHandler(deps: {
   return async (jobs) => {
     const ids = jobs.flatMap((job) => job.payload.message_ids ?? (job.payload.message_id === undefined ? [] : [job.payload.message_id]));
     const found = await findMessagesForFanout(deps.sql, ids);
-    await enqueueWebhookDeliveries(
-      deps.sql,
-      found.map((f) => f.message),
-      deps.clock.now(),
-    );
     await deps.sql.begin(async (tx) => {
       await appendEvents(tx, found.flatMap(messageReceivedEvents));
       // After the messages that released them, in log order.

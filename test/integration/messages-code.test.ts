@@ -121,5 +121,5 @@ describe("message.received carries the code", () => {
       return row;
     }, 10_000);
     expect(JSON.parse(delivery.body).data.code).toBe("305118");
-  });
+  }, 30_000);
 });

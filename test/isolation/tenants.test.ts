@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type Pusher from "pusher-js";
 import { createAdmin } from "../../server/admin/operations";
+import { appendEvents } from "../../server/events/log";
 import { signChannel } from "../../server/realtime/protocol";
 import { type ConnectionDetails, connected, connectPusher, openRaw, startServer, stopServer, subscribed } from "../e2e/realtime-client";
 import { eventually } from "../fixtures-numbers";
@@ -339,6 +340,20 @@ describe("webhooks", () => {
     const forB = await ctx.sql`
       select 1 from webhook_deliveries d join messages m on m.id = d.message_id where d.webhook_integration_id = ${b.hook.id} and m.text = ${locked}`;
     expect(forB.length).toBe(0);
+  });
+
+  test("organization events (every type subscribed) reach only their organization's integration", async () => {
+    const marker = (t: Tenant) => `device event of ${t.tag}`;
+    await ctx.sql.begin((tx) =>
+      appendEvents(
+        tx,
+        [a, b].map((t) => ({ organizationId: t.org.id, type: "device.online" as const, deviceId: t.device.id, payload: { note: marker(t) } })),
+      ),
+    );
+    ctx.services.events.notify();
+    const got = (t: Tenant, note: string) => t.receiver.received.some((r) => r.event?.data?.note === note);
+    await eventually(() => got(a, marker(a)) && got(b, marker(b)), 20_000, "device event deliveries");
+    expect(got(a, marker(b)) || got(b, marker(a))).toBe(false);
   });
 });
 

@@ -1,0 +1,32 @@
+import { EVENT_TYPES, type EventType, event, isEventType } from "../events/catalog";
+
+/** Subscribes an integration to every deliverable event type, present and future. */
+export const ALL_EVENTS = "*";
+/** What integrations created before event types existed got, and what a create without `event_types` gets. */
+export const DEFAULT_EVENT_TYPES: string[] = [event.messageReceived.type];
+
+/**
+ * Types of the catalog that the log never delivers to webhooks: `message.send` is the command to
+ * a device to send an SMS (the message's own events are message.queued ... failed), and
+ * `webhook.test` goes only to the integration it tests, sent by its test route.
+ */
+export const NOT_FROM_LOG: readonly EventType[] = [event.messageSend.type, event.webhookTest.type];
+
+/** Types an integration may subscribe to. */
+export const SUBSCRIBABLE: readonly string[] = EVENT_TYPES.filter((t) => t !== event.messageSend.type);
+
+/** Problems with a requested list of event types, keyed as API.md §1 wants (`event_types.<i>`). */
+export function eventTypeErrors(types: string[]): Record<string, string[]> {
+  const errors: Record<string, string[]> = {};
+  types.forEach((t, i) => {
+    if (t === ALL_EVENTS) return;
+    if (t === event.messageSend.type) errors[`event_types.${i}`] = ["message.send is a command to a device, not a webhook event; subscribe to message.queued"];
+    else if (!isEventType(t)) errors[`event_types.${i}`] = [`unknown event type "${t}"; known: ${SUBSCRIBABLE.join(", ")} or *`];
+  });
+  return errors;
+}
+
+/** The stored form: duplicates dropped, and `*` alone when present (it covers every other type). */
+export function normalizeEventTypes(types: string[]): string[] {
+  return types.includes(ALL_EVENTS) ? [ALL_EVENTS] : [...new Set(types)];
+}
