@@ -42,15 +42,25 @@ export const testEvent = (organizationId: number, n: number, opts: Partial<NewEv
   ...opts,
 });
 
-/** Appends in one transaction, as a change does, then wakes every instance's tail (`notify`). */
-export async function appendAndNotify(ctx: Pick<TestContext, "sql" | "services">, events: NewEvent[]): Promise<string> {
+const isReadable = async (sql: TestContext["sql"], txid: string) =>
+  (await sql<{ readable: boolean }[]>`select ${txid}::xid8 < pg_snapshot_xmin(pg_current_snapshot()) as readable`)[0]!.readable;
+
+/**
+ * Appends in one transaction, as a change does, then wakes every instance's tail (`notify`).
+ * `readable`: whether the events could be read at once after the commit. They cannot while a
+ * write transaction that began earlier still runs anywhere on the PostgreSQL server (another
+ * test process migrating its database, for one): the log holds them back until it ends, so a
+ * test measuring wake-up latency only counts appends that were readable at once.
+ */
+export async function appendAndNotify(ctx: Pick<TestContext, "sql" | "services">, events: NewEvent[]): Promise<{ txid: string; readable: boolean }> {
   const txid = await ctx.sql.begin(async (tx) => {
     await appendEvents(tx, events);
     const [row] = await tx<{ txid: string }[]>`select pg_current_xact_id()::text as txid`;
     return row!.txid;
   });
+  const readable = await isReadable(ctx.sql, txid);
   ctx.services.events.notify();
-  return txid;
+  return { txid, readable };
 }
 
 /**
@@ -58,15 +68,8 @@ export async function appendAndNotify(ctx: Pick<TestContext, "sql" | "services">
  * someone else that began before this one and still runs holds them back (docs/events.md).
  */
 export async function append(ctx: Pick<TestContext, "sql" | "services">, events: NewEvent[]): Promise<void> {
-  const txid = await appendAndNotify(ctx, events);
-  await eventually(
-    async () => {
-      const [row] = await ctx.sql<{ readable: boolean }[]>`select ${txid}::xid8 < pg_snapshot_xmin(pg_current_snapshot()) as readable`;
-      return row!.readable;
-    },
-    5000,
-    "the appended events to be readable",
-  );
+  const { txid } = await appendAndNotify(ctx, events);
+  await eventually(() => isReadable(ctx.sql, txid), 30_000, "the appended events to be readable");
 }
 
 export type EventPageBody = {

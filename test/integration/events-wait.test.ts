@@ -41,17 +41,26 @@ const ns = (body: EventPageBody) => body.data.map((e) => e.data.n);
 describe("GET /api/events?wait=", () => {
   test("answers within 100 ms of an append on this instance (notify), with the new events and their cursor", async () => {
     const t = await createTenant(ctx.sql);
-    const now = (await ctx.request("GET", "/api/events?after=now", { token: t.token })).body.meta.next_cursor;
-    const waiting = await startWait(t.token, `after=${now}&wait=30`);
-    const before = performance.now();
-    await appendAndNotify(ctx, [testEvent(t.org.id, 1), testEvent(t.org.id, 2)]);
-    const notified = performance.now();
-    const res = await waiting.answer;
-    expect(res.status).toBe(200);
-    expect(ns(res.body)).toEqual([1, 2]);
-    expect(res.body.meta.next_cursor).toBe(res.body.data[1]!.id);
-    expect(res.at - notified).toBeLessThan(100);
-    if (process.env.EVENTS_TIMING) console.log(`wake-up ${Math.round(res.at - notified)} ms after notify (${Math.round(notified - before)} ms commit)`);
+    let after = (await ctx.request("GET", "/api/events?after=now", { token: t.token })).body.meta.next_cursor;
+    let measured = 0;
+    for (let round = 0; measured < 3; round++) {
+      expect(round).toBeLessThan(12);
+      const waiting = await startWait(t.token, `after=${after}&wait=30`);
+      const { readable } = await appendAndNotify(ctx, [testEvent(t.org.id, 2 * round), testEvent(t.org.id, 2 * round + 1)]);
+      const notified = performance.now();
+      const res = await waiting.answer;
+      expect(res.status).toBe(200);
+      expect(ns(res.body)).toEqual([2 * round, 2 * round + 1]);
+      expect(res.body.meta.next_cursor).toBe(res.body.data[1]!.id);
+      if (process.env.EVENTS_TIMING)
+        console.log(`wake-up ${Math.round(res.at - notified)} ms after notify${readable ? "" : " (held back by an older transaction)"}`);
+      // An append held back by someone else's older transaction (fixtures-events.ts) is not counted.
+      if (readable) {
+        expect(res.at - notified).toBeLessThan(100);
+        measured++;
+      }
+      after = res.body.meta.next_cursor;
+    }
     expect(ctx.services.eventWaiters.size()).toBe(0);
   });
 
