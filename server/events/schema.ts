@@ -2,10 +2,16 @@ import { Kind, Type, TypeRegistry } from "@sinclair/typebox";
 import { t } from "elysia";
 import { IdParam, IntegerParam } from "../lib/fields";
 import { EVENT_TYPES, isEventType } from "./catalog";
-import { decodeCursor } from "./cursor";
+import { decodeCursor, encodeCursor } from "./cursor";
+
+/** A cursor exactly as this server writes them: base64 decoding is lenient, so an altered one may still decode. */
+const isIssuedCursor = (value: string) => {
+  const position = decodeCursor(value);
+  return position !== null && encodeCursor(position) === value;
+};
 
 /** `after`: `now`, or a cursor this server issued (an event id or a `meta.next_cursor`). */
-export const isEventStart = (value: unknown): value is string => typeof value === "string" && (value === "now" || decodeCursor(value) !== null);
+export const isEventStart = (value: unknown): value is string => typeof value === "string" && (value === "now" || isIssuedCursor(value));
 TypeRegistry.Set("EventStart", (_schema, value) => isEventStart(value));
 
 /** `types`: event type names separated by commas, each one of the catalog's. */
