@@ -57,6 +57,7 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
         {
           match: { organizations: c.readScope, types, hostedSimId: query.hosted_sim, deviceId: query.device, after },
           quotaOrganization: c.organization.id,
+          limit: perPage + 1,
           timeoutMs: query.wait * 1000,
           signal: request.signal,
         },
@@ -67,6 +68,7 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
       );
       if ("refused" in outcome) throw refusedError(outcome.refused, eventWaiters.limits.perOrganization);
       if ("found" in outcome) return answer(outcome.found);
+      if ("woken" in outcome) return answer({ events: outcome.woken.slice(0, perPage), hasMore: outcome.woken.length > perPage });
       if (outcome.ended === "shutdown") throw shuttingDown();
       return answer({ events: [], hasMore: false });
     },

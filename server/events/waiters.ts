@@ -8,9 +8,12 @@ import type { EventTail } from "./tail";
  * The waiting calls of `GET /api/events?wait=` on this instance (docs/architecture.md "Catching
  * up and waiting"). The instance's event tail hands every new event of the log to one listener,
  * which compares it in memory with each waiter of the event's organization (type, number,
- * device, position) and wakes the ones it matches; a woken waiter reads once. No waiter polls
- * the database, and an event appended on another instance wakes waiters here too, since every
- * instance's tail reads the whole log. Knows no SQL and no HTTP: the caller hands it the read.
+ * device, position), hands it the events it matches and wakes it. A woken waiter answers with
+ * those events without reading the database again: its first read found nothing after its
+ * position, and the tail hands on, in log order and without gaps, everything that became
+ * readable since (see `wait`). No waiter polls the database, and an event appended on another
+ * instance wakes waiters here too, since every instance's tail reads the whole log. Knows no
+ * SQL and no HTTP: the caller hands it the first read.
  */
 
 /** What a waiter waits for: the fields of the event rows its read filters on. */
@@ -26,7 +29,7 @@ export type EventMatch = {
 
 export type WaitEnd = "timeout" | "aborted" | "shutdown";
 export type Refusal = "organization_full" | "instance_full" | "closed";
-export type WaitOutcome<T> = { found: T } | { ended: WaitEnd } | { refused: Refusal };
+export type WaitOutcome<T> = { found: T } | { woken: StoredEvent[] } | { ended: WaitEnd } | { refused: Refusal };
 
 export type EventWaiterLimits = { perOrganization: number; perInstance: number };
 export const DEFAULT_EVENT_WAITER_LIMITS: EventWaiterLimits = { perOrganization: 1000, perInstance: 20_000 };
@@ -35,6 +38,8 @@ export type EventWaitRequest = {
   match: EventMatch;
   /** The organization the wait is counted against (`perOrganization`). */
   quotaOrganization: number;
+  /** The most events a wake-up collects (the page size plus one, so the caller can say more follow). */
+  limit: number;
   timeoutMs: number;
   signal?: AbortSignal;
 };
@@ -44,7 +49,8 @@ type Waiter = {
   request: EventWaitRequest;
   afterTxid: bigint;
   types: Set<string> | null;
-  woken: boolean;
+  /** Matching events the tail handed on since the waiter registered, in log order. */
+  events: StoredEvent[];
   ended: WaitEnd | null;
   poke: (() => void) | null;
 };
@@ -91,8 +97,8 @@ export function createEventWaiters(deps: Deps) {
       if (!waiters) continue;
       const txid = BigInt(e.position.txid);
       for (const w of waiters) {
-        if (w.woken || !matches(w, e, txid)) continue;
-        w.woken = true;
+        if (w.events.length >= w.request.limit || !matches(w, e, txid)) continue;
+        w.events.push(e);
         wake(w);
       }
     }
@@ -107,7 +113,7 @@ export function createEventWaiters(deps: Deps) {
 
   function add(r: EventWaitRequest): Waiter {
     const types = r.match.types && new Set<string>(r.match.types);
-    const w: Waiter = { key: `e${++serial}`, request: r, afterTxid: BigInt(r.match.after.txid), types, woken: false, ended: null, poke: null };
+    const w: Waiter = { key: `e${++serial}`, request: r, afterTxid: BigInt(r.match.after.txid), types, events: [], ended: null, poke: null };
     for (const o of new Set(r.match.organizations)) {
       let set = byOrganization.get(o);
       if (!set) byOrganization.set(o, (set = new Set()));
@@ -132,12 +138,16 @@ export function createEventWaiters(deps: Deps) {
     deadlines.cancel(w.key);
   }
 
-  const signalled = (w: Waiter) => (w.ended || w.woken ? Promise.resolve() : new Promise<void>((resolve) => (w.poke = resolve)));
+  const signalled = (w: Waiter) => (w.ended || w.events.length > 0 ? Promise.resolve() : new Promise<void>((resolve) => (w.poke = resolve)));
 
   /**
-   * Waits until `read` finds something. The waiter is registered before the first read, so an
-   * event the tail hands on while that read runs wakes it for a second read: none falls between
-   * the read and the registration (the tail hands on only what a read could already see).
+   * Answers what `read` finds, else the first matching events the tail hands on. Why nothing
+   * falls between them: the waiter registers before the read. An event the tail handed on
+   * before that was readable before it (the tail only reads below the high-water mark, which
+   * never goes back), so the read sees it. An event the tail hands on after it is collected;
+   * if the read saw it too, the read's answer wins. And the tail hands on every event once,
+   * in log order, so the collected events are all the matching ones after the read's, up to
+   * the moment of the wake-up.
    */
   async function wait<T>(r: EventWaitRequest, read: () => Promise<T | null>): Promise<WaitOutcome<T>> {
     const refused = refusal(r);
@@ -147,13 +157,11 @@ export function createEventWaiters(deps: Deps) {
     const onAbort = () => end(w, "aborted");
     r.signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      for (;;) {
-        w.woken = false;
-        const found = await read();
-        if (found !== null) return { found };
-        await signalled(w);
-        if (w.ended) return { ended: w.ended };
-      }
+      const found = await read();
+      if (found !== null) return { found };
+      await signalled(w);
+      if (w.events.length > 0) return { woken: w.events };
+      return { ended: w.ended ?? "timeout" };
     } finally {
       r.signal?.removeEventListener("abort", onAbort);
       remove(w);

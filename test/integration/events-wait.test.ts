@@ -62,7 +62,21 @@ describe("GET /api/events?wait=", () => {
       after = res.body.meta.next_cursor;
     }
     expect(ctx.services.eventWaiters.size()).toBe(0);
-  });
+  }, 30_000);
+
+  test("a wake-up answers at most per_page events and says more follow; the cursor then lists the rest", async () => {
+    const t = await createTenant(ctx.sql);
+    const now = (await ctx.request("GET", "/api/events?after=now", { token: t.token })).body.meta.next_cursor;
+    const waiting = await startWait(t.token, `after=${now}&wait=30&per_page=2`);
+    await appendAndNotify(
+      ctx,
+      [1, 2, 3].map((n) => testEvent(t.org.id, n)),
+    );
+    const res = await waiting.answer;
+    expect(ns(res.body)).toEqual([1, 2]);
+    expect(res.body.meta).toEqual({ next_cursor: res.body.data[1]!.id, per_page: 2, has_more: true });
+    expect(ns((await ctx.request("GET", `/api/events?after=${res.body.meta.next_cursor}`, { token: t.token })).body)).toEqual([3]);
+  }, 30_000);
 
   test("an event that already matches answers at once", async () => {
     const t = await createTenant(ctx.sql);
@@ -141,7 +155,7 @@ describe("GET /api/events?wait=", () => {
     } finally {
       limits.perOrganization = saved;
     }
-  });
+  }, 30_000);
 });
 
 describe("a server that stops", () => {
