@@ -27,6 +27,14 @@ function refusedError(refusal: Refusal, limit: number): AppError {
   });
 }
 
+type Page = { events: StoredEvent[]; hasMore: boolean };
+
+/** The answer: the events, and the cursor to call again with (the last event's id, else `emptyCursor`). */
+const pageAnswer = (page: Page, perPage: number, emptyCursor: string) => ({
+  data: page.events.map(render),
+  meta: { next_cursor: page.events.at(-1)?.cursor ?? emptyCursor, per_page: perPage, has_more: page.hasMore },
+});
+
 const shuttingDown = () =>
   new AppError(503, "unavailable", "The server is shutting down; call again (another instance answers).", { headers: { "retry-after": "1" } });
 
@@ -43,11 +51,8 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
       const types = readableTypes(c, query.types);
       const perPage = query.per_page ?? DEFAULT_PER_PAGE;
       const filter = { organizations: c.readScope, types: types ?? undefined, hostedSimId: query.hosted_sim, deviceId: query.device };
-      const answer = (page: { events: StoredEvent[]; hasMore: boolean }) => {
-        const last = page.events.at(-1);
-        const next = last ? last.cursor : query.after !== undefined && query.after !== "now" ? query.after : encodeCursor(after);
-        return { data: page.events.map(render), meta: { next_cursor: next, per_page: perPage, has_more: page.hasMore } };
-      };
+      // An empty answer keeps the cursor the client sent; from `now` or the log's start it names that position.
+      const answer = (page: Page) => pageAnswer(page, perPage, query.after !== undefined && query.after !== "now" ? query.after : encodeCursor(after));
       const read = () => readEventPage(sql, after, filter, perPage);
       if (query.wait === undefined || types?.length === 0) return answer(await read());
 
