@@ -14,10 +14,10 @@
  */
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
+import { createRedisBus } from "../server/events/bus";
 import { appendEvents } from "../server/events/log";
 import { EVENTS_APPENDED } from "../server/events/tail";
 import { createLogger } from "../server/lib/logger";
-import { createRedisBus } from "../server/realtime/bus";
 import { arg, connect, dropDatabase, freshBenchDatabase, seedDevices, spawnServer } from "./devices-load";
 
 // Bun's fetch keeps at most 256 requests in flight unless told otherwise.
