@@ -604,6 +604,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events after a cursor, or wait for the next
+         * @description The events of your organizations (`X-Organization-Id` narrows them to one) in log order, after `after`. Call again with `after=meta.next_cursor` to catch up; `has_more` tells whether the next page follows at once. With `wait`, an answer that would be empty waits up to that many seconds for the first matching event. An API key reads the event families its permissions cover (message.*: messages.read; number.*, device.*, sim.*, config.*: numbers.read; webhook.*: webhooks.receive); naming in `types` a type it may not read answers 403. 422 for a cursor this server did not issue; 429 when too many calls of your organization wait on one server; 503 when the server shuts down meanwhile (call again).
+         */
+        get: operations["getApiEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/authorize": {
         parameters: {
             query?: never;
@@ -4082,6 +4102,74 @@ export interface operations {
                             /** Format: date-time */
                             updated_at: string;
                         } | null;
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiEvents: {
+        parameters: {
+            query?: {
+                /** @description list the events after this cursor (an event `id`, or `meta.next_cursor` of the previous answer); `now`: only events appended from now on. Default: from the oldest retained event. */
+                after?: string;
+                /** @description only events of these types, separated by commas (message.received, message.queued, message.sending, message.sent, message.delivered, message.failed, message.send, device.online, device.offline, device.disabled, device.enabled, device.revoked, device.updated, sim.verified, sim.deactivated, config.changed, number.locked, number.unlocked, webhook.test). An API key needs the permission of each type's family. */
+                types?: string;
+                /** @description a positive integer id */
+                hosted_sim?: string | number;
+                /** @description a positive integer id */
+                device?: string | number;
+                /** @description 1 to 500, default 100 */
+                per_page?: string | number;
+                /** @description seconds to wait, 1 to 60, when no event matches yet: the answer comes as soon as one does, or with an empty list when the time is up */
+                wait?: string | number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description the event's id, which is also its cursor: list the events after it with `after=<id>` */
+                            id: string;
+                            /**
+                             * @description the event type (docs/events.md)
+                             * @default message.received
+                             * @enum {string}
+                             */
+                            type: "message.received" | "message.queued" | "message.sending" | "message.sent" | "message.delivered" | "message.failed" | "message.send" | "device.online" | "device.offline" | "device.disabled" | "device.enabled" | "device.revoked" | "device.updated" | "sim.verified" | "sim.deactivated" | "config.changed" | "number.locked" | "number.unlocked" | "webhook.test";
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description the organization this view of the event belongs to (an event id belongs to one organization) */
+                            organization_id: number;
+                            /** @description the event's payload, as webhooks and realtime carry it (docs/events.md) */
+                            data: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                        meta: {
+                            /** @description call again with `after=<next_cursor>` for what follows: the last listed event's id, or when none was listed the `after` given (from `now`, or without `after`, a cursor naming that start) */
+                            next_cursor: string;
+                            per_page: number;
+                            /** @description true when more events follow at once (the page is full); false: the list has caught up */
+                            has_more: boolean;
+                        };
                     };
                 };
             };

@@ -50,6 +50,7 @@ async function main() {
     services.logger.info({ signal }, "shutting down");
     services.realtime.shutdown(); // clients reconnect at once, to another instance
     services.waiters.close(); // waiting calls are answered (503) instead of holding app.stop() for up to two minutes
+    services.eventWaiters.close();
     await app.stop();
     await services.close();
     process.exit(0);

@@ -7,6 +7,7 @@ import { migrate } from "./db/migrate";
 import { createDeviceRuntime } from "./devices/runtime";
 import { createLocalBus, createRedisBus } from "./events/bus";
 import { createEventTail } from "./events/tail";
+import { createEventWaiters } from "./events/waiters";
 import { createJobQueue } from "./jobs/queue";
 import { registerWorkers } from "./jobs/workers";
 import { type Clock, systemClock } from "./lib/clock";
@@ -61,6 +62,9 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   // Calls waiting for a message (GET /api/numbers/{id}/messages/next), woken by the event tail.
   const waiters = createMessageWaiters({ onEvents: events.onEvents, clock });
   metrics.gauge("simhost_message_waiters", "Calls waiting for a message on this instance", () => waiters.size());
+  // Calls waiting for an event (GET /api/events?wait=), woken by this instance's event tail.
+  const eventWaiters = createEventWaiters({ events, clock });
+  metrics.gauge("simhost_event_waiters", "Calls waiting for an event on this instance", () => eventWaiters.size());
   const realtime = await setupRealtime({ config, sql: db.sql, redis: redisGuard, bus, onEvents: events.onEvents, onRevoked: auth.onRevoked, metrics, logger });
 
   return {
@@ -83,6 +87,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     webhooks,
     realtime,
     waiters,
+    eventWaiters,
     /** Starts background work (job workers, timers). Tests that drive work by hand skip it. */
     start() {
       // WORKERS=0: an instance that serves the API only; other instances run the jobs.
@@ -95,6 +100,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     },
     async close() {
       waiters.close();
+      eventWaiters.close();
       await webhooks.stop();
       events.stop();
       realtime.close();
