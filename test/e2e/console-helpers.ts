@@ -15,8 +15,8 @@ import { startServer, stopServer } from "./realtime-client";
  */
 export type ConsoleWorld = { ctx: TestContext & { baseUrl: string; port: number }; provider: Provider; browser: Browser | undefined; base: string };
 
-export async function startConsoleWorld(): Promise<ConsoleWorld> {
-  const ctx = await startServer();
+export async function startConsoleWorld(env: Record<string, string> = {}): Promise<ConsoleWorld> {
+  const ctx = await startServer(env);
   ctx.services.start();
   const provider = startProvider({
     port: 0,
@@ -55,6 +55,11 @@ export async function signIn(page: Page, email: string, password = TEST_PASSWORD
   await page.getByLabel("Password").fill(password);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("button", { name: "Sign out" }).waitFor();
+}
+
+/** The console's session token, as the page holds it (sessionStorage). */
+export function tokenOf(page: Page): Promise<string> {
+  return page.evaluate(() => sessionStorage.getItem("simhost.token") ?? "");
 }
 
 /** axe-core on the page as it is now: no serious or critical violation. */
