@@ -22,13 +22,15 @@ export const ASSET_PREFIX = "/assets/";
 
 /**
  * Packages' browser builds. Bun's bundler picks them from package.json's "browser" field, except
- * when it runs inside `bun test`, which resolves pusher-js to its Node build.
+ * when it runs inside `bun test`, which resolves pusher-js (and qrcode) to their Node builds.
  */
 const browserBuilds: import("bun").BunPlugin = {
   name: "browser-builds",
   setup(build) {
     const pusher = join(dirname(Bun.resolveSync("pusher-js/package.json", import.meta.dir)), "dist", "web", "pusher.js");
+    const qrcode = join(dirname(Bun.resolveSync("qrcode/package.json", import.meta.dir)), "lib", "browser.js");
     build.onResolve({ filter: /^pusher-js$/ }, () => ({ path: pusher }));
+    build.onResolve({ filter: /^qrcode$/ }, () => ({ path: qrcode }));
   },
 };
 
