@@ -16,9 +16,15 @@ api.use({
     if (org) request.headers.set("x-organization-id", String(org));
     return request;
   },
-  onResponse({ response, request }) {
-    // The session ended elsewhere (logout in another client, revoked): back to sign-in.
-    if (response.status === 401 && request.headers.has("authorization")) forget(false);
+  async onResponse({ response, request }) {
+    // The session ended elsewhere (logout in another client, revoked): back to sign-in. Other
+    // 401s (a wrong two-factor code) are the answer to show.
+    if (response.status !== 401 || !request.headers.has("authorization")) return;
+    const body = (await response
+      .clone()
+      .json()
+      .catch(() => null)) as { code?: string } | null;
+    if (body?.code === "unauthenticated") forget(false);
   },
 });
 
@@ -59,7 +65,7 @@ export type Identity = {
 
 export async function fetchIdentity(): Promise<Identity> {
   const res = await fetch("/api/v2/me", { headers: { authorization: `Bearer ${token() ?? ""}`, accept: "application/json" } });
-  if (res.status === 401) forget(false);
+  if (res.status === 401) forget(false); // only a token that no longer works gets 401 here
   if (!res.ok) throw new ApiError(((await res.json().catch(() => ({}))) as { message?: string }).message ?? `HTTP ${res.status}`, res.status);
   return (await res.json()) as Identity;
 }

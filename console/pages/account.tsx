@@ -41,8 +41,9 @@ export function AccountPage() {
 }
 
 function TwoFactor() {
-  const { identity, reload } = useSession();
-  const enabled = identity.user.two_factor_enabled;
+  const { identity } = useSession();
+  // The enable/disable answers carry the user; GET /api/me may lag them by the credential cache's seconds.
+  const [enabled, setEnabled] = useState(identity.user.two_factor_enabled);
   const [setup, setSetup] = useState<{ secret: string; qr: string } | null>(null);
   const [code, setCode] = useState("");
   const { error, busy, run } = useAction();
@@ -57,11 +58,11 @@ function TwoFactor() {
   const confirmCode = (e: Event) => {
     e.preventDefault();
     run(async () => {
-      if (enabled) await ok(api.POST("/api/auth/2fa/disable", { body: { code: code.trim() } }));
-      else await ok(api.POST("/api/auth/2fa/enable", { body: { code: code.trim() } }));
+      const body = { code: code.trim() };
+      const { data } = await ok(enabled ? api.POST("/api/auth/2fa/disable", { body }) : api.POST("/api/auth/2fa/enable", { body }));
+      setEnabled(data.two_factor_enabled);
       setSetup(null);
       setCode("");
-      reload();
     });
   };
 

@@ -54,7 +54,7 @@ export async function signIn(page: Page, email: string, password = TEST_PASSWORD
   await page.getByLabel("Email").fill(email);
   await page.getByLabel("Password").fill(password);
   await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("button", { name: "Sign out" }).waitFor();
+  await page.getByRole("button", { name: "Sign out", exact: true }).waitFor();
 }
 
 /** The console's session token, as the page holds it (sessionStorage). */

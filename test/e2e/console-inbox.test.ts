@@ -119,7 +119,7 @@ describe.skipIf(!CHROMIUM)("sign-in, organizations, numbers, live inbox", () => 
     // The next time step's code: the one enable used is spent.
     await page.getByLabel("Authenticator code").fill(await generate({ secret, epoch: Math.floor(Date.now() / 1000) + 30 }));
     await page.getByRole("button", { name: "Verify" }).click();
-    await page.getByRole("button", { name: "Sign out" }).waitFor();
+    await page.getByRole("button", { name: "Sign out", exact: true }).waitFor();
     expect(page.url()).toEndWith("/inbox");
     await context.close();
   }, 60_000);

@@ -121,9 +121,9 @@ describe.skipIf(!CHROMIUM)("in a browser", () => {
 
     // A second tab opened from the first (it copies sessionStorage, as browsers do).
     const [second] = await Promise.all([context.waitForEvent("page"), page.evaluate(() => window.open("/numbers"))]);
-    await second.getByRole("button", { name: "Sign out" }).waitFor();
+    await second.getByRole("button", { name: "Sign out", exact: true }).waitFor();
 
-    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
     await page.getByRole("button", { name: "Sign in" }).waitFor();
     await second.getByRole("button", { name: "Sign in" }).waitFor();
     expect(await second.evaluate(() => sessionStorage.getItem("simhost.token"))).toBeNull();
