@@ -200,7 +200,10 @@ function Hook(props: { hook: Integration; admin: boolean; teams: Team[]; onChang
         <button
           type="button"
           disabled={action.busy}
-          onClick={() => action.run(async () => setTest(await ok(api.POST("/api/webhook-integrations/{webhook_integration}/test", { params: { path } }))))}
+          onClick={() => {
+            setTest(null);
+            action.run(async () => setTest(await ok(api.POST("/api/webhook-integrations/{webhook_integration}/test", { params: { path } }))));
+          }}
         >
           Send a test
         </button>
