@@ -1,4 +1,4 @@
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, fetchIdentity, type Identity } from "./api";
 import { type Session, SessionContext } from "./context";
 import { AccountPage } from "./pages/account";
@@ -66,6 +66,15 @@ function Shell() {
   useEffect(() => {
     if (path === "/") navigate("/inbox");
   }, [path]);
+  // After a client-side navigation, screen readers and keyboards start at the new page's heading.
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    document.querySelector<HTMLElement>("main h1")?.focus();
+  }, [path]);
 
   if (error) return <ErrorBox error={error} />;
   if (!identity || !orgId) return <p role="status">Loading…</p>;
@@ -101,7 +110,7 @@ function Shell() {
         </ul>
       </nav>
       <main id="main" key={`${org.id}`}>
-        <h1>{page.title}</h1>
+        <h1 tabIndex={-1}>{page.title}</h1>
         <View />
       </main>
     </SessionContext.Provider>

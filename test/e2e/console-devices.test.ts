@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sendThroughProvider } from "../../device-sim/provider";
 import { randomSimNumber } from "../fixtures-devices";
+import { eventually } from "../fixtures-numbers";
 import { CHROMIUM, warnIfNoChromium } from "./browser";
 import { type ConsoleWorld, createMember, expectAccessible, newContext, signIn, startConsoleWorld, stopConsoleWorld, tokenOf } from "./console-helpers";
 
@@ -32,12 +33,16 @@ describe.skipIf(!CHROMIUM)("devices", () => {
     await page.getByRole("button", { name: "Register", exact: true }).click();
     const codes = page.getByRole("region", { name: "Verify the SIM cards" });
     await codes.waitFor();
-    const code = (await codes.locator("mark").textContent())!.trim();
+    const first = (await codes.locator("mark").textContent())!.trim();
     expect(await codes.textContent()).toContain(w.ctx.config.PROVIDER_NUMBER);
     await codes.getByText(/left$/).waitFor(); // the code's countdown
     const card = page.locator("li.card", { hasText: "QA Pixel" });
     await card.getByText("pending_verification").waitFor();
     await expectAccessible(page, "devices (codes)");
+    // A new code replaces the first, which stops working.
+    await card.getByRole("button", { name: "Reissue code" }).click();
+    await eventually(async () => (await codes.locator("mark").textContent())!.trim() !== first, 5000, "a new code");
+    const code = (await codes.locator("mark").textContent())!.trim();
 
     // The phone texts its code to the provider number: the card turns active on screen.
     const simNumber = randomSimNumber();

@@ -129,9 +129,12 @@ describe.skipIf(!CHROMIUM)("sign-in, organizations, numbers, live inbox", () => 
     const page = await context.newPage();
     await page.goto("/numbers");
     await expectAccessible(page, "sign-in");
-    await page.getByLabel("Email").fill("nobody@example.test");
-    await page.getByLabel("Password").fill("wrong password");
-    await page.getByRole("button", { name: "Sign in" }).click();
+    // With the keyboard only: the email field, Tab, the password, Enter.
+    await page.getByLabel("Email").focus();
+    await page.keyboard.type("nobody@example.test");
+    await page.keyboard.press("Tab");
+    await page.keyboard.type("wrong password");
+    await page.keyboard.press("Enter");
     await page.getByRole("alert").waitFor();
     expect(await page.getByRole("alert").textContent()).toMatch(/email|password|credentials/i);
     await context.close();
