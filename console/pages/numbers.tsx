@@ -9,6 +9,7 @@ export function NumbersPage() {
   const { orgId } = useSession();
   const admin = useIsAdmin();
   const numbers = useLoad(async () => (await ok(api.GET("/api/numbers"))).data, [orgId]);
+  const teams = useLoad(async () => (admin ? (await ok(api.GET("/api/teams"))).data : []), [orgId, admin]);
   const action = useAction();
 
   useEffect(() => {
@@ -50,7 +51,7 @@ export function NumbersPage() {
       {list.length > 0 && (
         <ul class="cards" aria-label="Numbers">
           {list.map((n) => (
-            <NumberCard key={n.id} number={n} orgId={orgId} onChange={numbers.reload} act={act} busy={action.busy} />
+            <NumberCard key={n.id} number={n} orgId={orgId} teams={admin ? (teams.data ?? []) : []} act={act} busy={action.busy} />
           ))}
         </ul>
       )}
@@ -58,25 +59,32 @@ export function NumbersPage() {
   );
 }
 
-function NumberCard(props: { number: HostedNumber; orgId: number; onChange: () => void; act: (fn: () => Promise<unknown>) => void; busy: boolean }) {
+type Team = { id: number; name: string };
+
+function NumberCard(props: { number: HostedNumber; orgId: number; teams: Team[]; act: (fn: () => Promise<unknown>) => void; busy: boolean }) {
   const n = props.number;
   const mine = n.organizations.find((o) => o.id === props.orgId);
   const [editing, setEditing] = useState(false);
   const [alias, setAlias] = useState(mine?.alias ?? "");
+  const [team, setTeam] = useState(mine?.team_id ? String(mine.team_id) : "");
   const ours = n.lock !== null && n.lock.organization_id === props.orgId;
+  const teamName = n.teams.find((t) => t.id === mine?.team_id)?.name;
+  const lock = (body: { duration_seconds: number; release_on_message?: boolean }) =>
+    props.act(() => ok(api.POST("/api/numbers/{id}/lock", { params: { path: { id: n.id } }, body })));
   return (
     <li class="card">
       <h2>
         <span class="mono">{n.number}</span> {mine?.alias && <span class="alias">{mine.alias}</span>}
       </h2>
       <p class="meta">
-        {n.type} · {n.status} · {n.messages_received_count} messages
+        {n.type} · {n.status} · {n.messages_received_count} messages{teamName ? ` · team ${teamName}` : ""}
       </p>
       <p class="lock">
         {n.locked ? (
           n.lock ? (
             <>
               Locked by your organization, <Countdown until={n.lock.locked_until} />
+              {n.lock.release_on_message && `, until the next message${n.lock.sender ? ` from ${n.lock.sender}` : ""}`}
             </>
           ) : (
             "Locked by another organization"
@@ -107,13 +115,18 @@ function NumberCard(props: { number: HostedNumber; orgId: number; onChange: () =
         <div class="actions">
           <Link href={`/inbox?number=${n.id}`}>Inbox</Link>
           {!n.locked && (
+            <button type="button" disabled={props.busy} aria-label={`Lock ${n.number} for 10 minutes`} onClick={() => lock({ duration_seconds: 600 })}>
+              Lock
+            </button>
+          )}
+          {!n.locked && (
             <button
               type="button"
               disabled={props.busy}
-              aria-label={`Lock ${n.number} for 10 minutes`}
-              onClick={() => props.act(() => ok(api.POST("/api/numbers/{id}/lock", { params: { path: { id: n.id } }, body: { duration_seconds: 600 } })))}
+              aria-label={`Lock ${n.number} until its next message`}
+              onClick={() => lock({ duration_seconds: 600, release_on_message: true })}
             >
-              Lock
+              Lock until next SMS
             </button>
           )}
           {ours && (
@@ -130,6 +143,29 @@ function NumberCard(props: { number: HostedNumber; orgId: number; onChange: () =
             Alias
           </button>
         </div>
+      )}
+      {n.type === "virtual" && props.teams.length > 0 && (
+        <form
+          class="inline"
+          onSubmit={(e) => {
+            e.preventDefault();
+            // claim-virtual on a verified BYOS number of the organization assigns it to a team (docs/api-notes.md).
+            props.act(() => ok(api.POST("/api/numbers/claim-virtual", { body: { hosted_sim_id: n.id, team_id: Number(team) } })));
+          }}
+        >
+          <label for={`team-${n.id}`}>Team of {n.number}</label>
+          <select id={`team-${n.id}`} required value={team} onChange={(e) => setTeam((e.target as HTMLSelectElement).value)}>
+            <option value="">Choose a team</option>
+            {props.teams.map((t) => (
+              <option key={t.id} value={String(t.id)}>
+                {t.name}
+              </option>
+            ))}
+          </select>
+          <button type="submit" disabled={props.busy}>
+            Assign
+          </button>
+        </form>
       )}
     </li>
   );

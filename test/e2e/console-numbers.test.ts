@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { WebSocketRoute } from "playwright-core";
 import { sendThroughProvider } from "../../device-sim/provider";
 import { storeInboundMessages } from "../../server/messages/inbound";
-import { attachNumber, createPoolNumber, eventually } from "../fixtures-numbers";
+import { attachNumber, createByosNumber, createPoolNumber, createTeam, eventually } from "../fixtures-numbers";
 import { CHROMIUM, warnIfNoChromium } from "./browser";
 import { type ConsoleWorld, createMember, expectAccessible, newContext, signIn, startConsoleWorld, stopConsoleWorld, tokenOf } from "./console-helpers";
 
@@ -40,8 +40,8 @@ async function history(hostedSimId: number, count: number) {
 }
 
 describe.skipIf(!CHROMIUM)("numbers and the inbox's history", () => {
-  test("order from the pool, lock with a countdown, unlock, alias; a lock taken elsewhere shows live", async () => {
-    const { user } = await createMember(w.ctx.sql, { role: "admin" });
+  test("order from the pool, lock with a countdown, unlock, alias, lock until the next SMS, a phone's number to a team; a lock taken elsewhere shows live", async () => {
+    const { user, orgId } = await createMember(w.ctx.sql, { role: "admin" });
     const pool = await createPoolNumber(w.ctx.sql);
     const context = await newContext(w);
     const page = await context.newPage();
@@ -67,6 +67,21 @@ describe.skipIf(!CHROMIUM)("numbers and the inbox's history", () => {
     await page.getByLabel(`Alias for ${pool.number}`).fill("checkout flow");
     await page.getByRole("button", { name: "Save" }).click();
     await card.getByText("checkout flow").waitFor();
+
+    // Locked until its next SMS: the SMS (through the provider emulator) releases it, live.
+    await card.getByRole("button", { name: `Lock ${pool.number} until its next message` }).click();
+    await card.getByText(/until the next message/).waitFor();
+    await sendThroughProvider(w.provider.url, { from: "+15550003333", to: pool.number, body: "Your code is 123456" });
+    await card.getByText("Unlocked").waitFor({ timeout: 5000 });
+
+    // A verified number of one of the organization's phones goes to a team.
+    const team = await createTeam(w.ctx.sql, orgId, "Checkout");
+    const byos = await createByosNumber(w.ctx.sql, orgId);
+    await page.reload();
+    const phone = page.locator("li.card", { hasText: byos.number });
+    await phone.getByLabel(`Team of ${byos.number}`).selectOption({ label: team.name });
+    await phone.getByRole("button", { name: "Assign" }).click();
+    await phone.getByText("team Checkout").waitFor();
 
     // Another client of the organization (the API with the same account) locks it: live here.
     const locked = await fetch(`${w.base}/api/numbers/${pool.id}/lock`, {
