@@ -23,6 +23,10 @@ const PAGES = [
   { path: "/account", title: "Account", view: AccountPage },
 ];
 
+// Asked for while the page renders its first frame, when the tab is signed in already.
+let early: Promise<Identity> | null = token() ? fetchIdentity() : null;
+early?.catch(() => {});
+
 export function App() {
   const [signedIn, setSignedIn] = useState(token() !== null);
   const [notice, setNotice] = useState<string | undefined>();
@@ -51,7 +55,9 @@ function Shell() {
   const path = usePath();
 
   useEffect(() => {
-    fetchIdentity()
+    const pending = early ?? fetchIdentity();
+    early = null;
+    pending
       .then((me) => {
         setIdentity(me);
         const chosen = organizationId();

@@ -123,7 +123,7 @@ function NumberCard(props: { number: HostedNumber; orgId: number; teams: Team[];
             <button
               type="button"
               disabled={props.busy}
-              aria-label={`Lock ${n.number} until its next message`}
+              aria-label={`Lock until next SMS: ${n.number}`}
               onClick={() => lock({ duration_seconds: 600, release_on_message: true })}
             >
               Lock until next SMS

@@ -69,7 +69,7 @@ describe.skipIf(!CHROMIUM)("numbers and the inbox's history", () => {
     await card.getByText("checkout flow").waitFor();
 
     // Locked until its next SMS: the SMS (through the provider emulator) releases it, live.
-    await card.getByRole("button", { name: `Lock ${pool.number} until its next message` }).click();
+    await card.getByRole("button", { name: `Lock until next SMS: ${pool.number}` }).click();
     await card.getByText(/until the next message/).waitFor();
     await sendThroughProvider(w.provider.url, { from: "+15550003333", to: pool.number, body: "Your code is 123456" });
     await card.getByText("Unlocked").waitFor({ timeout: 5000 });
