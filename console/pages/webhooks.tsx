@@ -2,7 +2,8 @@ import { useState } from "preact/hooks";
 import type { ApiAnswer } from "../../clients/api";
 import { api, ok } from "../api";
 import { useIsAdmin, useSession } from "../context";
-import { CopyButton, Empty, ErrorBox, Field, useAction, useLoad, When } from "../ui";
+import { CopyButton, Empty, ErrorBox, Field, useAction, useLoad } from "../ui";
+import { Logs } from "./webhook-logs";
 
 type Integration = ApiAnswer<"/api/webhook-integrations", "get">["data"][number];
 type Team = { id: number; name: string };
@@ -261,64 +262,5 @@ function Hook(props: { hook: Integration; admin: boolean; teams: Team[]; onChang
       <ErrorBox error={action.error} />
       {showLogs && <Logs id={h.id} />}
     </li>
-  );
-}
-
-function Logs({ id }: { id: number }) {
-  const logs = useLoad(
-    async () =>
-      (await ok(api.GET("/api/webhook-integrations/{webhook_integration}/logs", { params: { path: { webhook_integration: id }, query: { per_page: 50 } } })))
-        .data,
-    [id],
-  );
-  if (logs.error) return <ErrorBox error={logs.error} />;
-  if (!logs.data) return <p role="status">Loading…</p>;
-  if (logs.data.length === 0) return <p class="meta">No deliveries yet: send a test, or wait for a message to a mapped team.</p>;
-  return (
-    <div class="table-wrap">
-      <table>
-        <caption>Deliveries, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Event</th>
-            <th scope="col">Attempt</th>
-            <th scope="col">Status</th>
-            <th scope="col">Answer</th>
-          </tr>
-        </thead>
-        <tbody>
-          {logs.data.map((l) => (
-            <tr key={l.id}>
-              <td>
-                <When at={l.created_at} />
-              </td>
-              <td>
-                {l.event_type}
-                {l.message_id ? ` (message ${l.message_id})` : ""}
-              </td>
-              <td>{l.attempt}</td>
-              <td>
-                {l.status}
-                {l.next_retry_at && (
-                  <>
-                    , retry at <When at={l.next_retry_at} />
-                  </>
-                )}
-              </td>
-              <td>
-                {l.http_status ? `HTTP ${l.http_status}` : ""} {l.response_time_ms !== null ? `${l.response_time_ms} ms` : ""} {l.error ?? ""}
-                {l.response_body && (
-                  <details>
-                    <summary>Body</summary>
-                    <pre>{l.response_body}</pre>
-                  </details>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
   );
 }
