@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { consoleRoutes } from "./console/routes";
 import { isDatabaseUnavailable } from "./db/client";
 import { openApiDocument } from "./docs/document";
 import { docsRoutes } from "./docs/routes";
@@ -83,6 +84,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
   const deprecations = createDeprecations(opts.deprecations ?? DEPRECATIONS, services.config.PUBLIC_URL, opts.versionSunsets);
   const bodies = createBodyRules();
   const limits = { bodyBytes: services.config.MAX_BODY_BYTES, headerBytes: services.config.MAX_HEADER_BYTES };
+  const webConsole = consoleRoutes(services.config);
   const app = new Elysia({ websocket: websocketServerOptions, serve: { maxRequestBodySize: BUN_BODY_BYTES } })
     .onRequest(({ request, set }) => {
       const id = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
@@ -104,6 +106,8 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
     .onError(({ code, error, request, route, set, params }): Response | Promise<Response> => {
       const versioned = code === "NOT_FOUND" ? unversioned(request) : null;
       if (versioned) return app.handle(versioned);
+      const consolePage = code === "NOT_FOUND" ? webConsole.fallback(request) : null;
+      if (consolePage) return consolePage;
       const inputs = code === "VALIDATION" ? { ...Object.fromEntries(new URL(request.url).searchParams), ...(params as Record<string, unknown>) } : {};
       const body = parsedBodies.get(request);
       const shape = code === "VALIDATION" && (error as { type?: string }).type === "body" ? bodies.refusal(request, route, body) : null;
@@ -148,6 +152,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       detail: { hide: true },
     })
     .use(healthRoutes(services))
+    .use(webConsole.routes)
     .use(featureRoutes(services))
     .use(v2Routes(services));
   bodies.learn(app.routes);
