@@ -6,6 +6,9 @@
  *
  * `one`: one instance, in-process bus. `redis`: two instances sharing Redis (REDIS_URL, default
  * redis://127.0.0.1:6379); the event is published on A, every subscriber is connected to B.
+ * Since issue 16 events reach the hub from the event log (each instance reads it), and this bench
+ * hands rows straight to A's hub (`deliverEvents`): it measures encoding and the fan-out to
+ * sockets, not the log; in `redis` mode B's subscribers no longer receive A's rows this way.
  * Server and clients share this process (one clock); client work counts against the server, so
  * the figures are on the pessimistic side.
  */
@@ -110,7 +113,20 @@ async function runServer() {
   const publishCalls: number[] = [];
   for (let r = 0; r < ROUNDS + 10; r++) {
     const t0 = epoch();
-    a.services.publish(CHANNEL, "message.received", { seq: r, message: { ...message, id: r } });
+    // Straight to the hub, as the event tail hands it rows of the log (the database is not measured here).
+    a.services.realtime.deliverEvents([
+      {
+        cursor: `evt_${r}`,
+        position: { txid: "0", id: r },
+        organizationId: 1,
+        type: "message.received",
+        hostedSimId: null,
+        deviceId: null,
+        teamId: null,
+        payload: { seq: r, message: { ...message, id: r } },
+        createdAt: new Date(),
+      },
+    ]);
     // With the in-process bus this is the whole server side: encoding once and writing to every socket.
     if (r >= 10) publishCalls.push(epoch() - t0);
     const [seq, at] = (await next()).split(" ");

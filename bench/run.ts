@@ -10,7 +10,7 @@
  *   --only   just these benchmarks (names below); the doc is then left alone unless --write
  *
  * Names: heartbeat, sms, sms-api-only, webhooks, webhooks-devices, history, connections, broadcast-one, broadcast-redis, actors,
- * two-instances, next. Needs PostgreSQL at BENCH_DATABASE_URL's server (default 127.0.0.1:5432) and
+ * two-instances, next, events-wait. Needs PostgreSQL at BENCH_DATABASE_URL's server (default 127.0.0.1:5432) and
  * Redis at REDIS_URL (default 127.0.0.1:6379); every script makes and drops its own database
  * (history keeps its reusable 1M-message data set in `simhost_bench`) and uses its own Redis prefix.
  */
@@ -272,6 +272,21 @@ const benches: Bench[] = [
         target: "all answered, none twice, memory reported",
         met:
           o.concurrent.answered === o.concurrent.waiters && o.concurrent.answered_twice === 0 && o.concurrent.wrong_message === 0 && o.concurrent.failed === 0,
+        command,
+      },
+    ],
+  },
+  {
+    name: "events-wait",
+    script: "bench/events-waiters.ts",
+    args: ["--waiters", "1000", "--rounds", quick ? "2" : "5"],
+    timeout: quick ? 240 : 600,
+    rows: (o, command) => [
+      {
+        figure: `${n(o.waiters)} concurrent GET /api/events?wait= on one instance, one event appended, ${o.rounds} rounds`,
+        measured: `wake-up p99 ${ms(o.simhost.p99_ms)} (p50 ${ms(o.simhost.p50_ms)}; bare Bun releasing as many held requests p99 ${ms(o.baseline.p99_ms)}), ${o.simhost.wrong_or_missing} wrong; ${n(o.simhost.bytes_per_waiter)} bytes/waiter`,
+        target: "p99 < 50 ms; memory reported",
+        met: o.simhost.p99_ms < 50 && o.simhost.wrong_or_missing === 0,
         command,
       },
     ],

@@ -15,11 +15,11 @@
  */
 import postgres from "postgres";
 import { loadConfig } from "../server/config";
+import { appendEvents } from "../server/events/log";
 import { createGroupCommit } from "../server/lib/group-commit";
 import { storeInboundMessages } from "../server/messages/inbound";
 import { findMessagesForFanout } from "../server/messages/store";
 import { createServices } from "../server/services";
-import { enqueueWebhookDeliveries } from "../server/webhooks/forwarding";
 import { startReceiver } from "./webhook-receiver";
 
 const arg = (name: string, fallback: number) => {
@@ -85,14 +85,22 @@ async function drain() {
         tx,
         stored.map((s) => s!.messageId),
       );
-      await enqueueWebhookDeliveries(
+      // The fan-out's part: message.received in the log (webhook deliveries are made from it).
+      await appendEvents(
         tx,
-        found.map((f) => f.message),
-        Date.now(),
+        found.map(({ message }) => ({
+          organizationId: org!.id,
+          type: "message.received" as const,
+          hostedSimId: sim!.id,
+          teamId: team!.id,
+          dedupeKey: `message:${message.id}`,
+          payload: { message: { ...message, team_id: team!.id }, hosted_sim: { id: sim!.id, number: message.number, alias: null }, team: null },
+        })),
       );
       await tx`delete from jobs where queue = 'message.inbound'`;
     });
   }
+  await services.webhooks.drainEvents();
   const t0 = performance.now();
   for (let i = 0; i < DRAIN; i++) sentAt.set(`bench ${i}`, t0);
   services.start();

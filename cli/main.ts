@@ -4,6 +4,7 @@ import pkg from "../package.json" with { type: "json" };
 import { registerAdmin } from "./commands/admin";
 import { registerAuth } from "./commands/auth";
 import { registerDevices } from "./commands/devices";
+import { registerEvents } from "./commands/events";
 import { registerHealth } from "./commands/health";
 import { registerKeys } from "./commands/keys";
 import { registerMessages } from "./commands/messages";
@@ -31,6 +32,7 @@ const commandModules: Array<(program: Command) => void> = [
   registerDevices,
   registerSims,
   registerWebhooks,
+  registerEvents,
 ];
 
 export function buildProgram(): Command {

@@ -644,6 +644,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events after a cursor, or wait for the next
+         * @description The events of your organizations (`X-Organization-Id` narrows them to one) in log order, after `after`. Call again with `after=meta.next_cursor` to catch up; `has_more` tells whether the next page follows at once. With `wait`, an answer that would be empty waits up to that many seconds for the first matching event. An API key reads the event families its permissions cover (message.*: messages.read; number.*, device.*, sim.*, config.*: numbers.read; webhook.*: webhooks.receive); naming in `types` a type it may not read answers 403. 422 for a cursor this server did not issue; 429 when too many calls of your organization wait on one server; 503 when the server shuts down meanwhile (call again).
+         */
+        get: operations["getApiEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/authorize": {
         parameters: {
             query?: never;
@@ -1040,6 +1060,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/webhook-integrations/{webhook_integration}/logs/{log}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver the event of a log record again as a new delivery, under the same webhook-id (409 for a test event)
+         * @description Scope: the caller's organization. Members read; changes need the admin or owner role. An API key needs webhooks.receive, which allows every webhook operation of its organization.
+         */
+        post: operations["postApiWebhook-integrationsByWebhook_integrationLogsByLogRedeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhook-integrations/{webhook_integration}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the integration's events of a window (at most 7 days, 10,000 events) again as new deliveries under their own webhook-ids; replays go through their own slower queue, one at a time per integration (409 while one is being sent)
+         * @description Scope: the caller's organization. Members read; changes need the admin or owner role. An API key needs webhooks.receive, which allows every webhook operation of its organization.
+         */
+        post: operations["postApiWebhook-integrationsByWebhook_integrationReplay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/webhook-integrations/{webhook_integration}/mappings": {
         parameters: {
             query?: never;
@@ -1184,6 +1244,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/teams/{team}/webhooks/{webhook}/logs/{log}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver the event of a log record again, under the same webhook-id
+         * @description The team view of the organization's webhook integrations (API.md §3): integrations mapped to the team. Members read; changes need the admin or owner role or webhooks.receive.
+         */
+        post: operations["postApiTeamsByTeamWebhooksByWebhookLogsByLogRedeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/teams/{team}/webhooks/{webhook}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the integration's events of a window again (as POST /api/webhook-integrations/{id}/replay)
+         * @description The team view of the organization's webhook integrations (API.md §3): integrations mapped to the team. Members read; changes need the admin or owner role or webhooks.receive.
+         */
+        post: operations["postApiTeamsByTeamWebhooksByWebhookReplay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1194,6 +1294,677 @@ export interface components {
             errors?: {
                 [key: string]: string[];
             };
+        };
+        "Event.message.received": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.scheduled": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.queued": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.sending": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.sent": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.delivered": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.failed": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.cancelled": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.expired": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.send": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                to: string;
+                text: string;
+                sim_slot: number | null;
+            };
+        };
+        "Event.message.send_cancelled": {
+            message: {
+                id: number;
+            };
+        };
+        "Event.device.online": {
+            device_id: number;
+            organization_id: number;
+            /** @description pending_verification, active, disabled or revoked */
+            status: string;
+            is_online: boolean;
+            /** Format: date-time */
+            last_seen_at: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            config_version: number;
+        };
+        "Event.device.offline": {
+            device_id: number;
+            organization_id: number;
+            /** @description pending_verification, active, disabled or revoked */
+            status: string;
+            is_online: boolean;
+            /** Format: date-time */
+            last_seen_at: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            config_version: number;
+        };
+        "Event.device.disabled": {
+            device_id: number;
+            organization_id: number;
+            /** @description pending_verification, active, disabled or revoked */
+            status: string;
+            is_online: boolean;
+            /** Format: date-time */
+            last_seen_at: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            config_version: number;
+        };
+        "Event.device.enabled": {
+            device_id: number;
+            organization_id: number;
+            /** @description pending_verification, active, disabled or revoked */
+            status: string;
+            is_online: boolean;
+            /** Format: date-time */
+            last_seen_at: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            config_version: number;
+        };
+        "Event.device.revoked": {
+            device_id: number;
+            organization_id: number;
+            /** @description pending_verification, active, disabled or revoked */
+            status: string;
+            is_online: boolean;
+            /** Format: date-time */
+            last_seen_at: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            config_version: number;
+        };
+        "Event.device.updated": {
+            device_id: number;
+            organization_id: number;
+            /** @description pending_verification, active, disabled or revoked */
+            status: string;
+            is_online: boolean;
+            /** Format: date-time */
+            last_seen_at: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            config_version: number;
+        };
+        "Event.sim.verified": {
+            device_id: number;
+            sim_card: {
+                id: number;
+                sim_slot: number | null;
+                phone_number: string | null;
+                /** @enum {string} */
+                status: "active";
+                hosted_sim_id: number | null;
+            };
+            hosted_sim_id: number;
+            device_status: string;
+        };
+        "Event.sim.deactivated": {
+            device_id: number;
+            sim_card: {
+                id: number;
+                sim_slot: number | null;
+                phone_number: string | null;
+                /** @enum {string} */
+                status: "inactive";
+                hosted_sim_id: number | null;
+            };
+            /** @enum {string} */
+            reason: "missing_from_heartbeats" | "deactivated";
+        };
+        "Event.config.changed": {
+            device_id: number;
+            config_version: number;
+        };
+        "Event.number.locked": {
+            hosted_sim_id: number;
+            number: string;
+            /** @enum {boolean} */
+            locked: true;
+            lock: {
+                organization_id: number;
+                team_id: number | null;
+                user_id: number | null;
+                /** Format: date-time */
+                locked_until: string;
+                release_on_message: boolean;
+                sender: string | null;
+            } | null;
+        };
+        "Event.number.unlocked": {
+            hosted_sim_id: number;
+            number: string;
+            /** @enum {boolean} */
+            locked: false;
+            /** @enum {unknown|null} */
+            lock: null;
+            /** @enum {string} */
+            reason: "unlock" | "expired" | "released_on_message";
+        };
+        "Event.webhook.test": {
+            webhook_integration: {
+                id: number;
+                name: string;
+            };
+            message: string;
         };
     };
     responses: never;
@@ -3944,6 +4715,70 @@ export interface operations {
             };
         };
     };
+    getApiEvents: {
+        parameters: {
+            query?: {
+                /** @description list the events after this cursor (an event `id`, or `meta.next_cursor` of the previous answer); `now`: only events appended from now on. Default: from the oldest retained event. */
+                after?: string;
+                /** @description only events of these types, separated by commas (message.received, message.scheduled, message.queued, message.sending, message.sent, message.delivered, message.failed, message.cancelled, message.expired, message.send, message.send_cancelled, device.online, device.offline, device.disabled, device.enabled, device.revoked, device.updated, sim.verified, sim.deactivated, config.changed, number.locked, number.unlocked, webhook.test). An API key needs the permission of each type's family. */
+                types?: string;
+                /** @description a positive integer id */
+                hosted_sim?: string | number;
+                /** @description a positive integer id */
+                device?: string | number;
+                /** @description 1 to 500, default 100 */
+                per_page?: string | number;
+                /** @description seconds to wait, 1 to 60, when no event matches yet: the answer comes as soon as one does, or with an empty list when the time is up */
+                wait?: string | number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description the event's id, which is also its cursor: list the events after it with `after=<id>` */
+                            id: string;
+                            /** @description the event type (docs/events.md); today one of: message.received, message.scheduled, message.queued, message.sending, message.sent, message.delivered, message.failed, message.cancelled, message.expired, message.send, message.send_cancelled, device.online, device.offline, device.disabled, device.enabled, device.revoked, device.updated, sim.verified, sim.deactivated, config.changed, number.locked, number.unlocked, webhook.test. The list is open: treat an unknown type as one to skip */
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description the organization this view of the event belongs to (an event id belongs to one organization) */
+                            organization_id: number;
+                            /** @description the event's payload, as webhooks and realtime carry it (docs/events.md) */
+                            data: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                        meta: {
+                            /** @description call again with `after=<next_cursor>` for what follows: the last listed event's id, or when none was listed the `after` given (from `now`, or without `after`, a cursor naming that start) */
+                            next_cursor: string;
+                            per_page: number;
+                            /** @description true when more events follow at once (the page is full); false: the list has caught up */
+                            has_more: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getOauthAuthorize: {
         parameters: {
             query: {
@@ -5301,6 +6136,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -5364,6 +6201,8 @@ export interface operations {
                      * @default 3
                      */
                     retry_count?: number | null;
+                    /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
+                    event_types?: string[] | null;
                 };
             };
         };
@@ -5386,6 +6225,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -5458,6 +6299,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -5554,6 +6397,8 @@ export interface operations {
                      * @default 3
                      */
                     retry_count?: number | null;
+                    /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
+                    event_types?: string[] | null;
                     /** @description null: the same as leaving it out */
                     is_active?: boolean | null;
                 };
@@ -5578,6 +6423,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -5765,6 +6612,113 @@ export interface operations {
             };
             /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "postApiWebhook-integrationsByWebhook_integrationLogsByLogRedeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                webhook_integration: string | number;
+                /** @description a positive integer id */
+                log: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description the new delivery; its attempts appear in the log */
+                            delivery_id: number;
+                            /** @description the event's id, also the webhook-id: the same as the delivery redelivered */
+                            event_id: string;
+                            event_type: string;
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "postApiWebhook-integrationsByWebhook_integrationReplay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                webhook_integration: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description start of the window (ISO 8601), included */
+                    since: string;
+                    /** @description end of the window (ISO 8601), excluded; at most 7 days after since */
+                    until: string;
+                    /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
+                    event_types?: string[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description deliveries created, one per event of the window the integration gets */
+                            deliveries: number;
+                            /** Format: date-time */
+                            since: string;
+                            /** Format: date-time */
+                            until: string;
+                            /** @description the types replayed: those requested that the integration is subscribed to; ["*"] for all */
+                            event_types: string[];
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6085,6 +7039,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -6151,6 +7107,8 @@ export interface operations {
                      * @default 3
                      */
                     retry_count?: number | null;
+                    /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
+                    event_types?: string[] | null;
                     /**
                      * @description null: the same as leaving it out
                      * @enum {string|null}
@@ -6178,6 +7136,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -6252,6 +7212,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -6352,6 +7314,8 @@ export interface operations {
                      * @default 3
                      */
                     retry_count?: number | null;
+                    /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
+                    event_types?: string[] | null;
                     /** @description null: the same as leaving it out */
                     is_active?: boolean | null;
                     /**
@@ -6381,6 +7345,8 @@ export interface operations {
                             };
                             timeout_seconds: number;
                             retry_count: number;
+                            /** @description subscribed event types; ["*"] for every type */
+                            event_types: string[];
                             is_active: boolean;
                             mappings: {
                                 id: number;
@@ -6531,6 +7497,117 @@ export interface operations {
             };
             /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiTeamsByTeamWebhooksByWebhookLogsByLogRedeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                team: string | number;
+                /** @description a positive integer id */
+                webhook: string | number;
+                /** @description a positive integer id */
+                log: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description the new delivery; its attempts appear in the log */
+                            delivery_id: number;
+                            /** @description the event's id, also the webhook-id: the same as the delivery redelivered */
+                            event_id: string;
+                            event_type: string;
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiTeamsByTeamWebhooksByWebhookReplay: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                team: string | number;
+                /** @description a positive integer id */
+                webhook: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description start of the window (ISO 8601), included */
+                    since: string;
+                    /** @description end of the window (ISO 8601), excluded; at most 7 days after since */
+                    until: string;
+                    /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
+                    event_types?: string[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description deliveries created, one per event of the window the integration gets */
+                            deliveries: number;
+                            /** Format: date-time */
+                            since: string;
+                            /** Format: date-time */
+                            until: string;
+                            /** @description the types replayed: those requested that the integration is subscribed to; ["*"] for all */
+                            event_types: string[];
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

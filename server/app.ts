@@ -1,8 +1,10 @@
 import { Elysia } from "elysia";
+import { consoleRoutes } from "./console/routes";
 import { isDatabaseUnavailable } from "./db/client";
 import { openApiDocument } from "./docs/document";
 import { docsRoutes } from "./docs/routes";
 import { AppError, errorResponse, unavailable, validationFailed } from "./errors";
+import { addEventPayloads } from "./events/openapi";
 import { healthRoutes } from "./health/routes";
 import { createBodyRules } from "./lib/body-rules";
 import { createDeprecations, DEPRECATIONS, type Deprecation } from "./lib/deprecations";
@@ -88,6 +90,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
   const limits = { bodyBytes: services.config.MAX_BODY_BYTES, headerBytes: services.config.MAX_HEADER_BYTES };
   // A bulk send (1000 recipients with their variables) may be larger than other bodies.
   const sendLimits = { ...limits, bodyBytes: Math.max(limits.bodyBytes, SEND_BODY_BYTES) };
+  const webConsole = consoleRoutes(services.config);
   const app = new Elysia({ websocket: websocketServerOptions, serve: { maxRequestBodySize: BUN_BODY_BYTES } })
     .onRequest(({ request, set }) => {
       const id = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
@@ -109,6 +112,8 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
     .onError(({ code, error, request, route, set, params }): Response | Promise<Response> => {
       const versioned = code === "NOT_FOUND" ? unversioned(request) : null;
       if (versioned) return app.handle(versioned);
+      const consolePage = code === "NOT_FOUND" ? webConsole.fallback(request) : null;
+      if (consolePage) return consolePage;
       const inputs = code === "VALIDATION" ? { ...Object.fromEntries(new URL(request.url).searchParams), ...(params as Record<string, unknown>) } : {};
       const body = parsedBodies.get(request);
       const shape = code === "VALIDATION" && (error as { type?: string }).type === "body" ? bodies.refusal(request, route, body) : null;
@@ -133,7 +138,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       if (removed) throw validationFailed({ [removed.field]: [removed.message] });
     })
     .onAfterHandle(({ request, route, set, response }) => {
-      if (route === "/openapi.json") return deprecations.annotate(toOpenApi30(response as never));
+      if (route === "/openapi.json") return deprecations.annotate(addEventPayloads(toOpenApi30(response as never)));
       const headers = deprecations.signal(request.method, route, request);
       if (headers) Object.assign(set.headers, headers);
     })
@@ -153,6 +158,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       detail: { hide: true },
     })
     .use(healthRoutes(services))
+    .use(webConsole.routes)
     .use(featureRoutes(services))
     .use(v2Routes(services));
   bodies.learn(app.routes);

@@ -30,6 +30,8 @@ const Env = Type.Object({
   WEBHOOK_DISABLE_AFTER_DAYS: Type.Number({ exclusiveMinimum: 0, default: 5 }),
   // Webhook delivery logs and finished deliveries older than this are removed (hourly).
   WEBHOOK_LOG_RETENTION_DAYS: Type.Integer({ minimum: 1, default: 30 }),
+  /** Events of the log (GET /api/events, webhook replays) are kept this long; the hourly retention job removes older ones. */
+  EVENT_RETENTION_DAYS: Type.Integer({ minimum: 1, default: 30 }),
   // Seals webhook signing secrets (AES-256-GCM): 64 hex characters or base64 of 32 bytes. Unset: generated once and kept in `settings`.
   SECRETS_KEY: Type.Optional(Type.String({ pattern: "^([0-9a-fA-F]{64}|[A-Za-z0-9+/]{43}=)$" })),
   WORKERS: Type.Integer({ minimum: 0, maximum: 64, default: 4 }),

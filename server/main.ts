@@ -3,6 +3,7 @@ import { maxHeaderSize } from "node:http";
 import { buildApp } from "./app";
 import { bootstrapFirstOwner, firstOwnerNotice } from "./bootstrap";
 import { ConfigError, loadConfig } from "./config";
+import { consoleBundle } from "./console/bundle";
 import { isDatabaseUnavailable } from "./db/client";
 import { createServices } from "./services";
 
@@ -32,6 +33,8 @@ async function main() {
   const app = buildApp(services);
   services.start();
   const server = app.listen({ port: config.PORT, hostname: "0.0.0.0" });
+  // The web console's bundle, built now rather than on its first visit (a failure is retried then).
+  consoleBundle().catch((e) => services.logger.error({ err: (e as Error).message }, "web console bundle failed"));
   services.logger.info({ port: server.server?.port, url: config.PUBLIC_URL, database: services.db.kind, bus: services.bus.kind }, "simhost listening");
   // Bun answers oversized headers itself, 431 with an empty body, past its own limit (see server/lib/request-limits.ts).
   if (maxHeaderSize <= config.MAX_HEADER_BYTES)
@@ -50,6 +53,7 @@ async function main() {
     services.logger.info({ signal }, "shutting down");
     services.realtime.shutdown(); // clients reconnect at once, to another instance
     services.waiters.close(); // waiting calls are answered (503) instead of holding app.stop() for up to two minutes
+    services.eventWaiters.close();
     await app.stop();
     await services.close();
     process.exit(0);

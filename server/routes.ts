@@ -4,6 +4,7 @@ import { authRoutes } from "./auth/routes";
 import { authRoutesV2 } from "./auth/routes-v2";
 import { deviceRoutes } from "./devices/routes";
 import { deviceRoutesV2 } from "./devices/routes-v2";
+import { eventRoutes } from "./events/routes";
 import { nextMessageRoutes } from "./messages/next-routes";
 import { messageRoutes } from "./messages/routes";
 import { numberRoutes } from "./numbers/routes";
@@ -24,6 +25,7 @@ export function featureRoutes(services: Services) {
     .use(numberRoutes(services))
     .use(messageRoutes(services))
     .use(nextMessageRoutes(services))
+    .use(eventRoutes(services))
     .use(oauthRoutes(services))
     .use(deviceRoutes(services))
     .use(providerRoutes(services))

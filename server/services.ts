@@ -5,7 +5,9 @@ import type { Config } from "./config";
 import { type Database, openDatabase } from "./db/client";
 import { migrate } from "./db/migrate";
 import { createDeviceRuntime } from "./devices/runtime";
+import { createLocalBus, createRedisBus } from "./events/bus";
 import { createEventTail } from "./events/tail";
+import { createEventWaiters } from "./events/waiters";
 import { createJobQueue } from "./jobs/queue";
 import { registerWorkers } from "./jobs/workers";
 import { type Clock, systemClock } from "./lib/clock";
@@ -15,7 +17,6 @@ import { createLocalRateLimiter, createRedisRateLimiter } from "./lib/rate-limit
 import { createRedisGuard, REDIS_CLIENT_OPTIONS } from "./lib/redis-guard";
 import { scheduleRetention } from "./maintenance/retention";
 import { createMessageWaiters } from "./messages/waiters";
-import { createLocalBus, createRedisBus } from "./realtime/bus";
 import { setupRealtime } from "./realtime/setup";
 import { createWebhookEngine } from "./webhooks/engine";
 
@@ -52,16 +53,19 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     redis: config.REDIS_URL ? { url: config.REDIS_URL, prefix: config.REDIS_PREFIX } : undefined,
   });
   await auth.start();
-  const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, clock, logger, metrics, mailer });
+  const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, events, clock, logger, metrics, mailer });
   // Every queue's handler, registered here and nowhere else (server/jobs/registry.ts lists the queues).
-  registerWorkers({ sql: db.sql, jobs, clock, publish: bus.publish, config, logger, deliver: webhooks.deliver });
+  registerWorkers({ sql: db.sql, jobs, clock, events, config, logger, deliver: webhooks.deliver });
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
-  const devices = createDeviceRuntime({ sql: db.sql, clock, config, bus, mailer, logger, jobs, metrics });
+  const devices = createDeviceRuntime({ sql: db.sql, clock, config, bus, events, mailer, logger, jobs, metrics });
   metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);
-  // Calls waiting for a message (GET /api/numbers/{id}/messages/next), woken by the bus.
-  const waiters = createMessageWaiters({ bus, clock });
+  // Calls waiting for a message (GET /api/numbers/{id}/messages/next), woken by the event tail.
+  const waiters = createMessageWaiters({ onEvents: events.onEvents, clock });
   metrics.gauge("simhost_message_waiters", "Calls waiting for a message on this instance", () => waiters.size());
-  const realtime = await setupRealtime({ config, sql: db.sql, redis: redisGuard, bus, onRevoked: auth.onRevoked, metrics, logger });
+  // Calls waiting for an event (GET /api/events?wait=), woken by this instance's event tail.
+  const eventWaiters = createEventWaiters({ events, clock });
+  metrics.gauge("simhost_event_waiters", "Calls waiting for an event on this instance", () => eventWaiters.size());
+  const realtime = await setupRealtime({ config, sql: db.sql, redis: redisGuard, bus, onEvents: events.onEvents, onRevoked: auth.onRevoked, metrics, logger });
 
   return {
     config,
@@ -73,7 +77,6 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     redis,
     redisGuard,
     bus,
-    publish: bus.publish,
     events,
     limiter,
     mailer,
@@ -84,17 +87,21 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     webhooks,
     realtime,
     waiters,
+    eventWaiters,
     /** Starts background work (job workers, timers). Tests that drive work by hand skip it. */
     start() {
       // WORKERS=0: an instance that serves the API only; other instances run the jobs.
       if (config.WORKERS > 0) {
         jobs.start();
+        void webhooks.start().catch((e) => logger.error({ err: (e as Error).message }, "webhook deliveries from the event log not started"));
         void scheduleRetention({ jobs, clock }).catch((e) => logger.warn({ err: (e as Error).message }, "retention run not scheduled"));
       }
       void devices.start().catch((e) => logger.error({ err: (e as Error).message }, "device actors not restored"));
     },
     async close() {
       waiters.close();
+      eventWaiters.close();
+      await webhooks.stop();
       events.stop();
       realtime.close();
       await auth.close();

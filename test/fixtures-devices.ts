@@ -4,8 +4,7 @@ import type { Config } from "../server/config";
 import type { Clock } from "../server/lib/clock";
 import type { Logger } from "../server/lib/logger";
 import { providerSignature } from "../server/provider/signature";
-import type { Bus, BusMessage } from "../server/realtime/bus";
-import { createServices } from "../server/services";
+import { createServices, type Services } from "../server/services";
 import { checkedRequests, type TestContext } from "./helpers";
 
 export const randomAndroidId = () => randomBytes(8).toString("hex");
@@ -82,11 +81,12 @@ export async function waitFor(ok: () => boolean | Promise<boolean>, ms = 5000) {
 }
 
 /**
- * The device.status_changed events of one device an instance's bus carries, as `online`/`offline`,
- * appended to `seen` (pass one list to several instances to get their events in the order published).
+ * The device.status_changed events of one device an instance delivers over realtime, as
+ * `online`/`offline`, appended to `seen` (pass one list to several instances to get their events in
+ * the order delivered).
  */
-export function watchPresence(services: { bus: Bus }, deviceId: number, seen: string[] = []) {
-  services.bus.subscribe((m: BusMessage) => {
+export function watchPresence(services: Pick<Services, "realtime">, deviceId: number, seen: string[] = []) {
+  services.realtime.watch((m) => {
     const d = m.data as { device_id?: number; is_online?: boolean };
     if (m.event === "device.status_changed" && m.channel === `private-device.${deviceId}` && d.device_id === deviceId)
       seen.push(d.is_online ? "online" : "offline");

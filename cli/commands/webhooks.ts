@@ -1,12 +1,34 @@
 import { type Command, Option } from "commander";
 import { createApiClient } from "../api-client";
-import { globals, orgOption, positiveInt } from "../args";
+import { globals, instant, orgOption, positiveInt } from "../args";
 import { CliError, details, emit, statusColor, table } from "../output";
 
 const LOG_STATUSES = ["pending", "succeeded", "failed", "retrying"] as const;
 type LogStatus = (typeof LOG_STATUSES)[number];
 
 const paint = (s: string) => statusColor(s.trim()) + s.slice(s.trimEnd().length);
+
+/** `--events message.received,device.online` (or `*`): event types, checked by the server (422 names an unknown one). */
+const eventList = (value: string, previous: string[] | undefined) => [
+  ...(previous ?? []),
+  ...value
+    .split(",")
+    .map((t) => t.trim())
+    .filter(Boolean),
+];
+const EVENTS_HELP = 'event types to deliver, comma-separated or repeated (message.received, message.delivered, device.offline, ...; "*" for all)';
+
+type IntegrationOptions = { name?: string; endpoint?: string; events?: string[]; timeout?: number; retries?: number };
+
+function integrationTable(i: { id: number; name: string; url: string; is_active: boolean; event_types: string[] }) {
+  return details([
+    ["id", i.id],
+    ["name", i.name],
+    ["url", i.url],
+    ["active", i.is_active ? "active" : "inactive"],
+    ["events", i.event_types.join(", ")],
+  ]);
+}
 
 export function registerWebhooks(program: Command): void {
   const webhooks = program.command("webhooks").description("webhook integrations of the organization");
@@ -23,9 +45,91 @@ export function registerWebhooks(program: Command): void {
           { header: "NAME", value: (i) => i.name },
           { header: "URL", value: (i) => i.url },
           { header: "ACTIVE", value: (i) => (i.is_active ? "active" : "inactive"), color: paint },
+          { header: "EVENTS", value: (i) => i.event_types.join(",") },
           { header: "TEAMS", value: (i) => i.mappings.map((m) => `${m.team_name} (${m.forwarding_mode}${m.is_active ? "" : ", off"})`).join(", ") || "-" },
         ]),
       );
+    });
+
+  orgOption(webhooks.command("create"))
+    .description("create an integration; its signing secret is shown only now")
+    .requiredOption("--name <name>", "display name")
+    .requiredOption("--endpoint <url>", "where events are POSTed (the integration's url)")
+    .option("--events <types>", `${EVENTS_HELP}; default message.received`, eventList)
+    .option("--timeout <seconds>", "seconds per attempt (1 to 120, default 30)", positiveInt)
+    .option("--retries <n>", "retries after the first attempt (0 to 10, default 3)", (v) => (v === "0" ? 0 : positiveInt(v)))
+    .action(async (_opts, cmd: Command) => {
+      const o = globals<IntegrationOptions & { name: string; endpoint: string }>(cmd);
+      const api = createApiClient(o);
+      const body = await api.ok(
+        api.POST("/api/webhook-integrations", {
+          body: { name: o.name, url: o.endpoint, event_types: o.events, timeout_seconds: o.timeout, retry_count: o.retries },
+        }),
+      );
+      emit(o, body, () => [integrationTable(body.data), "Signing secret (shown only now):", body.data.secret].join("\n"));
+    });
+
+  orgOption(webhooks.command("update"))
+    .description("change an integration; what you leave out stays as it is")
+    .argument("<integration-id>", "webhook integration id", positiveInt)
+    .option("--name <name>", "display name")
+    .option("--endpoint <url>", "where events are POSTed (the integration's url)")
+    .option("--events <types>", EVENTS_HELP, eventList)
+    .option("--timeout <seconds>", "seconds per attempt (1 to 120)", positiveInt)
+    .option("--retries <n>", "retries after the first attempt (0 to 10)", (v) => (v === "0" ? 0 : positiveInt(v)))
+    .addOption(new Option("--active <yes|no>", "turn deliveries on or off").choices(["yes", "no"]))
+    .action(async (id: number, _opts, cmd: Command) => {
+      const o = globals<IntegrationOptions & { active?: "yes" | "no" }>(cmd);
+      const api = createApiClient(o);
+      const path = { params: { path: { webhook_integration: id } } };
+      // The update needs name and url: the current ones unless given.
+      const current = (await api.ok(api.GET("/api/webhook-integrations/{webhook_integration}", path))).data;
+      const body = await api.ok(
+        api.PATCH("/api/webhook-integrations/{webhook_integration}", {
+          ...path,
+          body: {
+            name: o.name ?? current.name,
+            url: o.endpoint ?? current.url,
+            event_types: o.events,
+            timeout_seconds: o.timeout,
+            retry_count: o.retries,
+            is_active: o.active === undefined ? undefined : o.active === "yes",
+          },
+        }),
+      );
+      emit(o, body, () => integrationTable(body.data));
+    });
+
+  orgOption(webhooks.command("replay"))
+    .description("send the integration's events of a window again (same webhook-ids; at most 7 days, 10,000 events)")
+    .argument("<integration-id>", "webhook integration id", positiveInt)
+    .requiredOption("--since <when>", "start: ISO 8601 date-time or an age (2h, 1d)", instant)
+    .option("--until <when>", "end: ISO 8601 date-time or an age (default now)", instant)
+    .option("--events <types>", "only these event types (of those the integration gets)", eventList)
+    .action(async (id: number, _opts, cmd: Command) => {
+      const o = globals<{ since: string; until?: string; events?: string[] }>(cmd);
+      const api = createApiClient(o);
+      const body = await api.ok(
+        api.POST("/api/webhook-integrations/{webhook_integration}/replay", {
+          params: { path: { webhook_integration: id } },
+          body: { since: o.since, until: o.until ?? new Date().toISOString(), event_types: o.events },
+        }),
+      );
+      const d = body.data;
+      emit(o, body, () => `Replaying ${d.deliveries} event(s) from ${d.since} to ${d.until} (${d.event_types.join(", ")}).`);
+    });
+
+  orgOption(webhooks.command("redeliver"))
+    .description("deliver the event of a log record again (same webhook-id)")
+    .argument("<integration-id>", "webhook integration id", positiveInt)
+    .argument("<log-id>", "delivery log record id (webhooks logs)", positiveInt)
+    .action(async (id: number, logId: number, _opts, cmd: Command) => {
+      const o = globals(cmd);
+      const api = createApiClient(o);
+      const body = await api.ok(
+        api.POST("/api/webhook-integrations/{webhook_integration}/logs/{log}/redeliver", { params: { path: { webhook_integration: id, log: logId } } }),
+      );
+      emit(o, body, () => `Redelivering ${body.data.event_type} ${body.data.event_id} (delivery ${body.data.delivery_id}).`);
     });
 
   orgOption(webhooks.command("logs"))

@@ -30,13 +30,14 @@ export type Caller = {
 
 /**
  * What a route accepts:
- * - `apiKey`: the permission an API key needs; "any" (no permission needed: /api/me, connection
- *   details); "none" (no permission grants it: 403 permission_denied); "session_only" (API-key
+ * - `apiKey`: the permission an API key needs, or a list of which it needs one (`GET /api/events`:
+ *   the route then narrows what the key reads by what it holds); "any" (no permission needed:
+ *   /api/me, connection details); "none" (no permission grants it: 403 permission_denied); "session_only" (API-key
  *   management, 2FA, BYOS: 403 api_key_not_allowed).
  * - `role`: "admin" for users managing teams, webhooks, keys, numbers or revoking devices. An API
  *   key is governed by its permission alone.
  */
-export type Rule = { apiKey: Permission | "any" | "none" | "session_only"; role?: "admin" };
+export type Rule = { apiKey: Permission | Permission[] | "any" | "none" | "session_only"; role?: "admin" };
 
 const ROLE_RANK: Record<Role, number> = { member: 0, admin: 1, owner: 2 };
 
@@ -52,7 +53,11 @@ export function authorize(caller: Caller, rule: Rule): Caller {
   if (caller.apiKey) {
     if (rule.apiKey === "session_only") throw new AppError(403, "api_key_not_allowed", "This operation accepts session tokens only, not API keys.");
     if (rule.apiKey === "none") throw permissionDenied("API keys cannot perform this operation.");
-    if (rule.apiKey !== "any" && !caller.apiKey.permissions.includes(rule.apiKey)) throw permissionDenied(`This API key lacks the ${rule.apiKey} permission.`);
+    if (Array.isArray(rule.apiKey)) {
+      const held = caller.apiKey.permissions;
+      if (!rule.apiKey.some((p) => held.includes(p))) throw permissionDenied(`This API key needs one of the permissions ${rule.apiKey.join(", ")}.`);
+    } else if (rule.apiKey !== "any" && !caller.apiKey.permissions.includes(rule.apiKey))
+      throw permissionDenied(`This API key lacks the ${rule.apiKey} permission.`);
     return caller;
   }
   if (rule.role && ROLE_RANK[caller.role ?? "member"] < ROLE_RANK[rule.role]) {

@@ -8,9 +8,18 @@ type Authenticator = Pick<Credentials, "resolve">;
 type Outcome = { caller: Caller } | { error: unknown };
 const outcomes = new WeakMap<Request, Outcome>();
 
-async function decide(auth: Authenticator, request: Request, rule: Rule): Promise<Outcome> {
+/**
+ * A route's rule, optionally with `refine`: a further check of the authorized caller against the
+ * raw request (for example a query parameter naming what is read), made at the same point, so
+ * its 403 still comes before any 422. It must not trust the request beyond reading it.
+ */
+export type RouteRule = Rule & { refine?: (caller: Caller, request: Request) => void };
+
+async function decide(auth: Authenticator, request: Request, rule: RouteRule): Promise<Outcome> {
   try {
-    return { caller: authorize(await auth.resolve(request), rule) };
+    const caller = authorize(await auth.resolve(request), rule);
+    rule.refine?.(caller, request);
+    return { caller };
   } catch (error) {
     return { error };
   }
@@ -30,8 +39,8 @@ async function decide(auth: Authenticator, request: Request, rule: Rule): Promis
  */
 export function callerPlugin(auth: Authenticator) {
   return new Elysia({ name: "simhost-caller" }).macro({
-    auth: (rule: Rule) => ({
-      detail: { "x-simhost-auth": rule } as Record<string, unknown>,
+    auth: (rule: RouteRule) => ({
+      detail: { "x-simhost-auth": { apiKey: rule.apiKey, ...(rule.role ? { role: rule.role } : {}) } } as Record<string, unknown>,
       async parse({ request }: { request: Request }) {
         const outcome = await decide(auth, request, rule);
         outcomes.set(request, outcome);

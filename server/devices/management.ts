@@ -1,13 +1,15 @@
 import type postgres from "postgres";
 import type { Pool } from "../db/client";
 import { invalidState, notFound } from "../errors";
+import type { Bus } from "../events/bus";
+import type { EventTail } from "../events/tail";
 import type { Clock } from "../lib/clock";
 import { deactivateHostedSims } from "../numbers/byos-store";
-import type { Publish } from "../realtime/bus";
 import type { DeviceActors } from "./actor";
+import { appendDeviceEvents, DEVICE_NEWS } from "./announce";
 import { claimNumber } from "./registration";
-import { announceRetired, retireCards } from "./retirement";
-import { DEVICE_STATUS_CHANNEL, type DeviceStatusNews, deviceChannels } from "./runtime";
+import { retireCards } from "./retirement";
+import { DEVICE_STATUS_CHANNEL, type DeviceStatusNews } from "./runtime";
 import type { UpdateDevice, UpdateSimCard } from "./schema";
 import {
   bumpConfigVersion,
@@ -24,9 +26,12 @@ import {
 } from "./store";
 import { assertEditable, invalidStateIf, requireDeviceMove } from "./transitions";
 
-type Deps = { sql: Pool; clock: Clock; actors: DeviceActors; publish: Publish; providerNumber: string };
+type Deps = { sql: Pool; clock: Clock; actors: DeviceActors; bus: Pick<Bus, "publish">; events: Pick<EventTail, "notify">; providerNumber: string };
 
-/** Serialises on the device's actor and runs `fn` in a transaction holding the device row. */
+/**
+ * Serialises on the device's actor and runs `fn` in a transaction holding the device row; `fn`
+ * appends the change's events in it (appendDeviceEvents), and the tail is told after the commit.
+ */
 async function onDevice<T>(deps: Deps, organizationId: number, deviceId: number, fn: (tx: postgres.TransactionSql) => Promise<T>) {
   const state = await deps.actors.require(deviceId, organizationId);
   return deps.actors.run(state, async () => {
@@ -35,19 +40,15 @@ async function onDevice<T>(deps: Deps, organizationId: number, deviceId: number,
       if (!device) throw notFound("Device");
       return fn(tx);
     });
+    deps.events.notify();
     const after = await findDevice(deps.sql, organizationId, deviceId);
     if (after && after.status !== state.status) {
       state.status = after.status;
-      deps.publish(DEVICE_STATUS_CHANNEL, "status", { device_id: deviceId, status: after.status } satisfies DeviceStatusNews);
+      // Internal news for the other instances' actors of this device (not an event of the log).
+      deps.bus.publish(DEVICE_STATUS_CHANNEL, "status", { device_id: deviceId, status: after.status } satisfies DeviceStatusNews);
     }
     return result;
   });
-}
-
-function announce(deps: Deps, organizationId: number, deviceId: number, configVersion: number) {
-  const channels = deviceChannels({ id: deviceId, organizationId });
-  deps.publish(channels, "device.updated", { device_id: deviceId, config_version: configVersion });
-  deps.publish(`private-device.${deviceId}`, "config.changed", { device_id: deviceId, config_version: configVersion });
 }
 
 /**
@@ -65,7 +66,7 @@ function primaryCard(device: DeviceRow, cards: SimCardRow[]) {
  * claim is proven. Answers the id of that card, or null.
  */
 export async function updateDevice(deps: Deps, organizationId: number, deviceId: number, body: UpdateDevice): Promise<number | null> {
-  const { changed, claimed } = await onDevice(deps, organizationId, deviceId, async (tx) => {
+  const { claimed } = await onDevice(deps, organizationId, deviceId, async (tx) => {
     const device = (await findDevice(tx, organizationId, deviceId))!;
     assertEditable(device.status);
     let claimed: SimCardRow | null = null;
@@ -77,17 +78,13 @@ export async function updateDevice(deps: Deps, organizationId: number, deviceId:
     // config_version counts changes: a PATCH that changes nothing leaves it as it is.
     const fields = { device_name: body.device_name, app_version: body.app_version };
     const changed = claimed !== null || (Object.keys(fields) as (keyof typeof fields)[]).some((k) => fields[k] !== undefined && fields[k] !== device[k]);
-    if (changed) await updateDeviceFields(tx, deviceId, fields);
+    if (changed) {
+      await updateDeviceFields(tx, deviceId, fields);
+      await appendDeviceEvents(tx, organizationId, deviceId, deps.clock.now(), { news: [DEVICE_NEWS.update], config: true });
+    }
     return { changed, claimed };
   });
-  await finish(deps, organizationId, deviceId, changed);
   return claimed?.id ?? null;
-}
-
-async function finish(deps: Deps, organizationId: number, deviceId: number, changed = true) {
-  const device = (await findDevice(deps.sql, organizationId, deviceId))!;
-  if (changed) announce(deps, organizationId, deviceId, device.config_version);
-  return device;
 }
 
 /** SPEC.md 3.1 enable/disable. */
@@ -95,24 +92,21 @@ export async function changeDeviceStatus(deps: Deps, organizationId: number, dev
   await onDevice(deps, organizationId, deviceId, async (tx) => {
     const device = (await findDevice(tx, organizationId, deviceId))!;
     await setDeviceStatus(tx, deviceId, requireDeviceMove(device.status, op));
+    await appendDeviceEvents(tx, organizationId, deviceId, deps.clock.now(), { news: [DEVICE_NEWS[op]], config: true });
   });
-  return finish(deps, organizationId, deviceId);
+  return (await findDevice(deps.sql, organizationId, deviceId))!;
 }
 
 /** API.md revoke: final; the device stops counting as online, its timers go, numbers/ deactivates its hosted SIMs. */
 export async function revokeDeviceById(deps: Deps, organizationId: number, deviceId: number) {
   const state = await deps.actors.require(deviceId, organizationId);
-  const wasOnline = await onDevice(deps, organizationId, deviceId, async (tx) => {
+  await onDevice(deps, organizationId, deviceId, async (tx) => {
     const device = (await findDevice(tx, organizationId, deviceId))!;
     requireDeviceMove(device.status, "revoke");
     await deactivateHostedSims(tx, await revokeDevice(tx, deviceId));
-    return device.is_online;
+    await appendDeviceEvents(tx, organizationId, deviceId, deps.clock.now(), { news: [DEVICE_NEWS.revoke], config: true });
   });
   deps.actors.revoked(state);
-  if (wasOnline) {
-    deps.publish(deviceChannels(state), "device.status_changed", { device_id: deviceId, organization_id: organizationId, status: "revoked", is_online: false });
-  }
-  await finish(deps, organizationId, deviceId);
 }
 
 /**
@@ -132,9 +126,9 @@ export async function updateSimCard(deps: Deps, organizationId: number, deviceId
     if (body.sim_slot !== undefined) await moveSimCard(tx, cardId, body.sim_slot);
     const claimed = body.phone_number ? await claimNumber(tx, deps, card, body.phone_number) : null;
     await bumpConfigVersion(tx, deviceId);
+    await appendDeviceEvents(tx, organizationId, deviceId, deps.clock.now(), { news: [DEVICE_NEWS.update], config: true });
     return claimed !== null;
   });
-  await finish(deps, organizationId, deviceId);
   return { card: (await findSimCard(deps.sql, deviceId, cardId))!, issued: claimed };
 }
 
@@ -150,8 +144,7 @@ export async function deactivateSimCard(deps: Deps, organizationId: number, devi
     if (!card) throw notFound("SIM card");
     assertEditable(device.status);
     invalidStateIf(card.status === "inactive", "This SIM card is already inactive.");
-    return (await retireCards(tx, deviceId, [cardId]))!;
+    return (await retireCards(tx, deviceId, [cardId], { organizationId, reason: "deactivated", at: deps.clock.now() }))!;
   });
-  announceRetired(deps.publish, deviceChannels({ id: deviceId, organizationId }), deviceId, retired, "deactivated");
   return retired.cards[0]!;
 }

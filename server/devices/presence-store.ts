@@ -1,4 +1,5 @@
 import type { Sql } from "../db/client";
+import { event } from "../events/catalog";
 import type { HeartbeatMetrics, PresenceSnapshot } from "./actor";
 import type { DeviceStatus } from "./transitions";
 
@@ -40,6 +41,15 @@ export async function loadPendingPresence(sql: Sql): Promise<PresenceSnapshot[]>
     where status <> 'revoked' and (is_online or (offline_since is not null and offline_alerted_at is null))`;
   return rows.map(toSnapshot);
 }
+
+/**
+ * The DeviceEvent payload (server/events/payloads.ts) of the row `m` a device update returned,
+ * timestamps as JavaScript's toISOString writes them.
+ */
+const deviceEventJson = (sql: Sql, online: boolean, changedAt: ReturnType<Sql>) => sql`jsonb_build_object(
+    'device_id', m.id, 'organization_id', m.organization_id, 'status', m.status, 'is_online', ${online}::boolean,
+    'last_seen_at', to_char(m.last_seen_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'changed_at', to_char(${changedAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'config_version', m.config_version)`;
 
 export type HeartbeatWrite = { id: number; at: number; m: HeartbeatMetrics };
 
@@ -97,7 +107,13 @@ export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]): Promis
         is_in_doze_mode = case when d.last_seen_at > v.seen then d.is_in_doze_mode else v.doze end
       from v
       where d.id = v.id and d.status <> 'revoked'
-      returning d.id, d.online_tx <> pg_current_xact_id() as was_online, d.status),
+      returning d.id, d.online_tx <> pg_current_xact_id() as was_online, d.status, d.organization_id, d.last_seen_at, d.config_version, v.seen),
+    -- device.online for the writes that brought a device back, in this statement's transaction (no work for the others)
+    came_online as (
+      insert into events (organization_id, type, device_id, payload)
+      select m.organization_id, ${event.deviceOnline.type}, m.id, ${deviceEventJson(sql, true, sql`m.seen`)}
+      from moved m where not m.was_online
+      returning 1),
     live as (
       select c.id, c.device_id, c.phone_number, c.status, c.signal_strength as had, c.missed_heartbeats as missed,
         row_number() over (partition by c.device_id order by c.sim_slot nulls last, c.id) as pos
@@ -118,7 +134,7 @@ export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]): Promis
         updated_at = case when s.signal_strength is distinct from j.sig then now() else s.updated_at end
       from judged j where s.id = j.id and (s.signal_strength is distinct from j.sig or s.missed_heartbeats <> j.missed)
       returning s.id, s.device_id, j.missed, j.status)
-    select moved.*,
+    select moved.id, moved.was_online, moved.status,
       array(select c.id from cards c where c.device_id = moved.id and c.status = 'active' and c.missed >= ${MISSED_HEARTBEATS_TO_INACTIVE} order by c.id) as missing
     from moved, lateral (select set_config('synchronous_commit', 'off', true)) as off`;
   const byId = new Map(rows.map((r) => [r.id, { wasOnline: r.was_online, status: r.status, missingCards: r.missing.map(Number) }]));
@@ -139,11 +155,19 @@ export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]): Promis
  */
 export async function markOffline(sql: Sql, id: number, at: number, timing: { offlineAfterSeconds: number; dozeOfflineAfterSeconds: number }) {
   const now = new Date(at);
+  // device.offline is appended by the same statement that wins the transition.
   const moved = await sql<{ id: number }[]>`
-    update devices set is_online = false, offline_since = ${now}, offline_alerted_at = null
-    where id = ${id} and is_online and status <> 'revoked'
-      and last_seen_at <= ${now}::timestamptz - make_interval(secs => case when is_in_doze_mode then ${timing.dozeOfflineAfterSeconds}::int else ${timing.offlineAfterSeconds}::int end)
-    returning id`;
+    with moved as (
+      update devices set is_online = false, offline_since = ${now}, offline_alerted_at = null
+      where id = ${id} and is_online and status <> 'revoked'
+        and last_seen_at <= ${now}::timestamptz - make_interval(secs => case when is_in_doze_mode then ${timing.dozeOfflineAfterSeconds}::int else ${timing.offlineAfterSeconds}::int end)
+      returning id, organization_id, status, last_seen_at, config_version),
+    went_offline as (
+      insert into events (organization_id, type, device_id, payload)
+      select m.organization_id, ${event.deviceOffline.type}, m.id, ${deviceEventJson(sql, false, sql`${now}::timestamptz`)}
+      from moved m
+      returning 1)
+    select id from moved`;
   return { won: moved.length > 0, snapshot: await loadPresence(sql, id) };
 }
 

@@ -3,6 +3,7 @@ import type { Pool } from "../db/client";
 import { AppError, notFound, validationFailed } from "../errors";
 import type { Clock } from "../lib/clock";
 import { isPoolNumber } from "../numbers/byos-store";
+import { appendDeviceEvents, DEVICE_NEWS } from "./announce";
 import { CODE_LIFETIME_MS, newVerificationCode } from "./codes";
 import type { RegisterDevice } from "./schema";
 import {
@@ -82,6 +83,7 @@ export async function addSimCard(deps: Deps, organizationId: number, deviceId: n
     invalidStateIf(!!(await findCardInSlot(tx, deviceId, slot, now)), `Slot ${slot} already holds a SIM card of this device.`);
     const card = await withNewCode(tx, now, (code, exp) => insertSimCard(tx, deviceId, slot, code, exp));
     await bumpConfigVersion(tx, deviceId);
+    await appendDeviceEvents(tx, organizationId, deviceId, now.getTime(), { news: [DEVICE_NEWS.update], config: true });
     return card;
   });
 }

@@ -7,7 +7,7 @@ import { buildDeviceConfig } from "./device-config";
 import { DeviceConfig, DeviceParams, Heartbeat, HeartbeatAnswer, SmsAccepted, SubmitSms } from "./schema";
 import { findDevice } from "./store";
 
-type Deps = Pick<Services, "auth" | "sql" | "clock" | "devices" | "publish">;
+type Deps = Pick<Services, "auth" | "sql" | "clock" | "devices">;
 const tags = ["BYOS devices"];
 
 /** What the companion app calls all day: config, heartbeats and the SMS relay (outbound status reports: server/messages/routes.ts). */

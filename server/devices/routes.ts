@@ -12,14 +12,21 @@ import { DeviceDetail, DeviceListQuery, DevicePage, DeviceParams, numberClaimAns
 import { simCardRoutes } from "./sim-routes";
 import { findDevice, listDevices, simCardsOf } from "./store";
 
-type Deps = Pick<Services, "auth" | "sql" | "clock" | "config" | "devices" | "publish" | "jobs">;
+type Deps = Pick<Services, "auth" | "sql" | "clock" | "config" | "devices" | "events" | "bus" | "jobs">;
 
 const tags = ["BYOS devices"];
 
 /** API.md §3 "BYOS devices": session or OAuth tokens of the device's organization, never API keys. */
 export function deviceRoutes(services: Deps) {
   const { sql, config } = services;
-  const management = { sql, clock: services.clock, actors: services.devices.actors, publish: services.publish, providerNumber: config.PROVIDER_NUMBER };
+  const management = {
+    sql,
+    clock: services.clock,
+    actors: services.devices.actors,
+    bus: services.bus,
+    events: services.events,
+    providerNumber: config.PROVIDER_NUMBER,
+  };
   /** The device in the organization a write acted in, or in any organization a read spans. */
   const detail = async (organizationId: number | number[], id: number, claimedCardId: number | null = null) => {
     const device = await findDevice(sql, organizationId, id);

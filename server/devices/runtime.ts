@@ -2,19 +2,30 @@ import type { Mailer } from "../alerts/notify";
 import { notifyOrganizationAdmins } from "../alerts/notify";
 import type { Config } from "../config";
 import { isTransientConflict, type Pool } from "../db/client";
+import type { Bus } from "../events/bus";
+import type { EventTail } from "../events/tail";
 import type { JobQueue } from "../jobs/queue";
-import { type Clock, createScheduler, iso } from "../lib/clock";
+import { type Clock, createScheduler } from "../lib/clock";
 import { createGroupCommit } from "../lib/group-commit";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
-import type { Bus } from "../realtime/bus";
 import { createDeviceActors, type DeviceState, type Timing } from "./actor";
 import { claimOfflineAlert, deviceForAlert, type HeartbeatWrite, loadPendingPresence, loadPresence, markOffline, writeHeartbeats } from "./presence-store";
-import { announceRetired, retireMissingCards } from "./retirement";
+import { retireMissingCards } from "./retirement";
 import { createSmsIngest } from "./sms-ingest";
 import type { DeviceStatus } from "./transitions";
 
-type Deps = { sql: Pool; clock: Clock; config: Config; bus: Bus; mailer: Mailer; logger: Logger; jobs: JobQueue; metrics: Metrics };
+type Deps = {
+  sql: Pool;
+  clock: Clock;
+  config: Config;
+  bus: Bus;
+  events: Pick<EventTail, "notify">;
+  mailer: Mailer;
+  logger: Logger;
+  jobs: JobQueue;
+  metrics: Metrics;
+};
 
 /** Heartbeat interval a dozing device is told to use: API.md's 300 s next to the default 60 s. */
 export const DOZE_HEARTBEAT_FACTOR = 5;
@@ -31,8 +42,6 @@ const DEFERRED_WRITE_MS = 100;
  */
 export const DEVICE_STATUS_CHANNEL = "internal:devices";
 export type DeviceStatusNews = { device_id: number; status: DeviceStatus };
-
-export const deviceChannels = (d: { id: number; organizationId: number }) => [`private-device.${d.id}`, `private-organization.${d.organizationId}`];
 
 /**
  * The long-lived part of the devices feature, built once per instance: the actors with their one
@@ -84,7 +93,8 @@ export function createDeviceRuntime(deps: Deps) {
       writesKeepingUp: () => !writesFailing && deferred.pending() < MAX_DEFERRED_HEARTBEATS,
     },
     effects: {
-      statusChanged: (d, at) => publishStatus(d, at),
+      // device.online / device.offline were appended by the write that made the transition.
+      statusChanged: () => deps.events.notify(),
       offlineAlert: (d) => sendOfflineAlert(d),
       error: (err, deviceId) => logger.warn({ device: deviceId, err: (err as Error).message }, "device presence work failed"),
     },
@@ -97,23 +107,12 @@ export function createDeviceRuntime(deps: Deps) {
     const work = (async () => {
       const state = await actors.get(deviceId);
       if (!state || state.status === "revoked") return;
-      const retired = await actors.run(state, () => retireMissingCards(sql, deviceId, cardIds));
-      if (retired) announceRetired(deps.bus.publish, deviceChannels(state), deviceId, retired, "missing_from_heartbeats");
+      const retired = await actors.run(state, () => retireMissingCards(sql, deviceId, cardIds, { organizationId: state.organizationId, at: clock.now() }));
+      if (retired) deps.events.notify();
     })()
       .catch((err) => logger.warn({ device: deviceId, err: (err as Error).message }, "retiring missing SIM cards failed"))
       .finally(() => retiring.delete(work));
     retiring.add(work);
-  }
-
-  function publishStatus(d: DeviceState, at: number) {
-    deps.bus.publish(deviceChannels(d), "device.status_changed", {
-      device_id: d.id,
-      organization_id: d.organizationId,
-      status: d.status,
-      is_online: d.online,
-      last_seen_at: d.lastSeenAt === null ? null : iso(d.lastSeenAt),
-      changed_at: iso(at),
-    });
   }
 
   async function sendOfflineAlert(d: DeviceState) {

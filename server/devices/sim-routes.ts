@@ -5,17 +5,23 @@ import type { Services } from "../services";
 import { deactivateSimCard, updateSimCard } from "./management";
 import { presentClaimingSimCard, presentIssuedSimCard, presentSimCard } from "./present";
 import { addSimCard, reissueCode } from "./registration";
-import { deviceChannels } from "./runtime";
 import { AddSimCard, DeviceParams, ErrorBody, IssuedSimCard, numberClaimAnswers, SimCard, SimCardParams, UpdateSimCard } from "./schema";
 
-type Deps = Pick<Services, "auth" | "sql" | "clock" | "config" | "devices" | "publish">;
+type Deps = Pick<Services, "auth" | "sql" | "clock" | "config" | "devices" | "events" | "bus">;
 const tags = ["BYOS devices"];
 
 /** SIM cards of a device: add (with a code), update, reissue the code. Serialised on the device's actor. */
 export function simCardRoutes(services: Deps) {
   const { actors } = services.devices;
   const codes = { sql: services.sql, clock: services.clock };
-  const management = { sql: services.sql, clock: services.clock, actors, publish: services.publish, providerNumber: services.config.PROVIDER_NUMBER };
+  const management = {
+    sql: services.sql,
+    clock: services.clock,
+    actors,
+    bus: services.bus,
+    events: services.events,
+    providerNumber: services.config.PROVIDER_NUMBER,
+  };
   const provider = services.config.PROVIDER_NUMBER;
 
   return new Elysia()
@@ -25,8 +31,7 @@ export function simCardRoutes(services: Deps) {
       async ({ caller: c, params, body, set }) => {
         const state = await actors.require(params.device, c.organization.id);
         const card = await actors.run(state, () => addSimCard(codes, c.organization.id, params.device, body.sim_slot));
-        services.publish(`private-device.${state.id}`, "config.changed", { device_id: state.id });
-        services.publish(deviceChannels(state), "device.updated", { device_id: state.id });
+        services.events.notify();
         set.status = 201;
         return { data: presentIssuedSimCard(card, provider) };
       },

@@ -1,11 +1,12 @@
 import type postgres from "postgres";
 import type { Pool } from "../db/client";
+import { event } from "../events/catalog";
+import type { EventTail } from "../events/tail";
 import type { Clock } from "../lib/clock";
 import { linkProvenNumber, renumberProvenNumber } from "../numbers/byos-store";
 import { deviceKey, senderKey, type VerificationThrottle } from "../numbers/verification-throttle";
-import type { Publish } from "../realtime/bus";
 import type { DeviceActors } from "./actor";
-import { deviceChannels } from "./runtime";
+import { appendDeviceEvents } from "./announce";
 import { enqueueDeviceSmsProcessing } from "./sms-store";
 import { activateSimCard, findActiveCardByNumber, isUniqueViolation, recordDeviceVerified } from "./store";
 import { type DeviceStatus, nextDeviceStatus } from "./transitions";
@@ -18,7 +19,7 @@ export type VerificationOutcome = "verified" | "unknown_code" | "expired" | "wro
 /** A code that was not the right one from its sender: these count against the throttle. */
 const WRONG: ReadonlySet<VerificationOutcome> = new Set(["unknown_code", "expired", "wrong_sender"]);
 
-type Deps = { sql: Pool; clock: Clock; actors: DeviceActors; publish: Publish; throttle: VerificationThrottle; providerNumber: string };
+type Deps = { sql: Pool; clock: Clock; actors: DeviceActors; events: Pick<EventTail, "notify">; throttle: VerificationThrottle; providerNumber: string };
 
 type CodeCard = {
   id: number;
@@ -63,9 +64,19 @@ async function verifyInTx(tx: Tx, code: string, from: string, now: Date, provide
   await activateSimCard(tx, card.id, from, hostedSimId);
   const [device] = await tx<{ status: DeviceStatus }[]>`select status from devices where id = ${card.device_id}`;
   const status = nextDeviceStatus(device!.status, "verify") ?? device!.status;
-  const configVersion = await recordDeviceVerified(tx, card.device_id, status);
+  await recordDeviceVerified(tx, card.device_id, status);
   await enqueueDeviceSmsProcessing(tx, card.device_id);
-  return { outcome: "verified" as const, card, hostedSimId, status, configVersion };
+  const verified = event.simVerified(
+    { organizationId: card.organization_id, deviceId: card.device_id, hostedSimId },
+    {
+      device_id: card.device_id,
+      sim_card: { id: card.id, sim_slot: card.sim_slot, phone_number: from, status: "active", hosted_sim_id: hostedSimId },
+      hosted_sim_id: hostedSimId,
+      device_status: status,
+    },
+  );
+  await appendDeviceEvents(tx, card.organization_id, card.device_id, now.getTime(), { before: [verified], config: true });
+  return { outcome: "verified" as const, status };
 }
 
 /** Serialised on the device's actor; everything, with the caller's guard, commits together. */
@@ -85,14 +96,7 @@ async function verifyOnDevice(deps: Deps, deviceId: number, code: string, from: 
       });
     if (result.outcome !== "verified") return result.outcome;
     state.status = result.status;
-    const channels = deviceChannels(state);
-    deps.publish(channels, "sim.verified", {
-      device_id: state.id,
-      sim_card: { id: result.card.id, sim_slot: result.card.sim_slot, phone_number: from, status: "active", hosted_sim_id: result.hostedSimId },
-      hosted_sim_id: result.hostedSimId,
-      device_status: result.status,
-    });
-    deps.publish(`private-device.${state.id}`, "config.changed", { device_id: state.id, config_version: result.configVersion });
+    deps.events.notify();
     return "verified";
   });
 }

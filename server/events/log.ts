@@ -116,3 +116,23 @@ export async function deleteEventsBefore(sql: Sql, before: Date, chunk = 5000): 
   const rows = await sql`delete from events where id in (select id from events where created_at < ${before} limit ${chunk})`;
   return rows.count;
 }
+
+/**
+ * An organization's events created in [since, until), in log order, at most `limit`: the events
+ * a webhook replay sends again (server/webhooks/replay.ts). `types` null: every type.
+ */
+export async function readEventsCreatedBetween(
+  sql: Sql,
+  organizationId: number,
+  window: { since: Date; until: Date; types: EventType[] | null },
+  limit: number,
+): Promise<StoredEvent[]> {
+  const rows = await sql<Row[]>`
+    select id, txid::text as txid, organization_id, type, hosted_sim_id, device_id, team_id, payload, created_at
+    from events
+    where organization_id = ${organizationId} and created_at >= ${window.since} and created_at < ${window.until}
+      ${window.types ? sql`and type = any(${window.types}::text[])` : sql``}
+    order by txid, id
+    limit ${limit}`;
+  return rows.map(toStoredEvent);
+}

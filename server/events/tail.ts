@@ -1,6 +1,6 @@
 import type { Pool } from "../db/client";
 import type { Logger } from "../lib/logger";
-import type { Bus } from "../realtime/bus";
+import type { Bus } from "./bus";
 import type { Position } from "./cursor";
 import { headPosition, readEvents, type StoredEvent } from "./log";
 

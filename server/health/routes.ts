@@ -2,11 +2,11 @@ import { Elysia, t } from "elysia";
 import type { Config } from "../config";
 import type { Pool } from "../db/client";
 import { AppError } from "../errors";
+import type { Bus } from "../events/bus";
 import type { JobQueue } from "../jobs/queue";
 import { type Clock, iso } from "../lib/clock";
 import { constantTimeEqual } from "../lib/crypto";
 import type { Metrics } from "../lib/metrics";
-import type { Bus } from "../realtime/bus";
 
 type Check = { status: "ok" | "failing"; message: string; error?: string };
 

@@ -32,7 +32,8 @@ export const QUEUES = {
     visibilitySeconds: 20,
   },
   "message.inbound": {
-    description: "Announces stored inbound messages: webhook deliveries, message.received events, locks released by them",
+    description:
+      "Announces stored inbound messages: message.received to the event log (webhook deliveries are made from it) and realtime, locks released by them",
     producers: ["server/messages/inbound.ts"],
     handler: "server/messages/fanout.ts",
     batchSize: 50,
@@ -49,6 +50,15 @@ export const QUEUES = {
     visibilitySeconds: 180,
     // Job attempts are wake-ups, not delivery attempts (a delivery sent back because its endpoint
     // is busy uses one too); the delivery counts real attempts itself, so this is out of reach.
+    maxAttempts: 1_000_000,
+  },
+  "webhook.replay": {
+    description:
+      "One attempt at one replayed webhook delivery (POST .../replay): the webhook.delivery handler, few at once, so a replay holds few of an endpoint's slots and never stands in the live queue",
+    producers: ["server/webhooks/delivery-store.ts"],
+    handler: "server/webhooks/delivery.ts",
+    concurrency: 4,
+    visibilitySeconds: 180,
     maxAttempts: 1_000_000,
   },
   "message.outbound.provider": {

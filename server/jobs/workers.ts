@@ -1,13 +1,13 @@
 import type { Config } from "../config";
 import type { Pool } from "../db/client";
 import { deviceSmsHandler } from "../devices/sms-process";
+import type { EventTail } from "../events/tail";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import { retentionHandler } from "../maintenance/retention";
 import { inboundFanoutHandler } from "../messages/fanout";
 import { outboundHandlers } from "../messages/outbound-jobs";
 import { lockExpiryHandler } from "../numbers/locks";
-import type { Publish } from "../realtime/bus";
 import type { BatchHandler, JobHandler, JobQueue } from "./queue";
 import type { QueueName } from "./registry";
 
@@ -18,7 +18,8 @@ export type WorkerDeps = {
   sql: Pool;
   jobs: JobQueue;
   clock: Clock;
-  publish: Publish;
+  /** The event log's tail: handlers that append events wake every instance after their commit. */
+  events: EventTail;
   config: Config;
   logger: Logger;
   /** The webhook engine's delivery handler (it holds the secret box and the endpoint limiter). */
@@ -36,11 +37,18 @@ export function workers(deps: WorkerDeps): Record<QueueName, Worker> {
     "device_sms.process": { batch: deviceSmsHandler(deps) },
     "message.inbound": { batch: inboundFanoutHandler(deps) },
     "webhook.delivery": { one: deps.deliver },
+    "webhook.replay": { one: deps.deliver },
     "message.outbound.provider": { one: outbound.send, backoff: outbound.backoff },
     "message.outbound.device-timeout": { one: outbound.deviceTimeout },
     "message.outbound.dispatch": { one: outbound.dispatch },
     "number.lock-expiry": { one: lockExpiryHandler(deps) },
-    "maintenance.retention": { one: retentionHandler({ ...deps, logRetentionDays: deps.config.WEBHOOK_LOG_RETENTION_DAYS }) },
+    "maintenance.retention": {
+      one: retentionHandler({
+        ...deps,
+        logRetentionDays: deps.config.WEBHOOK_LOG_RETENTION_DAYS,
+        eventRetentionDays: deps.config.EVENT_RETENTION_DAYS,
+      }),
+    },
   };
 }
 

@@ -20,7 +20,7 @@ const isNull = (s: unknown) =>
 
 const isIntegerString = (s: Node) => s.type === "string" && s.format === "integer" && s.default === 0;
 
-function fixSchema(schema: unknown): unknown {
+export function fixSchema(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(fixSchema);
   if (typeof schema !== "object" || schema === null) return schema;
   const node: Node = {};

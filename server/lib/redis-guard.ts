@@ -10,7 +10,8 @@ import type Redis from "ioredis";
  * What falls back to what (docs/architecture.md "Redis outage"):
  * - rate limits: in-process counters (server/lib/rate-limit.ts);
  * - realtime grants: this instance's copy (server/realtime/grants.ts);
- * - publishing: this instance's sockets only (server/realtime/bus.ts, its own connections);
+ * - bus messages: this instance only (server/events/bus.ts, its own connections; the event tail
+ *   polls the log, so realtime still reaches every instance's sockets);
  * - revocations: this instance only; every instance re-checks its sockets when its bus reconnects.
  */
 export type RedisGuard = {

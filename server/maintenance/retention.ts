@@ -1,4 +1,5 @@
 import type { Pool, Sql } from "../db/client";
+import { deleteEventsBefore } from "../events/log";
 import type { JobHandler, JobQueue } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
@@ -14,7 +15,10 @@ export type Removed = {
   authorizationCodes: number;
   refreshTokens: number;
   idempotencyKeys: number;
+  events: number;
 };
+
+const DAY_MS = 86_400_000;
 
 /** Runs `remove` (a delete of at most CHUNK rows answering their count) until it removes less. */
 async function inChunks(remove: () => Promise<number>) {
@@ -37,9 +41,11 @@ const deleted = async (q: PromiseLike<{ count: number }>) => (await q).count;
  *   answer to a just-expired token "expired", not merely "unknown", in logs and tests);
  * - OAuth authorization codes and refresh tokens expired for more than a day (a rotated refresh
  *   token is kept until then: presenting it again still revokes its family);
- * - Idempotency-Key records older than their 24 h window (server/lib/idempotency.ts).
+ * - Idempotency-Key records older than their 24 h window (server/lib/idempotency.ts);
+ * - events of the log older than `eventRetentionDays` (EVENT_RETENTION_DAYS): a cursor older than
+ *   that resumes at the oldest event kept.
  */
-export async function removeExpired(sql: Sql, o: { logRetentionDays: number }): Promise<Removed> {
+export async function removeExpired(sql: Sql, o: { logRetentionDays: number; eventRetentionDays?: number; now?: number }): Promise<Removed> {
   const cutoff = sql`now() - make_interval(days => ${o.logRetentionDays})`;
   const deliveryLogs = await inChunks(() =>
     deleted(sql`
@@ -70,7 +76,9 @@ export async function removeExpired(sql: Sql, o: { logRetentionDays: number }): 
       delete from idempotency_keys where ctid in (
         select ctid from idempotency_keys where created_at < now() - interval '24 hours' limit ${CHUNK})`),
   );
-  return { deliveryLogs, deliveries, sessions, authorizationCodes, refreshTokens, idempotencyKeys };
+  const eventsBefore = new Date((o.now ?? Date.now()) - (o.eventRetentionDays ?? 30) * DAY_MS);
+  const events = await inChunks(() => deleteEventsBefore(sql, eventsBefore, CHUNK));
+  return { deliveryLogs, deliveries, sessions, authorizationCodes, refreshTokens, idempotencyKeys, events };
 }
 
 /** The next hour's run, once however many instances ask (the dedupe key names the hour). */
@@ -80,14 +88,15 @@ function enqueueNext(jobs: JobQueue, now: number, delayMs: number) {
   return jobs.enqueue("maintenance.retention", {}, { delayMs, dedupeKey: `maintenance.retention:${Math.floor(at / HOUR_MS)}` });
 }
 
-type RetentionDeps = { sql: Pool; jobs: JobQueue; clock: Clock; logger: Logger; logRetentionDays: number };
+type RetentionDeps = { sql: Pool; jobs: JobQueue; clock: Clock; logger: Logger; logRetentionDays: number; eventRetentionDays?: number };
 
 /** The handler of the clean-up (registered by server/jobs/workers.ts): schedules the next hour's run, then removes. */
 export function retentionHandler(deps: RetentionDeps): JobHandler {
   return async () => {
     // The next run first: a run that keeps failing must not end the hourly chain.
-    await enqueueNext(deps.jobs, deps.clock.now(), HOUR_MS);
-    const removed = await removeExpired(deps.sql, { logRetentionDays: deps.logRetentionDays });
+    const now = deps.clock.now();
+    await enqueueNext(deps.jobs, now, HOUR_MS);
+    const removed = await removeExpired(deps.sql, { logRetentionDays: deps.logRetentionDays, eventRetentionDays: deps.eventRetentionDays, now });
     if (Object.values(removed).some((n) => n > 0)) deps.logger.info({ removed }, "expired records removed");
   };
 }

@@ -1,46 +1,52 @@
 import type { Pool } from "../db/client";
+import { event } from "../events/catalog";
+import { appendEvents, type NewEvent } from "../events/log";
+import type { MessageEvent } from "../events/payloads";
+import type { EventTail } from "../events/tail";
 import type { BatchHandler } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
-import { announceLocksReleasedOnMessage } from "../numbers/locks";
-import type { Publish } from "../realtime/bus";
-import { enqueueWebhookDeliveries } from "../webhooks/forwarding";
+import { lockReleasedOnMessageEvents } from "../numbers/locks";
 import { findMessagesForFanout } from "./store";
+
+type Found = Awaited<ReturnType<typeof findMessagesForFanout>>[number];
+
+/** One `message.received` row per organization that may see the message, with that organization's view (docs/events.md "A message's team"). */
+export function messageReceivedEvents({ message, visibility }: Found): NewEvent[] {
+  if (message.hosted_sim_id === null) return [];
+  const hostedSimId = message.hosted_sim_id;
+  return visibility.map((v) =>
+    event.messageReceived(
+      { organizationId: v.organizationId, hostedSimId, teamId: v.teamId, dedupeKey: `message:${message.id}` },
+      {
+        message: { ...message, team_id: v.teamId } as unknown as MessageEvent["message"],
+        hosted_sim: { id: hostedSimId, number: message.number, alias: v.alias },
+        team: v.teamId === null || v.teamName === null ? null : { id: v.teamId, name: v.teamName },
+      },
+    ),
+  );
+}
 
 /**
  * Announces stored inbound messages, many jobs' worth at a time (storeInboundMessages enqueues
- * one job per batch it stores, and a backlog of jobs is claimed in batches): `message.received` to
- * every organization that may see each message, with that organization's team of the message
- * (and to the number's channel, limited to that organization), after the webhook deliveries, then
- * `number.unlocked` for the locks those messages released (`released_locks`). Runs on the
- * job queue, so a crash in between means the job runs again: events are at least once, and
- * deliveries are created once (enqueueWebhookDeliveries is idempotent per message).
+ * one job per batch it stores, and a backlog of jobs is claimed in batches): appends
+ * `message.received` for every organization that may see each message, then `number.unlocked`
+ * for the locks those messages released (`released_locks`), in one transaction. The job row is
+ * the outbox: a crash means the job runs again, and the dedupe keys make its appends once.
  */
 export function inboundFanoutHandler(deps: {
   sql: Pool;
-  publish: Publish;
+  events: Pick<EventTail, "notify">;
   clock: Clock;
 }): BatchHandler<{ message_ids?: number[]; message_id?: number; released_locks?: number[] }> {
   // `message_id`: jobs enqueued before batches, one message each.
   return async (jobs) => {
     const ids = jobs.flatMap((job) => job.payload.message_ids ?? (job.payload.message_id === undefined ? [] : [job.payload.message_id]));
     const found = await findMessagesForFanout(deps.sql, ids);
-    const released = jobs.flatMap((job) => job.payload.released_locks ?? []);
-    await enqueueWebhookDeliveries(
-      deps.sql,
-      found.map((f) => f.message),
-      deps.clock.now(),
-    );
-    for (const { message, visibility } of found) {
-      // Each organization sees the message with its one team (docs/events.md "A message's team"), as its history shows it.
-      const seen = visibility.map((v) => ({ v, data: { message: { ...message, team_id: v.teamId } } }));
-      for (const { v, data } of seen) {
-        deps.publish([`private-organization.${v.organizationId}`, ...(v.teamId === null ? [] : [`private-team.${v.teamId}`])], "message.received", data);
-      }
-      for (const { v, data } of seen) {
-        deps.publish(`private-number.${message.hosted_sim_id}`, "message.received", data, { organizations: [v.organizationId] });
-      }
-    }
-    // After the messages that released them (their deliveries exist, their events are out).
-    await announceLocksReleasedOnMessage(deps, released);
+    await deps.sql.begin(async (tx) => {
+      await appendEvents(tx, found.flatMap(messageReceivedEvents));
+      // After the messages that released them, in log order.
+      for (const job of jobs) await appendEvents(tx, await lockReleasedOnMessageEvents(tx, job.payload.released_locks ?? [], `job:${job.id}`));
+    });
+    deps.events.notify();
   };
 }

@@ -1,15 +1,15 @@
 import type { Config } from "../config";
 import type { Pool } from "../db/client";
+import type { EventTail } from "../events/tail";
 import type { Job, JobHandler, JobQueue } from "../jobs/queue";
 import { RetryAfter } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
-import type { Publish } from "../realtime/bus";
-import { announceStatus, dispatchScheduled } from "./outbound";
-import { findOutbound, moveStatus } from "./outbound-store";
+import { changeStatus, dispatchScheduled } from "./outbound";
+import { findOutbound } from "./outbound-store";
 import { createProviderClient, type ProviderClient } from "./provider-client";
 
-type Deps = { sql: Pool; publish: Publish; logger: Logger; clock?: Clock };
+type Deps = { sql: Pool; events: Pick<EventTail, "notify">; logger: Logger; clock?: Clock };
 type Payload = { message_id: number };
 
 /**
@@ -36,20 +36,16 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
     await expire(deps, m.id, m.organization_id, ["queued", "sending"], "It expired before the provider accepted it.");
     return;
   }
-  if (m.status === "queued") {
-    // Not moved: cancelled (or expired) meanwhile, and so never handed to the provider.
-    if (!(await moveStatus(deps.sql, m.id, "sending", ["queued"]))) return;
-    await announceStatus(deps, m.organization_id, m.id);
-  }
+  // Not moved: cancelled (or expired) meanwhile, and so never handed to the provider.
+  if (m.status === "queued" && !(await changeStatus(deps, m.organization_id, m.id, "sending", ["queued"]))) return;
   const outcome = await provider.send({ from: m.from, to: m.to, body: m.text });
   if (outcome.kind === "accepted") {
-    if (await moveStatus(deps.sql, m.id, "sent", ["queued", "sending"], { externalId: outcome.sid || null }))
-      await announceStatus(deps, m.organization_id, m.id);
+    await changeStatus(deps, m.organization_id, m.id, "sent", ["queued", "sending"], { externalId: outcome.sid || null });
     return;
   }
   const last = job.attempts >= job.max_attempts;
   if (outcome.kind === "rejected" || last) {
-    if (await moveStatus(deps.sql, m.id, "failed", ["queued", "sending"], { error: outcome.error })) await announceStatus(deps, m.organization_id, m.id);
+    await changeStatus(deps, m.organization_id, m.id, "failed", ["queued", "sending"], { error: outcome.error });
     return;
   }
   const delay = outcome.retryAfterMs ?? backoff(job.attempts);
@@ -61,23 +57,21 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
   throw new RetryAfter(delay, outcome.error);
 }
 
-async function expire(deps: Pick<Deps, "sql" | "publish">, id: number, organizationId: number, from: string[], error: string) {
-  if (await moveStatus(deps.sql, id, "expired", from, { error })) await announceStatus(deps, organizationId, id);
+async function expire(deps: Pick<Deps, "sql" | "events">, id: number, organizationId: number, from: string[], error: string) {
+  await changeStatus(deps, organizationId, id, "expired", from, { error });
 }
 
 /**
  * Ends a device send that no device picked up (still `queued`) when its time is up: `expired` at
  * its expires_at when it has one, else `failed` after the device timeout.
  */
-export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "publish">, messageId: number, timeoutSeconds: number) {
+export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "events">, messageId: number, timeoutSeconds: number) {
   const m = await findOutbound(deps.sql, messageId);
   if (m?.status !== "queued") return false;
   const [to, error] = m.expires_at
     ? ["expired", "No device picked up the message before it expired."]
     : ["failed", `No device picked up the message within ${timeoutSeconds} seconds.`];
-  if (!(await moveStatus(deps.sql, messageId, to, ["queued"], { error }))) return false;
-  await announceStatus(deps, m.organization_id, messageId);
-  return true;
+  return changeStatus(deps, m.organization_id, messageId, to, ["queued"], { error });
 }
 
 /** The handlers of the outbound queues (registered by server/jobs/workers.ts), with the provider sends' backoff. */

@@ -1,11 +1,14 @@
 import type { Caller } from "../auth/caller";
-import type { Pool } from "../db/client";
+import type { Pool, Sql } from "../db/client";
 import { AppError, invalidState, notFound } from "../errors";
+import { event, messageStatusEvent } from "../events/catalog";
+import { appendEvents, type NewEvent } from "../events/log";
+import type { MessageEvent } from "../events/payloads";
+import type { EventTail } from "../events/tail";
 import { enqueueJobs, type JobQueue } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import { numberLocked, requireNumber } from "../numbers/locks";
 import { attachmentOf, byosDeviceOf } from "../numbers/store";
-import type { Publish } from "../realtime/bus";
 import { findVisibleMessage } from "./history-store";
 import {
   findDeviceOutbound,
@@ -19,9 +22,9 @@ import {
 } from "./outbound-store";
 import { planSend, type SendRequest } from "./send-request";
 import { CANCELLABLE, canMove, statesBefore } from "./status";
-import { type Message, monthlyOutboundCount } from "./store";
+import { type Message, monthlyOutboundCount, organizationView } from "./store";
 
-export type OutboundDeps = { sql: Pool; jobs: JobQueue; publish: Publish; deviceTimeoutSeconds: number; clock?: Clock };
+export type OutboundDeps = { sql: Pool; jobs: JobQueue; events: Pick<EventTail, "notify">; deviceTimeoutSeconds: number; clock?: Clock };
 
 const nowOf = (deps: Pick<OutboundDeps, "clock">) => deps.clock?.now() ?? Date.now();
 
@@ -34,12 +37,41 @@ const planLimitReached = (limit: number, bulk?: { requested: number; left: numbe
       : `Your plan's ${limit} outbound messages for this month are used up.`,
   );
 
-/** `message.status_changed` to the sending organization only (outbound messages are visible to it alone). */
-export async function announceStatus(deps: Pick<OutboundDeps, "sql" | "publish">, organizationId: number, messageId: number) {
-  const message = await findVisibleMessage(deps.sql, organizationId, messageId);
-  if (!message) return;
-  deps.publish(`private-organization.${organizationId}`, "message.status_changed", { message });
-  deps.publish(`private-number.${message.hosted_sim_id}`, "message.status_changed", { message }, { organizations: [organizationId] });
+/** A message as one organization sees it in its events: its team there, its alias of the number. */
+export async function messageEventPayload(sql: Sql, organizationId: number, message: Message): Promise<MessageEvent> {
+  const hostedSimId = message.hosted_sim_id ?? 0;
+  const view = await organizationView(sql, organizationId, hostedSimId, message.team_id);
+  return {
+    message: message as unknown as MessageEvent["message"],
+    hosted_sim: { id: hostedSimId, number: message.number, alias: view.alias },
+    team: message.team_id === null || view.teamName === null ? null : { id: message.team_id, name: view.teamName },
+  };
+}
+
+/** The event of an outbound message's current status, to the sending organization only (outbound messages are visible to it alone). */
+async function statusEvents(sql: Sql, organizationId: number, messageId: number): Promise<NewEvent[]> {
+  const message = await findVisibleMessage(sql, organizationId, messageId);
+  const build = message && messageStatusEvent(message.status);
+  if (!message || !build) return [];
+  return [build({ organizationId, hostedSimId: message.hosted_sim_id, teamId: message.team_id }, await messageEventPayload(sql, organizationId, message))];
+}
+
+/** Moves an outbound message's status and appends its event in the same transaction; false when it was not in `from`. */
+export async function changeStatus(
+  deps: Pick<OutboundDeps, "sql" | "events">,
+  organizationId: number,
+  messageId: number,
+  to: string,
+  from: string[],
+  extra: Parameters<typeof moveStatus>[4] = {},
+): Promise<boolean> {
+  const moved = await deps.sql.begin(async (tx) => {
+    if (!(await moveStatus(tx, messageId, to, from, extra))) return false;
+    await appendEvents(tx, await statusEvents(tx, organizationId, messageId));
+    return true;
+  });
+  if (moved) deps.events.notify();
+  return moved;
 }
 
 /**
@@ -88,11 +120,17 @@ export async function sendMessage(deps: OutboundDeps, c: Caller, body: SendReque
     if (plan.sendAt) await enqueueJobs(tx, "message.outbound.dispatch", payloads, { runAt: plan.sendAt });
     else if (device) await enqueueJobs(tx, "message.outbound.device-timeout", payloads, { runAt: deviceDeadline(deps, plan.expiresAt) });
     else await enqueueJobs(tx, "message.outbound.provider", payloads);
+    const events: NewEvent[] = [];
+    for (const messageId of messageIds) {
+      events.push(...(await statusEvents(tx, org, messageId)));
+      if (device && !plan.sendAt) events.push(deviceCommand(org, device.device_id, (await findVisibleMessage(tx, org, messageId))!));
+    }
+    await appendEvents(tx, events);
     return messageIds;
   });
   deps.jobs.wake();
+  deps.events.notify();
   const messages = await findOutboundMessages(deps.sql, org, ids);
-  if (device && !plan.sendAt) for (const message of messages) orderDevice(deps, device.device_id, message);
   return { batchId, messages };
 }
 
@@ -100,10 +138,10 @@ export async function sendMessage(deps: OutboundDeps, c: Caller, body: SendReque
 const deviceDeadline = (deps: Pick<OutboundDeps, "deviceTimeoutSeconds" | "clock">, expiresAt: Date | null) =>
   expiresAt ?? new Date(nowOf(deps) + deps.deviceTimeoutSeconds * 1000);
 
-/** `message.send` to the device that holds the number. */
-function orderDevice(deps: Pick<OutboundDeps, "publish">, deviceId: number, message: Message) {
+/** `message.send` to the device that holds the number (appended with the message's `queued`). */
+function deviceCommand(organizationId: number, deviceId: number, message: Message): NewEvent {
   const { id, hosted_sim_id, number, to, text, sim_slot } = message;
-  deps.publish(`private-device.${deviceId}`, "message.send", { message: { id, hosted_sim_id, number, to, text, sim_slot } });
+  return event.messageSend({ organizationId, hostedSimId: hosted_sim_id, deviceId }, { message: { id, hosted_sim_id, number, to, text, sim_slot } });
 }
 
 /**
@@ -116,8 +154,7 @@ export async function dispatchScheduled(deps: OutboundDeps, messageId: number) {
   const m = await findOutbound(deps.sql, messageId);
   if (m?.status !== "scheduled") return;
   if (m.expires_at && Date.parse(m.expires_at) <= nowOf(deps)) {
-    if (await moveStatus(deps.sql, m.id, "expired", ["scheduled"], { error: "It expired before it could be sent." }))
-      await announceStatus(deps, m.organization_id, m.id);
+    await changeStatus(deps, m.organization_id, m.id, "expired", ["scheduled"], { error: "It expired before it could be sent." });
     return;
   }
   const moved = await deps.sql.begin(async (tx) => {
@@ -125,12 +162,14 @@ export async function dispatchScheduled(deps: OutboundDeps, messageId: number) {
     const expiresAt = m.expires_at ? new Date(m.expires_at) : null;
     if (m.device_id) await deps.jobs.enqueue("message.outbound.device-timeout", { message_id: m.id }, { runAt: deviceDeadline(deps, expiresAt) }, tx);
     else await deps.jobs.enqueue("message.outbound.provider", { message_id: m.id }, {}, tx);
+    const events = await statusEvents(tx, m.organization_id, m.id);
+    if (m.device_id) events.push(deviceCommand(m.organization_id, m.device_id, (await findVisibleMessage(tx, m.organization_id, m.id))!));
+    await appendEvents(tx, events);
     return true;
   });
   if (!moved) return;
   deps.jobs.wake();
-  await announceStatus(deps, m.organization_id, m.id);
-  if (m.device_id) orderDevice(deps, m.device_id, m);
+  deps.events.notify();
 }
 
 /**
@@ -139,25 +178,36 @@ export async function dispatchScheduled(deps: OutboundDeps, messageId: number) {
  * message answers again unchanged; any other state is 409. The quota unit is given back (cancelled
  * messages are not counted).
  */
-export async function cancelMessage(deps: Pick<OutboundDeps, "sql" | "publish">, c: Caller, messageId: number): Promise<Message> {
+export async function cancelMessage(deps: Pick<OutboundDeps, "sql" | "events">, c: Caller, messageId: number): Promise<Message> {
   const org = c.organization.id;
   const found = await findVisibleMessage(deps.sql, org, messageId);
   if (!found) throw notFound("Message");
   if (found.direction !== "outbound") throw invalidState("A received message cannot be cancelled.");
   if (found.status === "cancelled") return found;
-  if (!(await moveStatus(deps.sql, messageId, "cancelled", CANCELLABLE))) {
+  const moved = await deps.sql.begin(async (tx) => {
+    const [was] = await tx<{ status: string }[]>`select status from messages where id = ${messageId} for update`;
+    if (!was || !(await moveStatus(tx, messageId, "cancelled", CANCELLABLE))) return false;
+    const events = await statusEvents(tx, org, messageId);
+    // A queued BYOS send was already ordered on the device's channel: tell the phone not to send it.
+    if (was.status === "queued" && found.device_id)
+      events.push(
+        event.messageSendCancelled({ organizationId: org, hostedSimId: found.hosted_sim_id, deviceId: found.device_id }, { message: { id: messageId } }),
+      );
+    await appendEvents(tx, events);
+    return true;
+  });
+  if (!moved) {
     const now = await findVisibleMessage(deps.sql, org, messageId);
     if (now?.status === "cancelled") return now;
     throw invalidState(`A ${now?.status ?? found.status} message has gone out (or ended) and can no longer be cancelled.`);
   }
-  await announceStatus(deps, org, messageId);
-  if (found.status === "queued" && found.device_id) deps.publish(`private-device.${found.device_id}`, "message.cancelled", { message: { id: messageId } });
+  deps.events.notify();
   return (await findVisibleMessage(deps.sql, org, messageId))!;
 }
 
 /** A device's report on an outbound message it was asked to send. Repeating the current status is a no-op. */
 export async function reportDeviceStatus(
-  deps: Pick<OutboundDeps, "sql" | "publish">,
+  deps: Pick<OutboundDeps, "sql" | "events">,
   c: Caller,
   q: { deviceId: number; messageId: number; status: string; error?: string },
 ): Promise<Message> {
@@ -167,11 +217,11 @@ export async function reportDeviceStatus(
   if (found.status !== q.status) {
     if (!canMove(found.status, q.status)) throw invalidState(`A ${found.status} message cannot become ${q.status}.`);
     const error = q.status === "failed" ? (q.error ?? "The device reported a failure.") : null;
-    const moved = await moveStatus(deps.sql, q.messageId, q.status, statesBefore(q.status), { error });
+    const moved = await changeStatus(deps, org, q.messageId, q.status, statesBefore(q.status), { error });
     if (!moved) {
       const now = await findVisibleMessage(deps.sql, org, q.messageId);
       if (now?.status !== q.status) throw invalidState(`The message is ${now?.status ?? "gone"} now and cannot become ${q.status}.`);
-    } else await announceStatus(deps, org, q.messageId);
+    }
   }
   return (await findVisibleMessage(deps.sql, org, q.messageId))!;
 }

@@ -47,9 +47,14 @@ export const messageColumns = (sql: Sql) => sql`
 /** Messages to announce, each with the organizations (and their team at arrival) that may see it. */
 export async function findMessagesForFanout(sql: Sql, ids: number[]) {
   const messages = await sql<Message[]>`select ${messageColumns(sql)} from messages m where m.id = any(${ids}::bigint[]) order by m.id`;
-  const visibility = await sql<{ messageId: number; organizationId: number; teamId: number | null }[]>`
-    select message_id as "messageId", organization_id as "organizationId", team_id as "teamId"
-    from message_visibility where message_id = any(${ids}::bigint[]) order by organization_id`;
+  // Each organization's view: its team of the message (a team deleted since has no name: null) and its alias of the number.
+  const visibility = await sql<{ messageId: number; organizationId: number; teamId: number | null; teamName: string | null; alias: string | null }[]>`
+    select v.message_id as "messageId", v.organization_id as "organizationId", v.team_id as "teamId", t.name as "teamName", a.alias
+    from message_visibility v
+    join messages m on m.id = v.message_id
+    left join teams t on t.id = v.team_id
+    left join hosted_sim_organizations a on a.hosted_sim_id = m.hosted_sim_id and a.organization_id = v.organization_id
+    where v.message_id = any(${ids}::bigint[]) order by v.organization_id`;
   return messages.map((message) => ({ message, visibility: visibility.filter((v) => v.messageId === message.id) }));
 }
 
@@ -72,4 +77,12 @@ export async function monthlyOutboundCount(sql: Sql, organizationId: number): Pr
 export async function lastMessageId(sql: Sql): Promise<number> {
   const [row] = await sql<{ id: number | null }[]>`select pg_sequence_last_value(pg_get_serial_sequence('messages', 'id')::regclass) as id`;
   return row?.id ?? 0;
+}
+
+/** An organization's alias of a number and the name of one of its teams (null: none, or deleted): its view in message events. */
+export async function organizationView(sql: Sql, organizationId: number, hostedSimId: number, teamId: number | null) {
+  const [row] = await sql<{ alias: string | null; team_name: string | null }[]>`
+    select (select alias from hosted_sim_organizations where hosted_sim_id = ${hostedSimId} and organization_id = ${organizationId}) as alias,
+      (select name from teams where id = ${teamId}) as team_name`;
+  return { alias: row?.alias ?? null, teamName: row?.team_name ?? null };
 }

@@ -1,15 +1,17 @@
+import { event } from "../events/catalog";
+import type { StoredEvent } from "../events/log";
 import { type Clock, createScheduler, type Scheduler } from "../lib/clock";
-import type { Bus, BusMessage } from "../realtime/bus";
 
 /**
  * The waiters of `GET /api/numbers/{id}/messages/next` on this instance (docs/architecture.md
- * "Waiting for a message"). One bus subscription for all of them: a `message.received` event on a
- * number's channel wakes the waiters of that number whose organizations may see it, with the
- * announced message ids; each then looks those ids up once. No waiter polls the database. The
+ * "Waiting for a message"). One listener on the instance's event tail for all of them: a
+ * `message.received` event of a number wakes the waiters of that number whose organizations may
+ * see it (the event's organization), with the announced message ids; each then looks those ids up
+ * once. No waiter polls the database. The
  * registry knows no SQL and no HTTP: the caller hands it the lookup (`find`).
  */
 
-/** What a lookup is asked to check: the announced ids only, or everything since `after` (first check, bus resumed). */
+/** What a lookup is asked to check: the announced ids only, or everything since `after` (the first check). */
 export type Among = number[] | undefined;
 
 /** How a wait ended without a message. */
@@ -36,23 +38,23 @@ export type WaitOutcome<T> = { found: T } | { ended: WaitEnd } | { refused: Refu
 type Waiter = {
   key: string;
   request: WaitRequest;
-  /** Ids announced since the last lookup; `everything` when the bus may have lost announcements. */
+  /** Ids announced since the last lookup. */
   pending: Set<number>;
-  everything: boolean;
   ended: WaitEnd | null;
   poke: (() => void) | null;
 };
 
-/** The ids a `message.received` event on a number's channel announces, and for whom. */
-function announced(m: BusMessage): { hostedSimId: number; messageId: number; organizations?: number[] } | null {
-  if (m.event !== "message.received" || !m.channel.startsWith("private-number.")) return null;
-  const message = (m.data as { message?: { id?: unknown; hosted_sim_id?: unknown } } | null)?.message;
-  if (typeof message?.id !== "number" || typeof message.hosted_sim_id !== "number") return null;
-  return { hostedSimId: message.hosted_sim_id, messageId: message.id, organizations: m.organizations };
+/** The message a `message.received` row announces, and for which organization. */
+function announced(e: StoredEvent): { hostedSimId: number; messageId: number; organization: number } | null {
+  if (e.type !== event.messageReceived.type || e.hostedSimId === null) return null;
+  const message = (e.payload as { message?: { id?: unknown } }).message;
+  if (typeof message?.id !== "number") return null;
+  return { hostedSimId: e.hostedSimId, messageId: message.id, organization: e.organizationId };
 }
 
 type Deps = {
-  bus: Pick<Bus, "subscribe" | "onResumed">;
+  /** The instance's event tail (`services.events.onEvents`). */
+  onEvents(listener: (events: StoredEvent[]) => void): () => void;
   clock: Clock;
   limits?: Partial<WaiterLimits>;
   /** Every waiter's timeout on one timer; tests pass one driven by a fake clock. */
@@ -78,23 +80,19 @@ export function createMessageWaiters(deps: Deps) {
     wake(w);
   };
 
-  const unsubscribe = deps.bus.subscribe((m) => {
-    const a = announced(m);
-    const waiters = a && bySim.get(a.hostedSimId);
-    if (!a || !waiters) return;
-    for (const w of waiters) {
-      if (a.organizations && !a.organizations.some((o) => w.request.viewers.includes(o))) continue;
-      w.pending.add(a.messageId);
-      wake(w);
-    }
-  });
-  // Announcements made while this instance was cut off from the others never arrive: look again.
-  const unresume = deps.bus.onResumed(() => {
-    for (const waiters of bySim.values())
+  // The tail hands on every event of the log once, whichever instance appended it: none is lost
+  // while Redis is away (the tail polls), so no waiter needs to look at everything again.
+  const unsubscribe = deps.onEvents((events) => {
+    for (const e of events) {
+      const a = announced(e);
+      const waiters = a && bySim.get(a.hostedSimId);
+      if (!a || !waiters) continue;
       for (const w of waiters) {
-        w.everything = true;
+        if (!w.request.viewers.includes(a.organization)) continue;
+        w.pending.add(a.messageId);
         wake(w);
       }
+    }
   });
 
   function refusal(r: WaitRequest): Refusal | null {
@@ -105,7 +103,7 @@ export function createMessageWaiters(deps: Deps) {
   }
 
   function add(r: WaitRequest): Waiter {
-    const w: Waiter = { key: `w${++serial}`, request: r, pending: new Set(), everything: false, ended: null, poke: null };
+    const w: Waiter = { key: `w${++serial}`, request: r, pending: new Set(), ended: null, poke: null };
     let set = bySim.get(r.hostedSimId);
     if (!set) bySim.set(r.hostedSimId, (set = new Set()));
     set.add(w);
@@ -127,7 +125,7 @@ export function createMessageWaiters(deps: Deps) {
   }
 
   /** Resolves when the waiter has something to look at or has ended. */
-  const signalled = (w: Waiter) => (w.ended || w.everything || w.pending.size > 0 ? Promise.resolve() : new Promise<void>((resolve) => (w.poke = resolve)));
+  const signalled = (w: Waiter) => (w.ended || w.pending.size > 0 ? Promise.resolve() : new Promise<void>((resolve) => (w.poke = resolve)));
 
   /**
    * Waits for the first value `find` returns. The waiter is registered before the first lookup,
@@ -149,8 +147,7 @@ export function createMessageWaiters(deps: Deps) {
         if (found !== null) return { found };
         await signalled(w);
         if (w.ended) return { ended: w.ended };
-        among = w.everything ? undefined : [...w.pending];
-        w.everything = false;
+        among = [...w.pending];
         w.pending.clear();
       }
     } finally {
@@ -170,7 +167,6 @@ export function createMessageWaiters(deps: Deps) {
       closed = true;
       for (const waiters of bySim.values()) for (const w of waiters) end(w, "shutdown");
       unsubscribe();
-      unresume();
       deadlines.stop();
     },
   };

@@ -1,14 +1,17 @@
 import type { Caller } from "../auth/caller";
-import type { Pool } from "../db/client";
+import type { Pool, Sql } from "../db/client";
 import { AppError, notFound, validationFailed } from "../errors";
+import { event } from "../events/catalog";
+import { appendEvents, type NewEvent } from "../events/log";
+import type { UnlockReason } from "../events/payloads";
+import type { EventTail } from "../events/tail";
 import type { JobHandler, JobQueue } from "../jobs/queue";
 import { RetryAfter } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
-import type { Publish } from "../realtime/bus";
 import { clearExpiredLock, releaseLock, type TakenLock, takeLock } from "./lock-store";
 import { attachedOrganizations, findHostedSim, type HostedSimRow, teamBelongsTo } from "./store";
 
-type EventDeps = { sql: Pool; publish: Publish; clock: Clock };
+type EventDeps = { sql: Pool; events: Pick<EventTail, "notify">; clock: Clock };
 type Deps = EventDeps & { jobs: JobQueue };
 
 export const numberLocked = (lockedUntil: string | null) =>
@@ -48,6 +51,7 @@ export async function lockNumber(deps: Deps, c: Caller, id: number, body: LockOp
       const payload = { hosted_sim_id: id, organization_id: c.organization.id, locked_until: taken.locked_until };
       const delayMs = Math.max(0, Date.parse(taken.locked_until) - deps.clock.now());
       await deps.jobs.enqueue("number.lock-expiry", payload, { delayMs, dedupeKey: `lock-expiry:${id}:${taken.locked_until}` }, tx);
+      await appendEvents(tx, await lockedEvents(tx, sim, c.organization.id, taken));
     }
     return taken;
   });
@@ -55,87 +59,82 @@ export async function lockNumber(deps: Deps, c: Caller, id: number, body: LockOp
     const now = await findHostedSim(deps.sql, [c.organization.id], id);
     throw numberLocked(now?.locked_until ?? sim.locked_until);
   }
-  await publishLocked(deps, sim, c.organization.id, lock);
+  deps.events.notify();
   return requireNumber(deps.sql, c, id);
 }
 
 export async function unlockNumber(deps: Deps, c: Caller, id: number) {
   const sim = await requireNumber(deps.sql, c, id);
-  const released = await deps.sql.begin((tx) => releaseLock(tx, id, c.organization.id, deps.clock.now()));
+  const released = await deps.sql.begin(async (tx) => {
+    const done = await releaseLock(tx, id, c.organization.id, deps.clock.now());
+    if (done) await appendEvents(tx, await unlockedEvents(tx, sim, "unlock"));
+    return done;
+  });
   if (!released) {
     const now = await requireNumber(deps.sql, c, id);
     // Someone else's live lock refuses; no lock at all is already the wanted state.
     if (now.lock_live && now.lock_organization_id !== c.organization.id) throw numberLocked(now.locked_until);
     return now;
   }
-  await publishUnlocked(deps, sim, "unlock");
+  deps.events.notify();
   return requireNumber(deps.sql, c, id);
 }
 
-/** The full lock goes to the holder's organization; the others only learn that the number is locked. */
-async function publishLocked(deps: EventDeps, sim: HostedSimRow, holder: number, lock: TakenLock) {
-  const orgs = await attachedOrganizations(deps.sql, sim.id);
-  const others = orgs.filter((o) => o !== holder);
+/** `number.locked` per attached organization: the full lock for the holder's, `lock: null` for the others. */
+async function lockedEvents(tx: Sql, sim: HostedSimRow, holder: number, lock: TakenLock): Promise<NewEvent[]> {
   const full = {
-    hosted_sim_id: sim.id,
-    number: sim.number,
-    locked: true,
-    lock: {
-      organization_id: holder,
-      team_id: lock.team_id,
-      user_id: lock.user_id,
-      locked_until: lock.locked_until,
-      release_on_message: lock.release_on_message,
-      sender: lock.sender,
-    },
+    organization_id: holder,
+    team_id: lock.team_id,
+    user_id: lock.user_id,
+    locked_until: lock.locked_until,
+    release_on_message: lock.release_on_message,
+    sender: lock.sender,
   };
-  const redacted = { hosted_sim_id: sim.id, number: sim.number, locked: true, lock: null };
-  deps.publish(`private-number.${sim.id}`, "number.locked", full, { organizations: [holder] });
-  deps.publish(`private-organization.${holder}`, "number.locked", full);
-  if (others.length > 0) {
-    deps.publish(`private-number.${sim.id}`, "number.locked", redacted, { organizations: others });
-    deps.publish(
-      others.map((o) => `private-organization.${o}`),
-      "number.locked",
-      redacted,
-    );
-  }
+  return (await attachedOrganizations(tx, sim.id)).map((org) =>
+    event.numberLocked(
+      { organizationId: org, hostedSimId: sim.id, teamId: org === holder ? lock.team_id : null },
+      { hosted_sim_id: sim.id, number: sim.number, locked: true, lock: org === holder ? full : null },
+    ),
+  );
 }
 
-type UnlockReason = "unlock" | "expired" | "released_on_message";
-
-async function publishUnlocked(deps: EventDeps, sim: Pick<HostedSimRow, "id" | "number">, reason: UnlockReason) {
-  const orgs = await attachedOrganizations(deps.sql, sim.id);
-  const data = { hosted_sim_id: sim.id, number: sim.number, locked: false, lock: null, reason };
-  deps.publish(`private-number.${sim.id}`, "number.unlocked", data, { organizations: orgs });
-  if (orgs.length > 0)
-    deps.publish(
-      orgs.map((o) => `private-organization.${o}`),
-      "number.unlocked",
-      data,
-    );
+/** `number.unlocked` per attached organization. */
+async function unlockedEvents(tx: Sql, sim: Pick<HostedSimRow, "id" | "number">, reason: UnlockReason, dedupeKey?: string): Promise<NewEvent[]> {
+  return (await attachedOrganizations(tx, sim.id)).map((org) =>
+    event.numberUnlocked(
+      { organizationId: org, hostedSimId: sim.id, dedupeKey },
+      { hosted_sim_id: sim.id, number: sim.number, locked: false, lock: null, reason },
+    ),
+  );
 }
 
 /**
- * Announces locks that the inbound store ended because a message released them (the fan-out
- * job calls this after that message's deliveries and events). The lock is already gone in the
- * database: this only tells the attached organizations.
+ * The `number.unlocked` events of locks that the inbound store ended because a message released
+ * them (the fan-out job appends them after that message's `message.received`, in its transaction).
+ * The lock is already gone in the database: this only tells the attached organizations.
+ * `dedupeKey` names the job, which may run twice.
  */
-export async function announceLocksReleasedOnMessage(deps: EventDeps, hostedSimIds: number[]) {
-  if (hostedSimIds.length === 0) return;
-  const sims = await deps.sql<{ id: number; number: string }[]>`select id, number from hosted_sims where id = any(${hostedSimIds}::bigint[]) order by id`;
-  for (const sim of sims) await publishUnlocked(deps, sim, "released_on_message");
+export async function lockReleasedOnMessageEvents(tx: Sql, hostedSimIds: number[], dedupeKey: string): Promise<NewEvent[]> {
+  if (hostedSimIds.length === 0) return [];
+  const sims = await tx<{ id: number; number: string }[]>`select id, number from hosted_sims where id = any(${hostedSimIds}::bigint[]) order by id`;
+  const out: NewEvent[] = [];
+  for (const sim of sims) out.push(...(await unlockedEvents(tx, sim, "released_on_message", `${dedupeKey}:${sim.id}`)));
+  return out;
 }
 
 type ExpiryPayload = { hosted_sim_id: number; organization_id: number; locked_until: string };
 
 /** Ends one lock at its time (unless extended or released since) and announces it. Exported for tests. */
 export async function expireLock(deps: EventDeps, p: ExpiryPayload): Promise<"cleared" | "gone" | number> {
-  const outcome = await deps.sql.begin((tx) => clearExpiredLock(tx, p.hosted_sim_id, p.organization_id, p.locked_until, deps.clock.now()));
-  if (outcome === "cleared") {
-    const [sim] = await deps.sql<{ id: number; number: string }[]>`select id, number from hosted_sims where id = ${p.hosted_sim_id}`;
-    if (sim) await publishUnlocked(deps, sim, "expired");
-  }
+  const outcome = await deps.sql.begin(async (tx) => {
+    const done = await clearExpiredLock(tx, p.hosted_sim_id, p.organization_id, p.locked_until, deps.clock.now());
+    if (done === "cleared") {
+      const [sim] = await tx<{ id: number; number: string }[]>`select id, number from hosted_sims where id = ${p.hosted_sim_id}`;
+      if (sim) await appendEvents(tx, await unlockedEvents(tx, sim, "expired"));
+    }
+    return done;
+  });
+  if (outcome === "cleared") deps.events.notify();
   return outcome;
 }
 

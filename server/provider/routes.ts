@@ -9,7 +9,7 @@ import type { Services } from "../services";
 import { type FormParams, isValidProviderSignature, parseForm } from "./signature";
 import { recordProviderMessage } from "./store";
 
-type Deps = Pick<Services, "sql" | "clock" | "config" | "devices" | "publish" | "logger" | "jobs" | "metrics">;
+type Deps = Pick<Services, "sql" | "clock" | "config" | "devices" | "events" | "logger" | "jobs" | "metrics">;
 
 const REQUIRED = ["From", "To", "Body", "MessageSid"] as const;
 const xml = () => new Response("<Response/>", { status: 200, headers: { "content-type": "text/xml" } });
@@ -33,7 +33,7 @@ export function providerRoutes(services: Deps) {
     sql,
     clock: services.clock,
     actors: services.devices.actors,
-    publish: services.publish,
+    events: services.events,
     throttle: createVerificationThrottle({ sql, clock: services.clock, metrics: services.metrics }),
     providerNumber: config.PROVIDER_NUMBER,
   };

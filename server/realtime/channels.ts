@@ -1,13 +1,13 @@
 import type { Caller } from "../auth/caller";
 import type { Sql } from "../db/client";
 import { permissionDenied } from "../errors";
+import { CHANNEL_KINDS, CHANNEL_PREFIX, type ChannelKind } from "../events/catalog";
 import { userDeviceOrganization, userNumberOrganization, userOrganizationMember, userTeamOrganization } from "./store";
 
-/** The channels of API.md §3 "Realtime". Public and presence channels are not offered. */
-export const CHANNEL_KINDS = ["organization", "team", "number", "device"] as const;
-export type ChannelKind = (typeof CHANNEL_KINDS)[number];
+/** The channels of API.md §3 "Realtime" (the event catalog names them). Public and presence channels are not offered. */
+export { CHANNEL_KINDS, type ChannelKind };
 
-const channelRe = /^private-(organization|team|number|device)\.([1-9]\d{0,14})$/;
+const channelRe = new RegExp(`^${CHANNEL_PREFIX}(${CHANNEL_KINDS.join("|")})\\.([1-9]\\d{0,14})$`);
 /** Pusher's own limit on channel names: 164 characters of this alphabet. */
 const pusherNameRe = /^[A-Za-z0-9_\-=@,.;]{1,164}$/;
 
@@ -24,7 +24,7 @@ export const isValidChannelName = (name: unknown): name is string => typeof name
  */
 export function channelRefusal(name: string): string | null {
   if (!isValidChannelName(name)) return "Invalid channel name.";
-  if (!name.startsWith("private-")) return "Public channels are not available; subscribe to a private channel.";
+  if (!name.startsWith(CHANNEL_PREFIX)) return "Public channels are not available; subscribe to a private channel.";
   if (!parseChannel(name)) return `Unknown channel ${name}.`;
   return null;
 }

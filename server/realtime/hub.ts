@@ -1,8 +1,9 @@
 import type { Server } from "bun";
 import { Counter } from "prom-client";
+import { realtimeOf } from "../events/catalog";
+import type { StoredEvent } from "../events/log";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
-import type { Bus, BusMessage } from "./bus";
 import { createFrameHandler, orgTopic, type Socket, type SocketData } from "./connection";
 import type { Grant, GrantStore } from "./grants";
 import { DEFAULT_LIMITS, type RealtimeLimits } from "./limits";
@@ -41,13 +42,26 @@ function refuseConnection(d: SocketData, o: { closing: boolean; appKey: string; 
   return null;
 }
 
+/** One event on one channel, as this instance hands it to its sockets (limited to `organizations`). */
+export type Delivery = { channel: string; event: string; data: Record<string, unknown>; organizations: number[] };
+
+/** What realtime clients receive for a row of the log: its catalog name and channels, data = payload + `event_id` (the cursor). */
+export function deliveriesOf(e: StoredEvent): Delivery[] {
+  const r = realtimeOf(e);
+  if (!r) return [];
+  const data = { ...e.payload, event_id: e.cursor };
+  return r.channels.map((channel) => ({ channel, event: r.name, data, organizations: [e.organizationId] }));
+}
+
 /**
- * The WebSocket side of one instance: its connections, and delivery of every bus event to the
- * connections subscribed to its channel through Bun topics (one publish per channel, or per
- * allowed organization when the event is limited to some).
+ * The WebSocket side of one instance: its connections, and delivery of every event of the log
+ * (read by this instance's tail, server/events/tail.ts) to this instance's connections subscribed
+ * to its channels, through Bun topics of the event's one organization. Each instance reads the
+ * log itself, so nothing of this goes through Redis.
  */
 export function createRealtime(deps: {
-  bus: Bus;
+  /** The instance's event tail (`services.events.onEvents`). */
+  onEvents(listener: (events: StoredEvent[]) => void): () => void;
   credentials: { key: string; secret: string };
   grants: GrantStore;
   /** The indexes of the grants whose credential still stands (server/realtime/store.ts). */
@@ -136,10 +150,13 @@ export function createRealtime(deps: {
     return { ...handlers, id: newSocketId(), appKey, protocol, subscriptions: new Map(), lastSeen: now(), pingSentAt: 0, slowSweeps: 0 };
   }
 
-  function deliver(m: BusMessage) {
+  const watchers = new Set<(d: Delivery) => void>();
+
+  function deliver(m: Delivery) {
+    for (const w of watchers) w(m);
     if (!server) return;
     const frame = eventFrame(m.event, m.data, m.channel);
-    const topics = m.organizations ? m.organizations.map((org) => orgTopic(m.channel, org)) : [m.channel];
+    const topics = m.organizations.map((org) => orgTopic(m.channel, org));
     let receivers = 0;
     for (const topic of topics) {
       const n = server.subscriberCount(topic);
@@ -160,7 +177,10 @@ export function createRealtime(deps: {
     sweepTimer.unref?.();
   }
 
-  const unsubscribeBus = deps.bus.subscribe(deliver);
+  const deliverEvents = (events: StoredEvent[]) => {
+    for (const e of events) for (const d of deliveriesOf(e)) deliver(d);
+  };
+  const unsubscribeEvents = deps.onEvents(deliverEvents);
   scheduleSweep();
 
   return {
@@ -175,6 +195,13 @@ export function createRealtime(deps: {
       server = s;
     },
     connections: () => sockets.size,
+    /** Hands rows of the log to this instance's sockets (the tail does; the broadcast bench calls it directly). */
+    deliverEvents,
+    /** Every delivery this instance makes, as it makes it (tests, diagnostics). */
+    watch(listener: (d: Delivery) => void) {
+      watchers.add(listener);
+      return () => void watchers.delete(listener);
+    },
     sweep,
     /** Every client is told to reconnect at once: behind a load balancer, to any instance (rebalancing). */
     reconnectAll() {
@@ -189,7 +216,7 @@ export function createRealtime(deps: {
     },
     close() {
       clearTimeout(sweepTimer);
-      unsubscribeBus();
+      unsubscribeEvents();
       stopRevocations?.();
       recheck.stop();
       for (const ws of sockets) ws.close(CloseCode.reconnectNow, "Server is restarting; reconnect.");

@@ -1,9 +1,10 @@
 import type { Config } from "../config";
 import type { Sql } from "../db/client";
+import type { Bus } from "../events/bus";
+import type { StoredEvent } from "../events/log";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
 import type { RedisGuard } from "../lib/redis-guard";
-import type { Bus } from "./bus";
 import { createLocalGrantStore, createRedisGrantStore } from "./grants";
 import { createRealtime } from "./hub";
 import type { Revocation } from "./revocation";
@@ -18,6 +19,7 @@ export async function setupRealtime(deps: {
   sql: Sql;
   redis?: RedisGuard;
   bus: Bus;
+  onEvents(listener: (events: StoredEvent[]) => void): () => void;
   onRevoked(listener: (r: Revocation) => void): () => void;
   metrics: Metrics;
   logger: Logger;
@@ -27,7 +29,7 @@ export async function setupRealtime(deps: {
   const credentials = { key: config.PUSHER_APP_KEY ?? stored!.key, secret: config.PUSHER_APP_SECRET ?? stored!.secret };
   const grants = deps.redis ? createRedisGrantStore(deps.redis, config.REDIS_PREFIX) : createLocalGrantStore();
   const realtime = createRealtime({
-    bus: deps.bus,
+    onEvents: deps.onEvents,
     credentials,
     grants,
     standing: (list) => standingCredentials(sql, list),

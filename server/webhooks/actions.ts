@@ -5,6 +5,7 @@ import { listLogs } from "./delivery-store";
 import type { WebhookEngine } from "./engine";
 import { integrationFields, validateTarget } from "./input";
 import { presentIntegration, presentLog, type Viewer } from "./present";
+import { type ReplayRequest, redeliverLog, replayWindow } from "./replay";
 import type { IntegrationCreateBody, IntegrationUpdateBody } from "./schema";
 import { generateSigningSecret } from "./secrets";
 import { findIntegration, findIntegrationForSend, insertIntegration, insertMapping, replaceSecret, updateIntegration } from "./store";
@@ -69,4 +70,20 @@ export async function logsPage(sql: Sql, integrationId: number, query: { status?
   const perPage = query.per_page ?? 50;
   const { rows, total } = await listLogs(sql, integrationId, { status: query.status, page, perPage });
   return paginate({ data: rows.map(presentLog), total, page, perPage, request });
+}
+
+/** Redelivers the event of one log record of the integration (202: queued). */
+export async function redeliver(deps: WebhookDeps, organizationId: number, integrationId: number, logId: number) {
+  const integration = await requireIntegration(deps.sql, organizationId, integrationId);
+  const data = await redeliverLog(deps.sql, integration.id, logId);
+  deps.webhooks.wakeWorkers();
+  return { message: "Redelivery queued.", data };
+}
+
+/** Replays the integration's events of a window as new deliveries (202: queued). */
+export async function replay(deps: WebhookDeps, organizationId: number, integrationId: number, body: ReplayRequest) {
+  const integration = await requireIntegration(deps.sql, organizationId, integrationId);
+  const data = await replayWindow(deps.sql, integration, body);
+  deps.webhooks.wakeWorkers();
+  return { message: "Replay queued.", data };
 }

@@ -132,57 +132,106 @@ export async function listLogs(sql: Sql, integrationId: number, opts: { status?:
   return { rows, total: count?.total ?? 0 };
 }
 
-/**
- * An integration that should receive a message, with the alias and the team its event names: the
- * message's team in the integration's organization (docs/events.md "A message's team"), null when
- * it has none; not the mapping's team, which only decides whether the integration gets it.
- */
-export type ForwardingTarget = { message_id: number; integration_id: number; team_id: number | null; team_name: string | null; alias: string | null };
+/** What matching needs to know of one event (the log's row, not its payload alone). */
+export type EventToMatch = {
+  id: number;
+  organization_id: number;
+  type: string;
+  team_id: number | null;
+  hosted_sim_id: number | null;
+  /** A message event's message arrived under a lock (its `locked`). */
+  locked: boolean;
+};
 
 /**
- * API.md "Forwarded": for each organization that may see a message, its active integrations
- * with an active mapping that matches. `always`: the number was on the mapping's team, or on no
- * team, for that organization (the team stamped at arrival; for a locked message, the number's
- * team in the lock holder's organization). `lock_required`: the message arrived while the
- * mapping's team held the lock. One row per message and integration.
+ * The active integrations that get each event (docs/events.md "Webhooks"), as (event row,
+ * integration) pairs; `integrationId` narrows to one integration (replay). An integration of the
+ * event's organization gets it when subscribed to its type (or to `*`); a message event besides
+ * needs an active mapping that matches (API.md "Forwarded"): `always` when the number's team is the
+ * mapping's team or none (the team stamped for the organization at arrival, `team_id`; for a
+ * locked message the lock holder organization's current assignment of the number),
+ * `lock_required` when the message arrived while the mapping's team held the lock (`team_id` of a
+ * locked message is the locking team). Device, SIM and number events belong to the organization:
+ * no mapping needed.
  */
-export function findForwardingTargets(sql: Sql, messageIds: number[]) {
-  // The messages and their visibility are looked up by id first (materialized): left to itself,
-  // the planner may start from the organization's side and walk all of its visibility rows.
-  return sql<ForwardingTarget[]>`
-    with m as materialized (
-      select id, hosted_sim_id, locked, team_id from messages where id = any(${messageIds}::bigint[]) and direction = 'inbound'),
-    v as materialized (
-      select message_id, organization_id, team_id from message_visibility where message_id = any(${messageIds}::bigint[]))
-    select distinct on (m.id, i.id) m.id as message_id, i.id as integration_id, v.team_id, vt.name as team_name, hso.alias
-    from m
-    join v on v.message_id = m.id
-    left join teams vt on vt.id = v.team_id
-    left join hosted_sim_organizations hso on hso.hosted_sim_id = m.hosted_sim_id and hso.organization_id = v.organization_id
-    join webhook_integrations i on i.organization_id = v.organization_id and i.is_active
-    join webhook_mappings mp on mp.webhook_integration_id = i.id and mp.is_active
-    join teams t on t.id = mp.team_id and t.organization_id = i.organization_id
-    cross join lateral (select case when m.locked then hso.team_id else v.team_id end as number_team) n
-    where ((mp.forwarding_mode = 'always' and (n.number_team is null or n.number_team = mp.team_id))
-        or (mp.forwarding_mode = 'lock_required' and m.locked and m.team_id = mp.team_id))
-    order by m.id, i.id`;
+export function findEventTargets(sql: Sql, events: EventToMatch[], integrationId: number | null = null) {
+  return sql<{ event_row: number; integration_id: number }[]>`
+    with e as materialized (
+      select * from jsonb_to_recordset(${sql.json(events as never)})
+        as e(id bigint, organization_id bigint, type text, team_id bigint, hosted_sim_id bigint, locked boolean))
+    select e.id as event_row, i.id as integration_id
+    from e
+    join webhook_integrations i on i.organization_id = e.organization_id and i.is_active
+      and (e.type = any(i.event_types) or '*' = any(i.event_types))
+      ${integrationId === null ? sql`` : sql`and i.id = ${integrationId}`}
+    where e.type not like 'message.%' or exists (
+      select 1 from webhook_mappings mp
+      join teams t on t.id = mp.team_id and t.organization_id = i.organization_id
+      left join hosted_sim_organizations hso on hso.hosted_sim_id = e.hosted_sim_id and hso.organization_id = e.organization_id
+      where mp.webhook_integration_id = i.id and mp.is_active
+        and ((mp.forwarding_mode = 'always' and coalesce((case when e.locked then hso.team_id else e.team_id end) = mp.team_id, true))
+          or (mp.forwarding_mode = 'lock_required' and e.locked and e.team_id = mp.team_id)))
+    order by e.id, i.id`;
 }
 
-export type NewDelivery = { webhook_integration_id: number; event_id: string; event_type: string; message_id: number | null; body: string };
+export type DeliveryOrigin = "live" | "redelivery" | "replay";
+/** Live deliveries and redeliveries, or replays (a queue of their own, server/jobs/registry.ts). */
+export type DeliveryQueue = "webhook.delivery" | "webhook.replay";
+export type NewDelivery = {
+  webhook_integration_id: number;
+  event_id: string;
+  event_type: string;
+  message_id: number | null;
+  body: string;
+  origin: DeliveryOrigin;
+};
 
 /**
- * Inserts deliveries and their jobs in one statement. A delivery that already exists for the
- * same message and integration is skipped, and so is its job: forwarding is idempotent.
+ * Inserts deliveries and their jobs in one statement. The log consumer's delivery of an event to
+ * an integration exists once (`origin` live): inserting it again adds nothing, nor a job.
  */
-export async function insertDeliveries(sql: Sql, rows: NewDelivery[]): Promise<number[]> {
+export async function insertDeliveries(sql: Sql, rows: NewDelivery[], queue: DeliveryQueue): Promise<number[]> {
   if (rows.length === 0) return [];
   const created = await sql<{ id: number }[]>`
     with d as (
-      insert into webhook_deliveries ${sql(rows, "webhook_integration_id", "event_id", "event_type", "message_id", "body")}
-      on conflict (message_id, webhook_integration_id) where message_id is not null do nothing
+      insert into webhook_deliveries ${sql(rows, "webhook_integration_id", "event_id", "event_type", "message_id", "body", "origin")}
+      on conflict (event_id, webhook_integration_id) where origin = 'live' do nothing
       returning id
     )
-    ${enqueueJobs(sql, "webhook.delivery", sql`select jsonb_build_object('delivery_id', d.id) from d`)}
+    ${enqueueJobs(sql, queue, sql`select jsonb_build_object('delivery_id', d.id) from d`)}
     returning (payload->>'delivery_id')::bigint as id`;
   return created.map((r) => r.id);
+}
+
+/**
+ * A new delivery of the event behind one log record of an integration: the same body under the
+ * same event id (`webhook-id`). Null when the record has no delivery (a test event) or its
+ * delivery was removed by retention.
+ */
+export async function insertRedelivery(sql: Sql, integrationId: number, logId: number) {
+  const [row] = await sql<{ id: number; event_id: string; event_type: string }[]>`
+    with src as (
+      select d.webhook_integration_id, d.event_id, d.event_type, d.message_id, d.body
+      from webhook_delivery_logs l join webhook_deliveries d on d.id = l.delivery_id
+      where l.id = ${logId} and l.webhook_integration_id = ${integrationId}),
+    d as (
+      insert into webhook_deliveries (webhook_integration_id, event_id, event_type, message_id, body, origin)
+      select webhook_integration_id, event_id, event_type, message_id, body, 'redelivery' from src
+      returning id, event_id, event_type),
+    j as (${enqueueJobs(sql, "webhook.delivery", sql`select jsonb_build_object('delivery_id', d.id) from d`)})
+    select id, event_id, event_type from d`;
+  return row ?? null;
+}
+
+export async function findLog(sql: Sql, integrationId: number, logId: number) {
+  const [row] = await sql<{ id: number; delivery_id: number | null; event_type: string }[]>`
+    select id, delivery_id, event_type from webhook_delivery_logs where id = ${logId} and webhook_integration_id = ${integrationId}`;
+  return row ?? null;
+}
+
+/** A replay of the integration whose deliveries have not all been tried yet. */
+export async function hasPendingReplay(sql: Sql, integrationId: number): Promise<boolean> {
+  const rows = await sql`
+    select 1 from webhook_deliveries where webhook_integration_id = ${integrationId} and origin = 'replay' and status = 'pending' limit 1`;
+  return rows.length > 0;
 }

@@ -1,14 +1,17 @@
 import type { Mailer } from "../alerts/notify";
 import type { Config } from "../config";
 import type { Pool } from "../db/client";
+import { event } from "../events/catalog";
+import type { EventTail } from "../events/tail";
 import type { JobQueue } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
+import { createLogConsumer } from "./consumer";
 import { type DeliveryDeps, deliveryHandler, openSecret, sendSigned } from "./delivery";
 import { insertLog } from "./delivery-store";
 import { createEndpointLimiter } from "./endpoint-limiter";
-import { newEventId, testEvent } from "./events";
+import { newTestEventId, testEvent } from "./events";
 import { createSecretBox } from "./secrets";
 import { checkTarget } from "./ssrf";
 
@@ -18,11 +21,21 @@ export const ENDPOINT_CONCURRENCY = 16;
 export type TestResult = { success: boolean; http_status: number; response_body: string; response_time_ms: number; error: string | null };
 
 /**
- * The webhook feature's moving parts, built once with the services: the secret box, the
- * delivery handler (registered by server/jobs/workers.ts), the SSRF check used by the routes,
+ * The webhook feature's moving parts, built once with the services: the secret box, the log
+ * consumer that makes deliveries of events, the delivery handler (registered by
+ * server/jobs/workers.ts for the live and the replay queue), the SSRF check used by the routes,
  * and the test send.
  */
-export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: JobQueue; clock: Clock; logger: Logger; metrics: Metrics; mailer: Mailer }) {
+export function createWebhookEngine(deps: {
+  config: Config;
+  sql: Pool;
+  jobs: JobQueue;
+  events: EventTail;
+  clock: Clock;
+  logger: Logger;
+  metrics: Metrics;
+  mailer: Mailer;
+}) {
   const secrets = createSecretBox(deps.sql, deps.config.SECRETS_KEY);
   const delivery: DeliveryDeps = {
     ...deps,
@@ -31,6 +44,7 @@ export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: Job
     allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE,
     disableAfterSeconds: deps.config.WEBHOOK_DISABLE_AFTER_DAYS * 86_400,
   };
+  const consumer = createLogConsumer({ sql: deps.sql, events: deps.events, clock: deps.clock, logger: deps.logger, wakeWorkers: () => deps.jobs.wake() });
 
   /**
    * Sends a signed `webhook.test` now and logs it. Never throws for anything the target does:
@@ -44,7 +58,7 @@ export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: Job
     timeout_seconds: number;
     secret_sealed: string;
   }) {
-    const eventId = newEventId();
+    const eventId = newTestEventId();
     const body = JSON.stringify(testEvent(eventId, new Date(deps.clock.now()).toISOString(), integration));
     const secret = await openSecret(delivery, integration.secret_sealed);
     const target = { url: integration.url, headers: integration.headers, timeoutSeconds: integration.timeout_seconds, eventId, body };
@@ -53,7 +67,7 @@ export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: Job
       integrationId: integration.id,
       deliveryId: null,
       eventId,
-      eventType: "webhook.test",
+      eventType: event.webhookTest.type,
       messageId: null,
       attempt: 1,
       status: r.ok ? "succeeded" : "failed",
@@ -77,6 +91,13 @@ export function createWebhookEngine(deps: { config: Config; sql: Pool; jobs: Job
     secrets,
     sendTest,
     deliver: deliveryHandler(delivery),
+    /** Follows the event log, making deliveries (instances that run workers). */
+    start: () => consumer.start(),
+    stop: () => consumer.stop(),
+    /** Wakes this instance's delivery workers after deliveries were created outside the consumer. */
+    wakeWorkers: () => deps.jobs.wake(),
+    /** Makes the deliveries of every readable event now (tests that drive the work by hand). */
+    drainEvents: () => consumer.drain(),
     /** The SSRF verdict on a target URL under this server's WEBHOOK_ALLOW_PRIVATE. */
     checkTarget: (url: URL) => checkTarget(url, { allowPrivate: delivery.allowPrivate, lookup: delivery.lookup }),
   };

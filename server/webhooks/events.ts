@@ -1,41 +1,29 @@
+import { event } from "../events/catalog";
+import type { StoredEvent } from "../events/log";
 import { randomString } from "../lib/crypto";
-import type { Message } from "../messages/store";
 
-/** The id of one event to one integration; it is also the Standard Webhooks `webhook-id`. */
-export const newEventId = () => `evt_${randomString(24)}`;
+/** The id of a test event, which is not in the log; it is also its Standard Webhooks `webhook-id`. */
+export const newTestEventId = () => `evt_${randomString(24)}`;
 
-export type EventBody = { id: string; type: "message.received" | "webhook.test"; created_at: string; data: unknown };
-
-export type MessageReceivedData = Message & {
-  hosted_sim: { id: number | null; number: string; alias: string | null };
-  team: { id: number; name: string } | null;
-};
+export type EventBody = { id: string; type: string; created_at: string; data: unknown };
 
 /**
- * `message.received`: the message object with the number (and this organization's alias) and the
- * message's one team in this organization: `team_id` and `team` always name the same team
- * (docs/events.md "A message's team").
+ * The body of a log event's deliveries: the event itself under its id (its cursor, also the
+ * `webhook-id`), so every delivery of one event carries the same bytes. For `message.received`,
+ * `data` also carries the message's fields at its top level, where receivers of the first version
+ * read them (`data.text`; deprecated: read `data.message`).
  */
-export function messageReceivedEvent(
-  id: string,
-  createdAt: string,
-  message: Message,
-  target: { team_id: number | null; team_name: string | null; alias: string | null },
-): EventBody {
-  const data: MessageReceivedData = {
-    ...message,
-    team_id: target.team_id,
-    hosted_sim: { id: message.hosted_sim_id, number: message.number, alias: target.alias },
-    // A team deleted since the message arrived has no name left to show: null, as for no team.
-    team: target.team_id === null || target.team_name === null ? null : { id: target.team_id, name: target.team_name },
-  };
-  return { id, type: "message.received", created_at: createdAt, data };
+export function webhookBody(e: StoredEvent): string {
+  const message = e.payload.message;
+  const data = e.type === event.messageReceived.type && message !== null && typeof message === "object" ? { ...message, ...e.payload } : e.payload;
+  const body: EventBody = { id: e.cursor, type: e.type, created_at: e.createdAt.toISOString(), data };
+  return JSON.stringify(body);
 }
 
 export function testEvent(id: string, createdAt: string, integration: { id: number; name: string }): EventBody {
   return {
     id,
-    type: "webhook.test",
+    type: event.webhookTest.type,
     created_at: createdAt,
     data: { webhook_integration: { id: integration.id, name: integration.name }, message: "This is a test event from simhost." },
   };

@@ -1,34 +1,58 @@
 import type { Sql } from "../db/client";
-import type { Message } from "../messages/store";
-import { findForwardingTargets, insertDeliveries } from "./delivery-store";
-import { messageReceivedEvent, newEventId } from "./events";
+import type { StoredEvent } from "../events/log";
+import { type DeliveryOrigin, type DeliveryQueue, type EventToMatch, findEventTargets, insertDeliveries } from "./delivery-store";
+import { webhookBody } from "./events";
+import { NOT_FROM_LOG } from "./subscriptions";
+
+/** Queue of live webhook deliveries (and redeliveries): one job per delivery, retried by the delivery worker itself. */
+export const DELIVERY_QUEUE = "webhook.delivery";
+/**
+ * Queue of replayed deliveries: the same handler with a small concurrency of its own
+ * (server/jobs/registry.ts), so a replay holds few of an endpoint's slots and the live queue's
+ * jobs are never claimed behind it.
+ */
+export const REPLAY_QUEUE = "webhook.replay";
+
+const toMatch = (e: StoredEvent): EventToMatch => {
+  const message = e.payload.message as { locked?: unknown; hosted_sim_id?: unknown } | undefined;
+  return {
+    id: e.position.id,
+    organization_id: e.organizationId,
+    type: e.type,
+    team_id: e.teamId,
+    hosted_sim_id: e.hostedSimId ?? (typeof message?.hosted_sim_id === "number" ? message.hosted_sim_id : null),
+    locked: message?.locked === true,
+  };
+};
+
+const messageIdOf = (e: StoredEvent) => {
+  const id = (e.payload.message as { id?: unknown } | undefined)?.id;
+  return e.type.startsWith("message.") && typeof id === "number" ? id : null;
+};
 
 /**
- * Creates one webhook delivery per eligible integration for each stored inbound message (as
- * findMessagesForFanout reads them; API.md "Forwarded" rules), with its job: one query for the
- * targets and one statement for the deliveries and their jobs, however many messages. Idempotent per message and integration:
- * running it again for the same messages creates nothing. Returns how many deliveries were
- * created. `now`: the events' creation time (the server clock's).
+ * Creates the deliveries of log events (docs/events.md "Webhooks"): one per event and integration
+ * that gets it (findEventTargets), each with its job, in one query for the targets and one
+ * statement for the rows. The body is the event under its own id, the same for every integration
+ * and every later redelivery or replay. `integrationId` narrows to one integration (replay).
+ * Returns how many deliveries were created.
  */
-export async function enqueueWebhookDeliveries(sql: Sql, messages: Message[], now: number): Promise<number> {
-  if (messages.length === 0) return 0;
-  const targets = await findForwardingTargets(
-    sql,
-    messages.map((m) => m.id),
-  );
+export async function createDeliveries(
+  sql: Sql,
+  events: StoredEvent[],
+  opts: { origin: DeliveryOrigin; queue: DeliveryQueue; integrationId?: number },
+): Promise<number> {
+  const deliverable = events.filter((e) => !NOT_FROM_LOG.includes(e.type));
+  if (deliverable.length === 0) return 0;
+  const targets = await findEventTargets(sql, deliverable.map(toMatch), opts.integrationId ?? null);
   if (targets.length === 0) return 0;
-  const byId = new Map(messages.map((m) => [m.id, m]));
-  const createdAt = new Date(now).toISOString();
+  const byRow = new Map(deliverable.map((e) => [e.position.id, e]));
+  const bodies = new Map<number, string>();
   const rows = targets.map((t) => {
-    const id = newEventId();
-    return {
-      webhook_integration_id: t.integration_id,
-      event_id: id,
-      event_type: "message.received",
-      message_id: t.message_id,
-      body: JSON.stringify(messageReceivedEvent(id, createdAt, byId.get(t.message_id)!, t)),
-    };
+    const e = byRow.get(t.event_row)!;
+    let body = bodies.get(t.event_row);
+    if (body === undefined) bodies.set(t.event_row, (body = webhookBody(e)));
+    return { webhook_integration_id: t.integration_id, event_id: e.cursor, event_type: e.type, message_id: messageIdOf(e), body, origin: opts.origin };
   });
-  const created = await insertDeliveries(sql, rows);
-  return created.length;
+  return (await insertDeliveries(sql, rows, opts.queue)).length;
 }

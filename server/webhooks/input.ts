@@ -3,6 +3,7 @@ import { MASKED_HEADER_VALUE } from "./present";
 import { SIGNATURE_HEADERS } from "./signing";
 import { parseTargetUrl } from "./ssrf";
 import type { IntegrationFields, IntegrationRow } from "./store";
+import { DEFAULT_EVENT_TYPES, eventTypeErrors, normalizeEventTypes } from "./subscriptions";
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
@@ -37,11 +38,14 @@ export function headerErrors(headers: Record<string, string>): Record<string, st
 }
 
 /**
- * Checks the URL (form, then SSRF guard) and the headers; throws 422 with every problem found.
- * `check` is the engine's SSRF verdict under this server's WEBHOOK_ALLOW_PRIVATE.
+ * Checks the URL (form, then SSRF guard), the headers and the event types; throws 422 with every
+ * problem found. `check` is the engine's SSRF verdict under this server's WEBHOOK_ALLOW_PRIVATE.
  */
-export async function validateTarget(body: { url: string; headers?: Record<string, string> }, check: (url: URL) => Promise<string | null>) {
-  const errors: Record<string, string[]> = headerErrors(body.headers ?? {});
+export async function validateTarget(
+  body: { url: string; headers?: Record<string, string>; event_types?: string[] },
+  check: (url: URL) => Promise<string | null>,
+) {
+  const errors: Record<string, string[]> = { ...headerErrors(body.headers ?? {}), ...eventTypeErrors(body.event_types ?? []) };
   const url = parseTargetUrl(body.url);
   if (typeof url === "string") errors.url = [url];
   else {
@@ -51,7 +55,7 @@ export async function validateTarget(body: { url: string; headers?: Record<strin
   if (Object.keys(errors).length > 0) throw validationFailed(errors);
 }
 
-type Body = { name: string; url: string; headers?: Record<string, string>; timeout_seconds?: number; retry_count?: number };
+type Body = { name: string; url: string; headers?: Record<string, string>; timeout_seconds?: number; retry_count?: number; event_types?: string[] };
 
 /** Headers sent back as a non-admin saw them: a masked value keeps the stored one. */
 function keepMasked(headers: Record<string, string>, existing: Record<string, string> = {}): Record<string, string> {
@@ -68,5 +72,6 @@ export function integrationFields(body: Body, existing?: IntegrationRow): Integr
     headers: body.headers ? keepMasked(body.headers, existing?.headers) : (existing?.headers ?? {}),
     timeout_seconds: body.timeout_seconds ?? existing?.timeout_seconds ?? 30,
     retry_count: body.retry_count ?? existing?.retry_count ?? 3,
+    event_types: body.event_types ? normalizeEventTypes(body.event_types) : (existing?.event_types ?? DEFAULT_EVENT_TYPES),
   };
 }

@@ -29,6 +29,7 @@ export function presentIntegration(row: IntegrationRow, viewer: Viewer) {
     headers: visibleHeaders(row.headers, viewer),
     timeout_seconds: row.timeout_seconds,
     retry_count: row.retry_count,
+    event_types: row.event_types,
     is_active: row.is_active,
     mappings: row.mappings,
     created_at: iso(row.created_at),

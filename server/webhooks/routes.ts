@@ -2,7 +2,18 @@ import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound } from "../errors";
 import type { Services } from "../services";
-import { changeIntegration, createIntegration, logsPage, manage, read, regenerateSecret, requireIntegration, testIntegration } from "./actions";
+import {
+  changeIntegration,
+  createIntegration,
+  logsPage,
+  manage,
+  read,
+  redeliver,
+  regenerateSecret,
+  replay,
+  requireIntegration,
+  testIntegration,
+} from "./actions";
 import { mappingRoutes } from "./mapping-routes";
 import { presentIntegration } from "./present";
 import {
@@ -14,8 +25,12 @@ import {
   IntegrationUpdateBody,
   IntegrationUpdated,
   LogPage,
+  LogParams,
   LogsQuery,
   MessageOnly,
+  RedeliveryQueued,
+  ReplayBody,
+  ReplayQueued,
   SecretRegenerated,
   TestOutcome,
 } from "./schema";
@@ -128,6 +143,42 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">
         query: LogsQuery,
         response: { 200: LogPage },
         detail: { tags, summary: "Delivery log: one record per attempt, newest first, filterable by status", description },
+      },
+    )
+    .post(
+      "/api/webhook-integrations/:webhook_integration/logs/:log/redeliver",
+      async ({ caller: c, params, set }) => {
+        set.status = 202;
+        return redeliver(services, c.organization.id, params.webhook_integration, params.log);
+      },
+      {
+        auth: manage,
+        params: LogParams,
+        response: { 202: RedeliveryQueued },
+        detail: {
+          tags,
+          summary: "Deliver the event of a log record again as a new delivery, under the same webhook-id (409 for a test event)",
+          description,
+        },
+      },
+    )
+    .post(
+      "/api/webhook-integrations/:webhook_integration/replay",
+      async ({ caller: c, params, body, set }) => {
+        set.status = 202;
+        return replay(services, c.organization.id, params.webhook_integration, body);
+      },
+      {
+        auth: manage,
+        params: IntegrationParams,
+        body: ReplayBody,
+        response: { 202: ReplayQueued },
+        detail: {
+          tags,
+          summary:
+            "Send the integration's events of a window (at most 7 days, 10,000 events) again as new deliveries under their own webhook-ids; replays go through their own slower queue, one at a time per integration (409 while one is being sent)",
+          description,
+        },
       },
     );
 }

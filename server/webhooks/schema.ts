@@ -2,6 +2,7 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { t } from "elysia";
 import { Id, IdParam, IntegerParam, Optional, Text } from "../lib/fields";
 import { PageOf } from "../lib/pagination";
+import { DEFAULT_EVENT_TYPES } from "./subscriptions";
 
 const DateTime = t.String({ format: "date-time" });
 
@@ -17,6 +18,11 @@ const Headers = Type.Record(Type.String({ maxLength: 256 }), Text({ maxLength: 4
 });
 const Timeout = Type.Integer({ minimum: 1, maximum: 120, default: 30, description: "seconds per attempt, 1 to 120" });
 const Retries = Type.Integer({ minimum: 0, maximum: 10, default: 3, description: "retries after the first attempt, 0 to 10" });
+const EventTypes = Type.Array(Type.String({ maxLength: 64 }), {
+  minItems: 1,
+  maxItems: 64,
+  description: `event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ${JSON.stringify(DEFAULT_EVENT_TYPES)}. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.`,
+});
 
 export const IntegrationCreateBody = Type.Object({
   name: Name,
@@ -24,6 +30,7 @@ export const IntegrationCreateBody = Type.Object({
   headers: Optional(Headers, "absent"),
   timeout_seconds: Optional(Timeout, "absent"),
   retry_count: Optional(Retries, "absent"),
+  event_types: Optional(EventTypes, "absent"),
 });
 export type IntegrationCreateBody = Static<typeof IntegrationCreateBody>;
 
@@ -33,6 +40,7 @@ export const IntegrationUpdateBody = Type.Object({
   headers: Optional(Headers, "absent"),
   timeout_seconds: Optional(Timeout, "absent"),
   retry_count: Optional(Retries, "absent"),
+  event_types: Optional(EventTypes, "absent"),
   is_active: Optional(Type.Boolean(), "absent"),
 });
 export type IntegrationUpdateBody = Static<typeof IntegrationUpdateBody>;
@@ -48,6 +56,14 @@ export const IntegrationParams = t.Object({ webhook_integration: IdParam() });
 export const MappingParams = t.Object({ webhook_integration: IdParam(), webhook_mapping: IdParam() });
 export const TeamParams = t.Object({ team: IdParam() });
 export const TeamWebhookParams = t.Object({ team: IdParam(), webhook: IdParam() });
+export const LogParams = t.Object({ webhook_integration: IdParam(), log: IdParam() });
+export const TeamLogParams = t.Object({ team: IdParam(), webhook: IdParam(), log: IdParam() });
+
+export const ReplayBody = Type.Object({
+  since: Text({ maxLength: 64, description: "start of the window (ISO 8601), included" }),
+  until: Text({ maxLength: 64, description: "end of the window (ISO 8601), excluded; at most 7 days after since" }),
+  event_types: Optional(EventTypes, "absent"),
+});
 
 export const LogsQuery = t.Object({
   status: t.Optional(DeliveryStatus),
@@ -73,6 +89,7 @@ const integrationFields = {
   headers: Type.Record(Type.String(), Type.String()),
   timeout_seconds: Type.Integer(),
   retry_count: Type.Integer(),
+  event_types: Type.Array(Type.String(), { description: 'subscribed event types; ["*"] for every type' }),
   is_active: Type.Boolean(),
   mappings: Type.Array(Mapping),
   created_at: DateTime,
@@ -103,6 +120,24 @@ export const TestOutcome = Type.Object({
   response_body: Type.String({ description: "first 4 KiB of the answer" }),
   response_time_ms: Type.Integer(),
   error: Type.Union([Type.String(), Type.Null()], { description: "why it failed (timeout, connection refused, non-2xx ...)" }),
+});
+
+export const RedeliveryQueued = Type.Object({
+  message: Type.String(),
+  data: Type.Object({
+    delivery_id: Type.Integer({ description: "the new delivery; its attempts appear in the log" }),
+    event_id: Type.String({ description: "the event's id, also the webhook-id: the same as the delivery redelivered" }),
+    event_type: Type.String(),
+  }),
+});
+export const ReplayQueued = Type.Object({
+  message: Type.String(),
+  data: Type.Object({
+    deliveries: Type.Integer({ description: "deliveries created, one per event of the window the integration gets" }),
+    since: DateTime,
+    until: DateTime,
+    event_types: Type.Array(Type.String(), { description: 'the types replayed: those requested that the integration is subscribed to; ["*"] for all' }),
+  }),
 });
 
 const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);

@@ -21,6 +21,7 @@ export type IntegrationRow = {
   headers: Record<string, string>;
   timeout_seconds: number;
   retry_count: number;
+  event_types: string[];
   is_active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -33,6 +34,7 @@ export type IntegrationFields = {
   headers: Record<string, string>;
   timeout_seconds: number;
   retry_count: number;
+  event_types: string[];
 };
 
 const mappingJson = (sql: Sql) => sql`json_build_object(
@@ -40,7 +42,7 @@ const mappingJson = (sql: Sql) => sql`json_build_object(
   'created_at', to_char(m.created_at at time zone 'UTC', ${TS}), 'updated_at', to_char(m.updated_at at time zone 'UTC', ${TS}))`;
 
 const integrationColumns = (sql: Sql) => sql`
-  i.id, i.organization_id, i.name, i.url, i.headers, i.timeout_seconds, i.retry_count, i.is_active, i.created_at, i.updated_at,
+  i.id, i.organization_id, i.name, i.url, i.headers, i.timeout_seconds, i.retry_count, i.event_types, i.is_active, i.created_at, i.updated_at,
   coalesce((select json_agg(${mappingJson(sql)} order by m.id) from webhook_mappings m join teams t on t.id = m.team_id
             where m.webhook_integration_id = i.id), '[]'::json) as mappings`;
 
@@ -65,8 +67,8 @@ export async function findIntegration(sql: Sql, organizationId: number, id: numb
 
 export async function insertIntegration(sql: Sql, organizationId: number, f: IntegrationFields, secretSealed: string): Promise<number> {
   const [row] = await sql<{ id: number }[]>`
-    insert into webhook_integrations (organization_id, name, url, headers, timeout_seconds, retry_count, secret_sealed)
-    values (${organizationId}, ${f.name}, ${f.url}, ${sql.json(f.headers)}, ${f.timeout_seconds}, ${f.retry_count}, ${secretSealed})
+    insert into webhook_integrations (organization_id, name, url, headers, timeout_seconds, retry_count, event_types, secret_sealed)
+    values (${organizationId}, ${f.name}, ${f.url}, ${sql.json(f.headers)}, ${f.timeout_seconds}, ${f.retry_count}, ${f.event_types}::text[], ${secretSealed})
     returning id`;
   return row!.id;
 }
@@ -76,7 +78,7 @@ export async function updateIntegration(sql: Sql, organizationId: number, id: nu
   const active = f.is_active;
   const rows = await sql`
     update webhook_integrations set name = ${f.name}, url = ${f.url}, headers = ${sql.json(f.headers)},
-      timeout_seconds = ${f.timeout_seconds}, retry_count = ${f.retry_count},
+      timeout_seconds = ${f.timeout_seconds}, retry_count = ${f.retry_count}, event_types = ${f.event_types}::text[],
       is_active = coalesce(${active ?? null}::boolean, is_active),
       failing_since = case when ${active === true} and not is_active then null else failing_since end,
       disabled_reason = case when ${active === true} then null else disabled_reason end,

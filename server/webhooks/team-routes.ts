@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound } from "../errors";
 import type { Services } from "../services";
-import { changeIntegration, createIntegration, logsPage, manage, read, requireIntegration, testIntegration } from "./actions";
+import { changeIntegration, createIntegration, logsPage, manage, read, redeliver, replay, requireIntegration, testIntegration } from "./actions";
 import { presentIntegration } from "./present";
 import {
   IntegrationCreated,
@@ -11,7 +11,11 @@ import {
   LogPage,
   LogsQuery,
   MessageOnly,
+  RedeliveryQueued,
+  ReplayBody,
+  ReplayQueued,
   TeamIntegrationList,
+  TeamLogParams,
   TeamParams,
   TeamWebhookCreateBody,
   TeamWebhookParams,
@@ -145,6 +149,35 @@ export function teamWebhookRoutes(services: Pick<Services, "auth" | "sql" | "web
         query: LogsQuery,
         response: { 200: LogPage },
         detail: { tags, summary: "Delivery log of the integration", description },
+      },
+    )
+    .post(
+      "/api/teams/:team/webhooks/:webhook/logs/:log/redeliver",
+      async ({ caller: c, params, set }) => {
+        const { integration } = await requireTeamMapping(c.organization.id, params.team, params.webhook);
+        set.status = 202;
+        return redeliver(services, c.organization.id, integration.id, params.log);
+      },
+      {
+        auth: manage,
+        params: TeamLogParams,
+        response: { 202: RedeliveryQueued },
+        detail: { tags, summary: "Deliver the event of a log record again, under the same webhook-id", description },
+      },
+    )
+    .post(
+      "/api/teams/:team/webhooks/:webhook/replay",
+      async ({ caller: c, params, body, set }) => {
+        const { integration } = await requireTeamMapping(c.organization.id, params.team, params.webhook);
+        set.status = 202;
+        return replay(services, c.organization.id, integration.id, body);
+      },
+      {
+        auth: manage,
+        params: TeamWebhookParams,
+        body: ReplayBody,
+        response: { 202: ReplayQueued },
+        detail: { tags, summary: "Send the integration's events of a window again (as POST /api/webhook-integrations/{id}/replay)", description },
       },
     );
 }

@@ -1,21 +1,25 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { appendEvents } from "../../server/events/log";
 import { createTenant } from "../fixtures";
+import { eventually } from "../fixtures-numbers";
 import { startCliServer } from "./cli-helpers";
 
 let server: Awaited<ReturnType<typeof startCliServer>>;
 let status = 200;
 const received: string[] = [];
+const ids: string[] = [];
 const receiver = Bun.serve({
   port: 0,
   hostname: "127.0.0.1",
   async fetch(req) {
     received.push(await req.text());
+    ids.push(req.headers.get("webhook-id") ?? "");
     return new Response(status === 200 ? "thanks" : "nope", { status });
   },
 });
 beforeAll(async () => {
   server = await startCliServer();
-});
+}, 60_000);
 afterAll(async () => {
   receiver.stop(true);
   await server?.close();
@@ -58,7 +62,7 @@ describe("simhost webhooks", () => {
     ]);
     const table = await server.run(token, ["webhooks", "logs", String(id)]);
     expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+AT\s+EVENT\s+MESSAGE\s+TRY\s+STATUS\s+HTTP/);
-  });
+  }, 60_000);
 
   test("another organization's integration is not found (exit 1)", async () => {
     const a = await createTenant(server.ctx.sql);
@@ -71,4 +75,54 @@ describe("simhost webhooks", () => {
     expect(r.code).toBe(1);
     expect((await server.run(a.token, ["webhooks", "logs", String(theirs.body.data.id)])).code).toBe(1);
   });
+
+  test("create and update with --events, redeliver a log record, replay a window", async () => {
+    server.ctx.services.start();
+    const { token, org } = await createTenant(server.ctx.sql);
+    const url = `http://127.0.0.1:${receiver.port}/events`;
+    const created = await server.run(token, [
+      "webhooks",
+      "create",
+      "--name",
+      "Events",
+      "--endpoint",
+      url,
+      "--events",
+      "device.online,device.offline",
+      "--json",
+    ]);
+    expect(created.code).toBe(0);
+    expect(created.json().data).toMatchObject({ name: "Events", event_types: ["device.online", "device.offline"] });
+    expect(created.json().data.secret).toMatch(/^whsec_/);
+    const id = String(created.json().data.id);
+
+    const bad = await server.run(token, ["webhooks", "update", id, "--events", "device.exploded"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("device.exploded");
+    const updated = await server.run(token, ["webhooks", "update", id, "--events", "*", "--json"]);
+    expect(updated.code).toBe(0);
+    expect(updated.json().data).toMatchObject({ name: "Events", url, event_types: ["*"] });
+    expect((await server.run(token, ["webhooks", "list"])).stdout).toMatch(new RegExp(`^${id}\\s+Events\\s+\\S+\\s+active\\s+\\*`, "m"));
+
+    status = 200;
+    await server.ctx.sql.begin((tx) => appendEvents(tx, [{ organizationId: org.id, type: "device.online", payload: { device_id: 1 } }]));
+    server.ctx.services.events.notify();
+    await eventually(() => received.some((b) => b.includes('"device.online"')), 10_000, "the delivery");
+    const eventId = ids[received.findIndex((b) => b.includes('"device.online"'))]!;
+
+    const logs = await eventually(async () => {
+      const l = (await server.run(token, ["webhooks", "logs", id, "--json"])).json().data;
+      return l.length > 0 && l;
+    }, 10_000);
+    const again = await server.run(token, ["webhooks", "redeliver", id, String(logs[0].id), "--json"]);
+    expect(again.code).toBe(0);
+    expect(again.json().data).toMatchObject({ event_id: eventId, event_type: "device.online" });
+    await eventually(() => ids.filter((i) => i === eventId).length === 2, 10_000, "the redelivery");
+
+    const replay = await server.run(token, ["webhooks", "replay", id, "--since", "1h", "--events", "device.online", "--json"]);
+    expect(replay.code).toBe(0);
+    expect(replay.json().data).toMatchObject({ deliveries: 1, event_types: ["device.online"] });
+    await eventually(() => ids.filter((i) => i === eventId).length === 3, 10_000, "the replay");
+    expect((await server.run(token, ["webhooks", "replay", id, "--since", "30d"])).code).toBe(1);
+  }, 60_000);
 });

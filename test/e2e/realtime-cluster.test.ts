@@ -1,50 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { join } from "node:path";
-import type { Subprocess } from "bun";
 import type Pusher from "pusher-js";
 import { randomString } from "../../server/lib/crypto";
 import { storeInboundMessage } from "../../server/messages/inbound";
 import { createApiKey, createTenant } from "../fixtures";
 import { createTestContext, type TestContext } from "../helpers";
-import { awaitCallback, type ConnectionDetails, connected, connectPusher, freePort, openRaw, subscribed } from "./realtime-client";
+import { type Instance, spawnInstance } from "./instances";
+import { awaitCallback, type ConnectionDetails, connected, connectPusher, openRaw, subscribed } from "./realtime-client";
 
-const ROOT = join(import.meta.dir, "../..");
 const enabled = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL);
 if (!enabled) console.warn("realtime-cluster: skipped (set DATABASE_URL and REDIS_URL: two server processes need a shared PostgreSQL and Redis)");
-
-type Instance = { proc: Subprocess<"ignore", "pipe", "pipe">; baseUrl: string; port: number };
-
-/** `bun server/main.ts` on its own port; resolves once it logs that it listens. */
-async function spawnInstance(env: Record<string, string>): Promise<Instance> {
-  const port = freePort();
-  const baseUrl = `http://127.0.0.1:${port}`;
-  const proc = Bun.spawn([process.execPath, "server/main.ts"], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: "info", PORT: String(port), PUBLIC_URL: baseUrl, ...env } as Record<string, string>,
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const reader = proc.stdout.getReader();
-  let seen = "";
-  await awaitCallback(
-    `instance on ${port} to listen`,
-    (done) =>
-      void (async () => {
-        while (!seen.includes("simhost listening")) {
-          const { value, done: ended } = await reader.read();
-          if (ended) throw new Error(`instance exited early: ${seen}`);
-          seen += new TextDecoder().decode(value);
-        }
-        reader.releaseLock();
-        void proc.stdout.pipeTo(new WritableStream()); // keep draining so the child never blocks
-        done(undefined);
-      })(),
-    60_000,
-  );
-  return { proc, baseUrl, port };
-}
 
 let ctx: TestContext;
 let a: Instance;
@@ -93,12 +58,29 @@ describe.skipIf(!enabled)("two server instances on one PostgreSQL and Redis", ()
     const numberChannel = await subscribed(pusher, `private-number.${sim!.id}`);
     const onOrg = awaitCallback<any>("message.received on the organization channel", (done) => orgChannel.bind("message.received", done), 10_000);
     const onNumber = awaitCallback<any>("message.received on the number channel", (done) => numberChannel.bind("message.received", done), 10_000);
+    const all: any[] = [];
+    orgChannel.bind("message.received", (e: any) => all.push(e));
     await ctx.sql.begin((tx) =>
       storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550002222", text: "across instances", source: "provider", receivedAt: new Date() }),
     );
     const [x, y] = await Promise.all([onOrg, onNumber]);
     expect(x.message.text).toBe("across instances");
     expect(y.message.id).toBe(x.message.id);
+    // Both copies carry the log row's cursor.
+    expect(x.event_id).toMatch(/^evt_/);
+    expect(y.event_id).toBe(x.event_id);
+    // Each instance reads the log itself and nothing goes through Redis pub/sub as well: once a
+    // second message arrived, the first was delivered exactly once.
+    const second = awaitCallback<any>(
+      "the second message",
+      (done) => orgChannel.bind("message.received", (e: any) => e.message.text === "second" && done(e)),
+      10_000,
+    );
+    await ctx.sql.begin((tx) =>
+      storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550002222", text: "second", source: "provider", receivedAt: new Date() }),
+    );
+    await second;
+    expect(all.map((e) => e.message.text)).toEqual(["across instances", "second"]);
   }, 30_000);
 
   test("a number shared by two organizations: a message that arrived under A's lock never reaches B's client on B", async () => {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { event as events } from "../../server/events/catalog";
 import { createTenant } from "../fixtures";
+import { raiseEvents } from "../fixtures-events";
 import type { TestContext } from "../helpers";
 import { awaitCallback, openRaw, stalledClient, startServer, stopServer } from "./realtime-client";
 
@@ -97,8 +99,8 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     expect(err).toMatchObject({ channel: "news", data: { type: "AuthError", status: 403 } });
     raw.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(socketId, channel, tenant) } });
     expect((await raw.event("pusher_internal:subscription_succeeded")).channel).toBe(channel);
-    ctx.services.publish(channel, "config.changed", { device_id: 1, config_version: 2 });
-    const event = await raw.event("config.changed");
+    await raiseEvents(ctx.services, [events.deviceUpdated({ organizationId: org.id, deviceId: 1 }, { device_id: 1, config_version: 2 } as never)]);
+    const event = await raw.event("device.updated");
     expect(event).toMatchObject({ channel, data: { device_id: 1, config_version: 2 } });
     raw.ws.close();
   });
@@ -116,9 +118,9 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     }
     raw.send({ event: "pusher:unsubscribe", data: { channel: a } });
     await expectAlive(raw); // the unsubscribe was handled before the pong
-    ctx.services.publish(a, "device.updated", { n: 1 });
-    ctx.services.publish(b, "device.updated", { n: 2 });
-    const got = await raw.event("device.updated");
+    // One event on both channels (the organization's and the team's): only the team's copy arrives.
+    await raiseEvents(ctx.services, [events.messageReceived({ organizationId: org.id, teamId: team!.id }, { n: 2 } as never)]);
+    const got = await raw.event("message.received");
     expect(got).toMatchObject({ channel: b, data: { n: 2 } });
     raw.ws.close();
   });
@@ -202,17 +204,21 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     slow.socket.pause(); // from here on the kernel buffers fill and the server's queue grows
     const before = ctx.services.realtime.connections();
     const payload = { pad: "x".repeat(10_000) };
-    // The hub listens to the bus before this test does: once the marker reaches us, every event
-    // has been handed to the sockets (with Redis, publishing is asynchronous).
-    const delivered = awaitCallback("the marker event", (done) => {
-      const stop = ctx.services.bus.subscribe((m) => {
-        if (m.event !== "test.marker") return;
-        stop();
-        done(undefined);
-      });
-    });
-    for (let i = 0; i < 3000; i++) ctx.services.publish(channel, "device.updated", payload);
-    ctx.services.publish(channel, "test.marker", {});
+    // The hub hands events to the sockets in log order: once it delivers the marker, every event
+    // before it has been handed to the sockets.
+    const delivered = awaitCallback(
+      "the marker event",
+      (done) => {
+        const stop = ctx.services.realtime.watch((m) => {
+          if (m.event !== "number.unlocked") return;
+          stop();
+          done(undefined);
+        });
+      },
+      30_000,
+    ); // 30 MB of events go through the log first
+    const row = events.deviceUpdated({ organizationId: org.id }, payload as never);
+    await raiseEvents(ctx.services, [...Array.from({ length: 3000 }, () => row), events.numberUnlocked({ organizationId: org.id }, {} as never)]);
     await delivered;
     for (let i = 0; i < 3; i++) ctx.services.realtime.sweep();
     expect(ctx.services.realtime.connections()).toBe(before - 1);
@@ -220,7 +226,7 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     expect(metrics).toMatch(/^simhost_ws_slow_clients_closed_total [1-9]/m);
     slow.socket.resume();
     await awaitCallback("the slow client's socket to close", (done) => slow.socket.once("close", () => done(undefined)));
-  });
+  }, 60_000);
 
   // Last: it stops this server's realtime for good.
   test("graceful shutdown closes sockets with 4200 (reconnect now) and turns new ones away the same way", async () => {

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type Pusher from "pusher-js";
+import { event } from "../../server/events/catalog";
 import { storeInboundMessage } from "../../server/messages/inbound";
 import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
+import { raiseEvents } from "../fixtures-events";
 import type { TestContext } from "../helpers";
 import { awaitCallback, type ConnectionDetails, connectPusher, openRaw, startServer, stopServer, subscribed } from "./realtime-client";
 
@@ -56,7 +58,11 @@ async function publishSeenBy(channel: string, text: string, control: Watched) {
   const seen = awaitCallback("the control client's event", (done) =>
     control.channel.bind("message.received", (e: any) => e.message.text === text && done(undefined)),
   );
-  ctx.services.publish(channel, "message.received", { message: { id: 1, text } });
+  // The organization channel's id: the event's row belongs to that organization.
+  const organizationId = Number(channel.slice(channel.lastIndexOf(".") + 1));
+  await raiseEvents(ctx.services, [
+    event.messageReceived({ organizationId }, { message: { id: 1, text }, hosted_sim: { id: 1, number: "+1", alias: null }, team: null } as never),
+  ]);
   await seen;
 }
 

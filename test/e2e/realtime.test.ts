@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type Pusher from "pusher-js";
+import { event } from "../../server/events/catalog";
 import { storeInboundMessage } from "../../server/messages/inbound";
 import { signChannel } from "../../server/realtime/protocol";
 import { createApiKey, createTenant } from "../fixtures";
+import { logRows, raiseEvents } from "../fixtures-events";
 import type { TestContext } from "../helpers";
 import { awaitCallback, type ConnectionDetails, connected, connectPusher, openRaw, startServer, stopServer, subscribed } from "./realtime-client";
 
@@ -71,8 +73,19 @@ describe("pusher-js against the server", () => {
     await connected(pusher);
     const channel = await subscribed(pusher, `private-organization.${org.id}`);
     const received = awaitCallback<any>("device.status_changed", (done) => channel.bind("device.status_changed", done));
-    ctx.services.publish(`private-organization.${org.id}`, "device.status_changed", { device_id: 7, organization_id: org.id, is_online: true });
-    expect(await received).toEqual({ device_id: 7, organization_id: org.id, is_online: true });
+    const payload = {
+      device_id: 7,
+      organization_id: org.id,
+      status: "active",
+      is_online: true,
+      last_seen_at: null,
+      changed_at: new Date().toISOString(),
+      config_version: 1,
+    };
+    await raiseEvents(ctx.services, [event.deviceOnline({ organizationId: org.id, deviceId: 7 }, payload)]);
+    const [row] = await logRows(ctx.services, [org.id], undefined, 1);
+    // The realtime payload is the log's payload plus its cursor.
+    expect(await received).toEqual({ ...payload, event_id: row!.cursor });
   });
 
   test("message.received from a stored inbound SMS and the fan-out job, on the organization and number channels", async () => {
@@ -104,10 +117,16 @@ describe("pusher-js against the server", () => {
     const seenByB: any[] = [];
     chB.bind("message.received", (d: any) => seenByB.push(d));
     const toA = awaitCallback<any>("A's event", (done) => chA.bind("message.received", done));
-    ctx.services.publish(`private-number.${simId}`, "message.received", { message: { id: 1, text: "for A only" } }, { organizations: [a.org.id] });
+    const received = (id: number, text: string, org: number) =>
+      event.messageReceived({ organizationId: org, hostedSimId: simId }, {
+        message: { id, text },
+        hosted_sim: { id: simId, number: "+1", alias: null },
+        team: null,
+      } as never);
+    await raiseEvents(ctx.services, [received(1, "for A only", a.org.id)]);
     // Then one for both: B receiving it proves B's socket was live when A's passed by.
     const toB = awaitCallback<any>("B's event", (done) => chB.bind("message.received", done));
-    ctx.services.publish(`private-number.${simId}`, "message.received", { message: { id: 2, text: "for both" } }, { organizations: [a.org.id, b.org.id] });
+    await raiseEvents(ctx.services, [received(2, "for both", a.org.id), received(2, "for both", b.org.id)]);
     expect((await toA).message.id).toBe(1);
     expect((await toB).message.id).toBe(2);
     expect(seenByB.map((d) => d.message.id)).toEqual([2]);
@@ -123,13 +142,9 @@ describe("pusher-js against the server", () => {
     await resubscribed;
     expect(pusher.connection.socket_id).not.toBe(firstId);
     const received = awaitCallback<any>("event after reconnecting", (done) => channel.bind("number.unlocked", done));
-    ctx.services.publish(`private-organization.${org.id}`, "number.unlocked", {
-      hosted_sim_id: 1,
-      number: "+15550000001",
-      locked: false,
-      lock: null,
-      reason: "unlock",
-    });
+    await raiseEvents(ctx.services, [
+      event.numberUnlocked({ organizationId: org.id }, { hosted_sim_id: 1, number: "+15550000001", locked: false, lock: null, reason: "unlock" }),
+    ]);
     expect((await received).reason).toBe("unlock");
   });
 

@@ -4,6 +4,7 @@ import { writeHeartbeats } from "../../server/devices/presence-store";
 import { createFakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { activeDevice, clockedContext, waitFor, watchPresence } from "../fixtures-devices";
+import { logRows } from "../fixtures-events";
 import { sharedTestContext, type TestContext } from "../helpers";
 
 type Clocked = Awaited<ReturnType<typeof clockedContext>>;
@@ -56,7 +57,7 @@ describe("online and offline with a fake clock", () => {
   const isOnline = async (token: string, id: number) => (await c.request("GET", `/api/byos/devices/${id}`, { token })).body.data.is_online;
 
   test("360 s normal: a heartbeat at 359 s keeps it online; one offline event, one alert by mail after two more intervals, one online event", async () => {
-    const { token, user } = await createTenant(ctx.sql);
+    const { token, user, org } = await createTenant(ctx.sql);
     const { device } = await activeDevice(c, token);
     const events = watchPresence(c.services, device.id);
     await heartbeat(token, device.id);
@@ -86,6 +87,10 @@ describe("online and offline with a fake clock", () => {
     await heartbeat(token, device.id);
     await waitFor(() => events.length >= 3);
     expect(events).toEqual(["online", "offline", "online"]);
+    // One log row per transition, appended by the write that made it.
+    const rows = (await logRows(c.services, [org.id])).filter((r) => r.deviceId === device.id && r.type.startsWith("device."));
+    expect(rows.map((r) => r.type)).toEqual(["device.online", "device.offline", "device.online"]);
+    expect(rows[1]!.payload).toMatchObject({ device_id: device.id, organization_id: org.id, is_online: false, status: "active" });
   });
 
   test("960 s in doze mode, alert 600 s later (two doze intervals)", async () => {
@@ -144,11 +149,10 @@ describe("two instances on one database", () => {
   test("heartbeats alternating between instances: one offline event per spell, one online event on return, one alert", async () => {
     const { token } = await createTenant(ctx.sql);
     const { device } = await activeDevice(a, token);
-    // With Redis every instance receives every event; without it each sees only its own, so
-    // both lists go into one, in the order the instances published them (either may win a deadline).
-    const seen = watchPresence(a.services, device.id);
-    if (a.services.bus.kind !== "redis") watchPresence(b.services, device.id, seen);
-    const events = () => seen;
+    const seenA = watchPresence(a.services, device.id);
+    const seenB = watchPresence(b.services, device.id);
+    // Every instance reads the log itself: each sees every event, with Redis or without.
+    const events = () => seenA;
     const hb = (c: Clocked) => c.request("POST", `/api/byos/devices/${device.id}/heartbeat`, { token, body: {} }).then((r) => expect(r.status).toBe(200));
     await hb(a);
     for (const c of [b, a, b]) {
@@ -169,6 +173,8 @@ describe("two instances on one database", () => {
     await hb(b);
     await waitFor(() => events().length >= 3);
     expect(events()).toEqual(["online", "offline", "online"]);
+    await waitFor(() => seenB.length >= 3);
+    expect(seenB).toEqual(["online", "offline", "online"]);
   });
 });
 

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { MISSED_HEARTBEATS_TO_INACTIVE } from "../../server/devices/presence-store";
 import { processDeviceSms } from "../../server/devices/sms-process";
-import type { BusMessage } from "../../server/realtime/bus";
+import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { createTenant } from "../fixtures";
 import { activeDevice, randomSimNumber, registerDevice, smsBody, verificationSms, waitFor } from "../fixtures-devices";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
@@ -40,7 +40,7 @@ const statuses = (cards: Card[]) => cards.map((c) => c.status);
 
 function watch(deviceId: number) {
   const seen: { event: string; data: any }[] = [];
-  ctx.services.bus.subscribe((m: BusMessage) => {
+  ctx.services.realtime.watch((m: BusMessage) => {
     if (m.channel === `private-device.${deviceId}`) seen.push({ event: m.event, data: m.data });
   });
   return seen;

@@ -3,7 +3,7 @@ import { createJobQueue, type Job, type JobQueue, RetryAfter } from "../../serve
 import type { QueueSpec } from "../../server/jobs/registry";
 import { createLogger } from "../../server/lib/logger";
 import { lockHistory } from "../../server/numbers/lock-store";
-import type { BusMessage } from "../../server/realtime/bus";
+import type { Delivery } from "../../server/realtime/hub";
 import { createFakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { clockedContext } from "../fixtures-devices";
@@ -84,10 +84,10 @@ describe("the job queue on the fake clock", () => {
 describe("number locks on the fake clock", () => {
   const clock = createFakeClock(Date.now());
   let c: Awaited<ReturnType<typeof clockedContext>>;
-  const events: BusMessage[] = [];
+  const events: Delivery[] = [];
   beforeAll(async () => {
     c = await clockedContext(ctx, clock);
-    c.services.bus.subscribe((m) => events.push(m));
+    c.services.realtime.watch((m) => events.push(m));
     c.services.jobs.start();
   }, 60_000);
   afterAll(() => c.close());

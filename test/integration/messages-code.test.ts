@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { storeInboundMessages } from "../../server/messages/inbound";
-import type { BusMessage } from "../../server/realtime/bus";
+import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
 import { createByosNumber, createSharedNumber, eventually, receiveSms } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
@@ -15,7 +15,7 @@ let ctx: TestContext;
 const events: BusMessage[] = [];
 beforeAll(async () => {
   ctx = await createTestContext();
-  ctx.services.bus.subscribe((m) => events.push(m));
+  ctx.services.realtime.watch((m) => events.push(m));
   ctx.services.start();
 }, 60_000);
 afterAll(() => ctx.close());
@@ -121,5 +121,5 @@ describe("message.received carries the code", () => {
       return row;
     }, 10_000);
     expect(JSON.parse(delivery.body).data.code).toBe("305118");
-  });
+  }, 30_000);
 });

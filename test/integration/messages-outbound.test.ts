@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { BusMessage } from "../../server/realtime/bus";
+import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
+import { logRows } from "../fixtures-events";
 import { createByosNumber, createSharedNumber, eventually, randomNumber } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 
@@ -33,7 +34,7 @@ beforeAll(async () => {
     OUTBOUND_DEVICE_TIMEOUT_SECONDS: "1",
     OUTBOUND_PROVIDER_RETRY_SECONDS: "0.05",
   });
-  ctx.services.bus.subscribe((m) => events.push(m));
+  ctx.services.realtime.watch((m) => events.push(m));
   ctx.services.start();
 }, 60_000);
 afterAll(async () => {
@@ -70,9 +71,14 @@ describe("POST /api/messages through the provider API (pool numbers)", () => {
     expect(received.filter((r) => r.to === to)).toEqual([{ from: sim.number, to, body: "hello from the pool", authorization: "Bearer outbound-test-token" }]);
     const seen = await eventually(() => {
       const list = statusEvents(res.body.data.id).filter((e) => e.channel === `private-organization.${t.org.id}`);
-      return list.length >= 2 && list;
+      return list.length >= 3 && list;
     });
-    expect(seen.map((e) => (e.data as any).message.status)).toEqual(["sending", "sent"]);
+    expect(seen.map((e) => (e.data as any).message.status)).toEqual(["queued", "sending", "sent"]);
+    // One log row per status, to the sending organization only; realtime carries each row's cursor.
+    const rows = (await logRows(ctx.services, [t.org.id])).filter((r) => (r.payload as any).message.id === res.body.data.id);
+    expect(rows.map((r) => r.type)).toEqual(["message.queued", "message.sending", "message.sent"]);
+    expect(seen.map((e) => e.data.event_id)).toEqual(rows.map((r) => r.cursor));
+    expect(rows[0]!.payload).toMatchObject({ hosted_sim: { id: sim.id, number: sim.number }, team: null });
   });
 
   test("a 4xx refusal fails the message at once with the provider's reason", async () => {
@@ -119,6 +125,7 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     const order = await eventually(() => events.find((e) => e.event === "message.send" && e.channel === `private-device.${byos.deviceId}`));
     expect(order.data).toEqual({
       message: { id, hosted_sim_id: byos.hostedSimId, number: byos.number, to: "+15557770001", text: "via the phone", sim_slot: 1 },
+      event_id: expect.any(String),
     });
 
     const report = (status: string, extra: Record<string, unknown> = {}, token = t.token, device = byos.deviceId) =>
@@ -140,9 +147,9 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     expect((await report("sent", {}, other.token)).status).toBe(404);
     const announced = await eventually(() => {
       const statuses = new Set(statusEvents(id).map((e) => (e.data as any).message.status));
-      return statuses.size >= 3 && [...statuses];
+      return statuses.size >= 4 && [...statuses];
     });
-    expect(announced).toEqual(["sending", "sent", "delivered"]);
+    expect(announced).toEqual(["queued", "sending", "sent", "delivered"]);
   });
 
   test("a device failure is kept with its error", async () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import type { BusMessage } from "../../server/realtime/bus";
+import type { Delivery } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
+import { logRows, watchRealtime } from "../fixtures-events";
 import { createByosNumber, createSharedNumber, eventually, randomNumber, receiveSms } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 
@@ -29,7 +30,7 @@ const provider = Bun.serve({
 setDefaultTimeout(30_000);
 
 let ctx: TestContext;
-const events: BusMessage[] = [];
+let events: Delivery[] = [];
 beforeAll(async () => {
   ctx = await createTestContext({
     PROVIDER_API_URL: `http://127.0.0.1:${provider.port}`,
@@ -37,7 +38,7 @@ beforeAll(async () => {
     OUTBOUND_DEVICE_TIMEOUT_SECONDS: "1",
     OUTBOUND_PROVIDER_RETRY_SECONDS: "0.05",
   });
-  ctx.services.bus.subscribe((m) => events.push(m));
+  events = watchRealtime(ctx.services);
   ctx.services.start();
 }, 60_000);
 afterAll(async () => {
@@ -53,6 +54,9 @@ const statusesOf = (id: number) =>
   events
     .filter((e) => e.event === "message.status_changed" && e.channel.startsWith("private-organization.") && (e.data as any).message.id === id)
     .map((e) => (e.data as any).message.status);
+/** The event log's status events of a message, oldest first (`message.queued`, `message.expired`, ...). */
+const loggedOf = async (organizationId: number, id: number) =>
+  (await logRows(ctx.services, [organizationId])).filter((r) => r.type.startsWith("message.") && (r.payload as any).message?.id === id).map((r) => r.type);
 const handed = (to: string) => received.filter((r) => r.to === to);
 
 async function settled(token: string, id: number, status: string, ms = 10_000) {
@@ -97,8 +101,9 @@ describe("scheduled sends (send_at)", () => {
     expect(handed(to)).toHaveLength(1);
     expect(handed(to)[0]!.at).toBeGreaterThanOrEqual(Date.parse(sendAt));
     expect(Date.parse(sent.status_updated_at)).toBeGreaterThanOrEqual(Date.parse(sendAt));
-    await eventually(() => statusesOf(res.body.data.id).length >= 3);
-    expect(statusesOf(res.body.data.id)).toEqual(["queued", "sending", "sent"]);
+    await eventually(() => statusesOf(res.body.data.id).length >= 4);
+    expect(statusesOf(res.body.data.id)).toEqual(["scheduled", "queued", "sending", "sent"]);
+    expect(await loggedOf(t.org.id, res.body.data.id)).toEqual(["message.scheduled", "message.queued", "message.sending", "message.sent"]);
   }, 20_000);
 
   test("a scheduled send survives a restart: its job is a row, and another instance's queue sends it", async () => {
@@ -180,6 +185,7 @@ describe("expiring sends (expires_at)", () => {
     expect(handed(to)).toHaveLength(0);
     expect(await used(t.org.id)).toBe(0);
     await eventually(() => statusesOf(id).includes("expired"));
+    expect(await loggedOf(t.org.id, id)).toEqual(["message.scheduled", "message.expired"]);
   });
 
   test("a provider that keeps refusing with 5xx: the send expires instead of retrying past expires_at", async () => {
@@ -236,6 +242,7 @@ describe("cancelling (POST /api/messages/{id}/cancel)", () => {
     expect((await show(t.token, id)).status).toBe("cancelled");
     expect(handed(to)).toHaveLength(0);
     await eventually(() => statusesOf(id).includes("cancelled"));
+    expect(await loggedOf(t.org.id, id)).toEqual(["message.scheduled", "message.cancelled"]);
   });
 
   test("a sent message cannot be cancelled (409 invalid_state); a queued BYOS send can, and the device is told", async () => {
@@ -255,6 +262,7 @@ describe("cancelling (POST /api/messages/{id}/cancel)", () => {
     await eventually(() =>
       events.find((e) => e.event === "message.cancelled" && e.channel === `private-device.${byos.deviceId}` && (e.data as any).message.id === id),
     );
+    expect(await loggedOf(t.org.id, id)).toEqual(["message.queued", "message.send", "message.cancelled", "message.send_cancelled"]);
     const late = await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, { token: t.token, body: { status: "sending" } });
     expect(late.status).toBe(409);
     // A device that reported `sending` has the message: too late to cancel.

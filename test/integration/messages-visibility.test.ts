@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { providerSignature } from "../../server/provider/signature";
-import type { BusMessage } from "../../server/realtime/bus";
+import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { createTenant } from "../fixtures";
 import { attachNumber, createSharedNumber, createTeam, eventually, receiveSms } from "../fixtures-numbers";
 import { createTestContext, type TestContext } from "../helpers";
@@ -14,7 +14,7 @@ let ctx: TestContext;
 const events: BusMessage[] = [];
 beforeAll(async () => {
   ctx = await createTestContext();
-  ctx.services.bus.subscribe((m) => events.push(m));
+  ctx.services.realtime.watch((m) => events.push(m));
   ctx.services.start();
 }, 60_000);
 afterAll(() => ctx.close());

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { storeInboundMessages } from "../../server/messages/inbound";
 import { lockHistory } from "../../server/numbers/lock-store";
 import { expireLock } from "../../server/numbers/locks";
-import type { BusMessage } from "../../server/realtime/bus";
+import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
+import { logRows } from "../fixtures-events";
 import { createSharedNumber, eventually, receiveSms } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 
@@ -17,7 +18,7 @@ let ctx: TestContext;
 const events: BusMessage[] = [];
 beforeAll(async () => {
   ctx = await createTestContext();
-  ctx.services.bus.subscribe((m) => events.push(m));
+  ctx.services.realtime.watch((m) => events.push(m));
   ctx.services.start();
 }, 60_000);
 afterAll(() => ctx.close());
@@ -60,15 +61,25 @@ describe("release_on_message", () => {
     expect(await canRead(b.token, next.messageId)).toBe(true);
     expect((await ctx.request("GET", `/api/messages/${next.messageId}`, { token: a.token })).body.data.locked).toBe(false);
 
-    // Announced once the fan-out ran: to the number's channel and every attached organization's.
+    // Announced once the fan-out ran: one row per attached organization, each on the number's
+    // channel (limited to that organization) and that organization's channel.
     const channels = await eventually(() => {
       const found = unlockedEvents(sim.id);
-      return found.length >= 3 && found;
+      return found.length >= 4 && found;
     });
     expect(channels.every((e) => (e.data as { reason: string }).reason === "released_on_message")).toBe(true);
-    expect(channels.map((e) => e.channel).sort()).toEqual(
-      [`private-number.${sim.id}`, `private-organization.${a.org.id}`, `private-organization.${b.org.id}`].sort(),
+    expect(channels.map((e) => `${e.channel}#${e.organizations}`).sort()).toEqual(
+      [
+        `private-number.${sim.id}#${a.org.id}`,
+        `private-number.${sim.id}#${b.org.id}`,
+        `private-organization.${a.org.id}#${a.org.id}`,
+        `private-organization.${b.org.id}#${b.org.id}`,
+      ].sort(),
     );
+    for (const org of [a.org.id, b.org.id]) {
+      const rows = (await logRows(ctx.services, [org], "number.unlocked")).filter((r) => r.hostedSimId === sim.id);
+      expect(rows.map((r) => r.payload.reason)).toEqual(["released_on_message"]);
+    }
     // number.unlocked comes after the releasing message's message.received.
     const receivedAt = events.findIndex((e) => e.event === "message.received" && (e.data as any).message.id === first.messageId);
     expect(receivedAt).toBeGreaterThanOrEqual(0);

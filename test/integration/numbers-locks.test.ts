@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { lockHistory } from "../../server/numbers/lock-store";
 import { expireLock } from "../../server/numbers/locks";
-import type { BusMessage } from "../../server/realtime/bus";
+import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
 import { createSharedNumber, createTeam, eventually } from "../fixtures-numbers";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
@@ -11,7 +11,7 @@ const events: BusMessage[] = [];
 let unsubscribe = () => {};
 beforeAll(async () => {
   ctx = await sharedTestContext();
-  unsubscribe = ctx.services.bus.subscribe((m) => events.push(m)) as () => void;
+  unsubscribe = ctx.services.realtime.watch((m) => events.push(m)) as () => void;
 }, 60_000);
 afterAll(() => unsubscribe());
 

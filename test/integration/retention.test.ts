@@ -55,6 +55,23 @@ describe("retention (hourly clean-up)", () => {
     expect((await ctx.request("GET", "/api/me", { token: t.token })).status).toBe(200);
   });
 
+  test("events older than EVENT_RETENTION_DAYS go, in chunks; newer ones stay", async () => {
+    const t = await createTenant(ctx.sql);
+    const insert = (daysAgo: number, n: number) => ctx.sql`
+      insert into events (organization_id, type, payload, created_at)
+      select ${t.org.id}, 'config.changed', '{}'::jsonb, now() - make_interval(days => ${daysAgo}) from generate_series(1, ${n})`;
+    await insert(8, 5_001); // more than one chunk of 5,000
+    await insert(6, 3);
+    const removed = await removeExpired(ctx.sql, { logRetentionDays: 30, eventRetentionDays: 7 });
+    expect(removed.events).toBeGreaterThanOrEqual(5_001);
+    const [left] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from events where organization_id = ${t.org.id}`;
+    expect(left!.n).toBe(3);
+    // The default keeps 30 days.
+    expect((await removeExpired(ctx.sql, { logRetentionDays: 30 })).events).toBe(0);
+    const [still] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from events where organization_id = ${t.org.id}`;
+    expect(still!.n).toBe(3);
+  });
+
   test("instances scheduling at start make one run per hour between them", async () => {
     const clock = createFakeClock(Date.parse("2031-05-05T10:20:00Z"));
     for (let instance = 0; instance < 3; instance++) {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { appendEvents } from "../../server/events/log";
 import { createTenant } from "../fixtures";
 import { createTestContext, type TestContext } from "../helpers";
 import { createHook, createNumber, createTeam, fastForwardRetries, logsOf, receiveSms, startReceiver, waitFor } from "./webhooks-helpers";
@@ -159,14 +160,12 @@ describe("webhook deliveries", () => {
       await receiveSms(ctx, s.sim.id);
       // The fan-out ran in a worker that then died: its job is still claimed by nobody alive.
       const [msg] = await ctx.sql<{ id: number }[]>`select max(id) as id from messages where hosted_sim_id = ${s.sim.id}`;
-      const { enqueueWebhookDeliveries } = await import("../../server/webhooks/forwarding");
-      const { findMessagesForFanout } = await import("../../server/messages/store");
-      const found = await findMessagesForFanout(ctx.sql, [msg!.id]);
-      await enqueueWebhookDeliveries(
-        ctx.sql,
-        found.map((f) => f.message),
-        Date.now(),
-      );
+      // Its event, as the fan-out appends it (the fan-out itself appends nothing more: same dedupe key).
+      const message = { id: msg!.id, hosted_sim_id: s.sim.id, locked: false, team_id: s.team.id };
+      await appendEvents(ctx.sql, [
+        { organizationId: s.org.id, type: "message.received", hostedSimId: s.sim.id, teamId: s.team.id, dedupeKey: `message:${msg!.id}`, payload: { message } },
+      ]);
+      await waitFor(async () => (await ctx.sql`select 1 from webhook_deliveries where webhook_integration_id = ${s.id}`).length > 0);
       await ctx.sql`update jobs set attempts = 1, locked_by = 'crashed-worker', locked_until = now() - interval '1 second'
                     where queue = 'webhook.delivery' and (payload->>'delivery_id')::bigint in (select id from webhook_deliveries where webhook_integration_id = ${s.id})`;
     } finally {

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { findMessagesForFanout } from "../../server/messages/store";
-import type { BusMessage } from "../../server/realtime/bus";
-import { enqueueWebhookDeliveries } from "../../server/webhooks/forwarding";
+import { ORIGIN } from "../../server/events/cursor";
+import { readEvents } from "../../server/events/log";
+import type { Delivery as BusMessage } from "../../server/realtime/hub";
+import { createDeliveries, DELIVERY_QUEUE } from "../../server/webhooks/forwarding";
 import { createTenant, createUser } from "../fixtures";
 import { createTestContext, type TestContext } from "../helpers";
-import { createHook, createNumber, createTeam, lockNumber, logsOf, receiveSms, startReceiver, startSmtp, waitFor } from "./webhooks-helpers";
+import { createHook, createNumber, createTeam, deliveriesMade, lockNumber, logsOf, receiveSms, startReceiver, startSmtp, waitFor } from "./webhooks-helpers";
 
 let ctx: TestContext;
 let smtp: Awaited<ReturnType<typeof startSmtp>>;
@@ -18,11 +19,9 @@ afterAll(async () => {
   await smtp?.stop();
 }, 60_000);
 
-/** Integration ids that got a delivery for a message, once its fan-out has run. */
+/** Integration ids that got a delivery for a message, once its fan-out has run and the log consumer has read its events. */
 async function deliveredTo(messageId: number): Promise<number[]> {
-  await waitFor(
-    async () => (await ctx.sql`select 1 from jobs where queue = 'message.inbound' and payload->'message_ids' @> to_jsonb(${messageId}::bigint)`).length === 0,
-  );
+  await deliveriesMade(ctx);
   const rows = await ctx.sql<{ id: number }[]>`select webhook_integration_id as id from webhook_deliveries where message_id = ${messageId} order by 1`;
   return rows.map((r) => r.id);
 }
@@ -70,7 +69,7 @@ describe("forwarding rules", () => {
     expect(off!.n).toBe(0);
   }, 30_000);
 
-  test("one delivery per integration even when several mappings match, and enqueueing again creates none", async () => {
+  test("one delivery per integration even when several mappings match, and making the event's deliveries again creates none", async () => {
     const a = await createTenant(ctx.sql);
     const x = await createTeam(ctx.sql, a.org.id);
     const receiver = startReceiver();
@@ -89,14 +88,9 @@ describe("forwarding rules", () => {
     await lockNumber(ctx.sql, sim.id, a.org.id, x.id);
     const { messageId } = await receiveSms(ctx, sim.id);
     expect(await deliveredTo(messageId)).toEqual([id]);
-    const found = await findMessagesForFanout(ctx.sql, [messageId]);
-    expect(
-      await enqueueWebhookDeliveries(
-        ctx.sql,
-        found.map((f) => f.message),
-        Date.now(),
-      ),
-    ).toBe(0);
+    const [event] = (await readEvents(ctx.sql, ORIGIN, { organizations: [a.org.id] }, 10)).filter((e) => e.type === "message.received");
+    expect(event!.payload.message).toMatchObject({ id: messageId });
+    expect(await createDeliveries(ctx.sql, [event!], { origin: "live", queue: DELIVERY_QUEUE })).toBe(0);
     await waitFor(() => receiver.received.length === 1);
     expect(receiver.received[0]!.event.data.team.id).toBe(x.id);
     receiver.stop();
@@ -140,8 +134,8 @@ describe("one team per message (issue 15 item 8)", () => {
     receiver.secrets.push(secret);
     const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: x.id }]);
     const live: { channel: string; team_id: number | null; id: number }[] = [];
-    ctx.services.bus.subscribe((m: BusMessage) => {
-      const message = (m.data as { message?: { id: number; team_id: number | null; direction?: string } }).message;
+    ctx.services.realtime.watch((m: BusMessage) => {
+      const message = (m.data as { message?: { id: number; team_id: number | null; direction?: string } } | null)?.message;
       if (m.event === "message.received" && message) live.push({ channel: m.channel, team_id: message.team_id, id: message.id });
     });
 

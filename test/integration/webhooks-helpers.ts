@@ -76,6 +76,23 @@ export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 10_000
   }
 }
 
+/**
+ * Waits until the inbound fan-out has run and the webhook consumer has read the whole log: every
+ * delivery of the messages received so far exists.
+ */
+export async function deliveriesMade(ctx: TestContext) {
+  await waitFor(
+    async () => {
+      const [r] = await ctx.sql<{ fanout: number; behind: boolean }[]>`
+        select (select count(*) from jobs where queue = 'message.inbound' and not dead)::int as fanout,
+               exists (select 1 from events e, event_consumers c where c.name = 'webhooks' and (e.txid, e.id) > (c.after_txid, c.after_id)) as behind`;
+      return r!.fanout === 0 && !r!.behind;
+    },
+    10_000,
+    "webhook deliveries made from the event log",
+  );
+}
+
 /** Makes every waiting retry of an integration due now, instead of waiting out its backoff. */
 export async function fastForwardRetries(ctx: TestContext, integrationId: number) {
   await ctx.sql`

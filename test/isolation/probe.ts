@@ -46,6 +46,8 @@ export function idsFor(t: Tenant & { messageIds: number[] }, path: string, param
       return [t.hook.id];
     case "webhook_mapping":
       return [t.hook.mappingId];
+    case "log":
+      return [t.hook.logId];
     case "id":
       if (path.startsWith("/api/numbers/")) return [t.byosSim.id];
       if (path.startsWith("/api/messages/batches/")) return [t.batchId];
@@ -76,12 +78,19 @@ const BODIES: Record<string, (caller: Tenant) => unknown> = {
   "PATCH /api/byos/devices/{device}/sims/{simCard}": () => ({ sim_slot: 2 }),
   "POST /api/byos/devices/{device}/heartbeat": () => ({ battery_level: 50, signal_strength: 3, is_in_doze_mode: false }),
   "POST /api/byos/devices/{device}/sms": () => ({ from: "+15550001111", body: "probe", message_id: crypto.randomUUID(), sim_slot: 1 }),
-  "PATCH /api/webhook-integrations/{webhook_integration}": () => ({ name: "renamed", url: "https://example.com/renamed" }),
+  "PATCH /api/webhook-integrations/{webhook_integration}": () => ({ name: "renamed", url: "https://example.com/renamed", event_types: ["device.online"] }),
+  "POST /api/webhook-integrations/{webhook_integration}/replay": () => replayWindow(),
+  "POST /api/teams/{team}/webhooks/{webhook}/replay": () => replayWindow(),
   "POST /api/webhook-integrations/{webhook_integration}/mappings": (c) => ({ team_id: c.team.id, forwarding_mode: "always" }),
   "PATCH /api/webhook-integrations/{webhook_integration}/mappings/{webhook_mapping}": () => ({ forwarding_mode: "always" }),
   "POST /api/teams/{team}/webhooks": () => ({ name: "probe", url: "https://example.com/probe" }),
-  "PATCH /api/teams/{team}/webhooks/{webhook}": () => ({ name: "renamed", url: "https://example.com/renamed" }),
+  "PATCH /api/teams/{team}/webhooks/{webhook}": () => ({ name: "renamed", url: "https://example.com/renamed", event_types: ["device.online"] }),
 };
+
+/** A valid replay window: the last day. */
+function replayWindow() {
+  return { since: new Date(Date.now() - 86_400_000).toISOString(), until: new Date().toISOString() };
+}
 
 export function bodyFor(op: Operation, caller: Tenant): unknown {
   if (op.method === "GET" || op.method === "DELETE") return undefined;

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type Pusher from "pusher-js";
 import { createAdmin } from "../../server/admin/operations";
+import { appendEvents } from "../../server/events/log";
 import { signChannel } from "../../server/realtime/protocol";
 import { type ConnectionDetails, connected, connectPusher, openRaw, startServer, stopServer, subscribed } from "../e2e/realtime-client";
 import { eventually } from "../fixtures-numbers";
 import { createTestContext, type RequestOptions, type TestContext } from "../helpers";
+import { seedEvents, tenantEvents } from "./events";
 import { bodyFor, forEachLimit, foreignFindings, idsFor, loadOperations, type Operation, pathsFor } from "./probe";
 import { buildBridge, buildWorld, credentialsOf, secretsOf, sendSharedMessages, type Tenant, type World } from "./world";
 
@@ -61,6 +63,7 @@ beforeAll(async () => {
   [a, b] = [world.a as Probed, world.b as Probed];
   if (process.env.ISOLATION_TIMING) console.log(`world built in ${Math.round(performance.now() - started)} ms`);
   await sendSharedMessages(ctx, world);
+  await seedEvents(ctx, world);
   const { open, locked, after } = world.texts;
   await eventually(
     async () => {
@@ -340,6 +343,132 @@ describe("webhooks", () => {
       select 1 from webhook_deliveries d join messages m on m.id = d.message_id where d.webhook_integration_id = ${b.hook.id} and m.text = ${locked}`;
     expect(forB.length).toBe(0);
   });
+
+  test("organization events (every type subscribed) reach only their organization's integration", async () => {
+    const marker = (t: Tenant) => `device event of ${t.tag}`;
+    await ctx.sql.begin((tx) =>
+      appendEvents(
+        tx,
+        [a, b].map((t) => ({ organizationId: t.org.id, type: "device.online" as const, deviceId: t.device.id, payload: { note: marker(t) } })),
+      ),
+    );
+    ctx.services.events.notify();
+    const got = (t: Tenant, note: string) => t.receiver.received.some((r) => r.event?.data?.note === note);
+    await eventually(() => got(a, marker(a)) && got(b, marker(b)), 20_000, "device event deliveries");
+    expect(got(a, marker(b)) || got(b, marker(a))).toBe(false);
+  });
+});
+
+describe("the event log (GET /api/events)", () => {
+  type Item = { id: string; type: string; organization_id: number; data: Record<string, unknown> };
+  const waiting = () => ctx.services.eventWaiters.size() + (second?.services.eventWaiters.size() ?? 0);
+  /** Every event a credential reads (following next_cursor), or the refusal. */
+  async function readAll(token: string, query = ""): Promise<{ status: number; items: Item[]; texts: string[] }> {
+    const items: Item[] = [];
+    const texts: string[] = [];
+    let after = "";
+    for (;;) {
+      const res = await request("GET", `/api/events?per_page=500${query}${after ? `&after=${after}` : ""}`, { token });
+      texts.push(res.text);
+      if (res.status !== 200) return { status: res.status, items, texts };
+      items.push(...res.body.data);
+      if (!res.body.meta.has_more) return { status: 200, items, texts };
+      after = res.body.meta.next_cursor;
+    }
+  }
+
+  test("every credential reads only its own organization's events, keys only the families they hold, whatever the filter", async () => {
+    // The seeded events of both are readable (each owner sees its four).
+    for (const t of [a, b]) await eventually(async () => (await readAll(t.users.owner.token, "&types=webhook.test")).items.length > 0, 20_000, "seeded events");
+    const failures: string[] = [];
+    for (const [caller, owner] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      for (const [credential, token] of Object.entries(credentialsOf(caller))) {
+        for (const query of [
+          "",
+          `&hosted_sim=${world.shared.id}`,
+          `&device=${owner.device.id}`,
+          `&hosted_sim=${owner.byosSim.id}`,
+          "&types=message.received,number.locked",
+        ]) {
+          const { status, items, texts } = await readAll(token, query);
+          const where = `${caller.label} ${credential} ${query} → ${status}`;
+          const leaks = texts.flatMap((text) => foreignFindings(text, JSON.parse(text), others(owner)));
+          if (leaks.length) failures.push(`${where}: ${leaks.join(", ")}`);
+          if (items.some((e) => e.organization_id !== caller.org.id)) failures.push(`${where}: another organization's event`);
+          if (status !== 200 && status !== 403) failures.push(where);
+        }
+      }
+      const own = await readAll(credentialsOf(caller).owner!);
+      // The scan is not blind: the organization's own events carry the strings it looks for.
+      expect(own.texts.flatMap((text) => foreignFindings(text, JSON.parse(text), others(caller)))).toContain(`text ${JSON.stringify(caller.team.name)}`);
+      expect(own.items.map((e) => e.type)).toEqual(expect.arrayContaining(["message.received", "number.locked", "device.online", "webhook.test"]));
+      // Keys see the families they hold: messages.read sees no device event, numbers.read no message.
+      expect((await readAll(caller.keys.keyMessagesRead!.key)).items.every((e) => e.type.startsWith("message."))).toBe(true);
+      expect((await readAll(caller.keys.keyNumbersRead!.key)).items.some((e) => e.type.startsWith("message."))).toBe(false);
+      expect((await readAll(caller.keys.keyNone!.key)).status).toBe(403);
+    }
+    expect(failures).toEqual([]);
+  });
+
+  test("the other organization's event ids only position a read; forged cursors are refused or position only", async () => {
+    const ownOf = async (t: Probed) => (await readAll(t.users.owner.token)).items;
+    const [itemsA, itemsB] = [await ownOf(a), await ownOf(b)];
+    for (const [caller, mine, theirs] of [
+      [a, itemsA, itemsB],
+      [b, itemsB, itemsA],
+    ] as const) {
+      for (const foreign of theirs) {
+        const { items, texts } = await readAll(caller.users.owner.token, `&after=${foreign.id}`);
+        expect(items.every((e) => e.organization_id === caller.org.id)).toBe(true);
+        expect(texts.flatMap((text) => foreignFindings(text, JSON.parse(text), others(caller === a ? b : a)))).toEqual([]);
+        // Exactly its own events after that place in the log, as if the cursor had been its own.
+        expect(mine.map((e) => e.id)).toEqual(expect.arrayContaining(items.map((e) => e.id)));
+      }
+      const forged = [
+        `${theirs[0]!.id}!`,
+        theirs[0]!.id.replace("evt_", "evt-"),
+        "evt_" + Buffer.from(`${caller.org.id}`).toString("base64url"),
+        String(theirs[0]!.id.length),
+      ];
+      for (const cursor of forged) {
+        const res = await request("GET", `/api/events?after=${encodeURIComponent(cursor)}`, { token: caller.users.owner.token });
+        expect([cursor, res.status, Object.keys(res.body.errors ?? {})]).toEqual([cursor, 422, ["after"]]);
+      }
+      const made = "evt_" + Buffer.from("1.1").toString("base64url");
+      const res = await readAll(caller.users.owner.token, `&after=${made}`);
+      expect(res.items.every((e) => e.organization_id === caller.org.id)).toBe(true);
+    }
+  });
+
+  test("a wait positioned at the other organization's newest event is answered only by its own, on whichever instance it waits", async () => {
+    const append = async (t: Probed, n: number) => {
+      await ctx.sql.begin((tx) => appendEvents(tx, tenantEvents(t, world, n)));
+      ctx.services.events.notify();
+    };
+    let n = 1;
+    for (const [caller, owner] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      for (const [credential, token] of Object.entries({ owner: caller.users.owner.token, oauthMember: caller.oauthMember, keyAll: caller.keys.keyAll!.key })) {
+        // The other organization's event is now the newest of the log: the wait starts after it.
+        await append(owner, n++);
+        const theirs = await eventually(async () => (await readAll(owner.users.owner.token)).items.find((e) => e.data.n === n - 1)?.id, 20_000, "their event");
+        const before = waiting();
+        const answer = request("GET", `/api/events?after=${theirs}&wait=10&types=webhook.test`, { token });
+        await eventually(() => waiting() > before, 5000, "the wait to register");
+        await append(owner, n++);
+        await append(caller, n);
+        const res = await answer;
+        expect([credential, res.status]).toEqual([credential, 200]);
+        expect(res.body.data.map((e: Item) => [e.organization_id, e.type, e.data.n])).toEqual([[caller.org.id, "webhook.test", n++]]);
+        expect(foreignFindings(res.text, res.body, others(owner))).toEqual([]);
+      }
+    }
+  }, 60_000);
 });
 
 describe("a user in two organizations (A and D) reads both and never the third (B)", () => {

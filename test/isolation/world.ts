@@ -65,7 +65,8 @@ export async function buildTenant(ctx: TestContext, label: string, sharedSimId: 
 
   const receiver = startReceiver();
   const hook = await ok(
-    ctx.request("POST", "/api/webhook-integrations", { token: owner, body: { name: `Hook ${tag}`, url: `${receiver.url}/${tag}` } }),
+    // Every event type: an integration of one organization must never get another's events of any type.
+    ctx.request("POST", "/api/webhook-integrations", { token: owner, body: { name: `Hook ${tag}`, url: `${receiver.url}/${tag}`, event_types: ["*"] } }),
     201,
     "integration",
   );
@@ -75,6 +76,9 @@ export async function buildTenant(ctx: TestContext, label: string, sharedSimId: 
     201,
     "mapping",
   );
+  // A record in the integration's delivery log (the test event), for the routes that take one.
+  await ok(ctx.request("POST", `/api/webhook-integrations/${hook.data.id}/test`, { token: owner }), 200, "test event");
+  const logs = await ok(ctx.request("GET", `/api/webhook-integrations/${hook.data.id}/logs`, { token: owner }), 200, "logs");
 
   // An SMS on the BYOS number through the device, and an outbound message through it.
   const inboundText = `Inbound ${tag}`;
@@ -104,7 +108,7 @@ export async function buildTenant(ctx: TestContext, label: string, sharedSimId: 
     device: byos.device,
     pendingDevice: pending,
     byosSim: { id: byosSim.id, number: byos.numbers[0]! },
-    hook: { id: hook.data.id as number, secret: hook.data.secret as string, mappingId: mapping.data.id as number },
+    hook: { id: hook.data.id as number, secret: hook.data.secret as string, mappingId: mapping.data.id as number, logId: logs.data[0].id as number },
     receiver,
     inboundText,
     outboundId: outbound.data.id as number,

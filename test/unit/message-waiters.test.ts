@@ -1,42 +1,50 @@
 import { describe, expect, test } from "bun:test";
+import { encodeCursor } from "../../server/events/cursor";
+import type { StoredEvent } from "../../server/events/log";
 import { createScheduler } from "../../server/lib/clock";
 import type { Among } from "../../server/messages/waiters";
 import { createMessageWaiters } from "../../server/messages/waiters";
-import { createLocalBus } from "../../server/realtime/bus";
 import { createFakeClock } from "../fake-clock";
 
 /**
- * The waiter registry alone: the in-process bus, a fake clock for the deadlines, and lookups that
- * record what they were asked (the HTTP and SQL sides are tested in messages-next.test.ts).
+ * The waiter registry alone: a hand-driven event tail, a fake clock for the deadlines, and lookups
+ * that record what they were asked (the HTTP and SQL sides are tested in messages-next.test.ts).
  */
 function setup(limits = {}) {
   const clock = createFakeClock();
   const deadlines = createScheduler(clock);
-  const bus = createLocalBus("test");
-  const resumed = new Set<() => void>();
+  const listeners = new Set<(events: StoredEvent[]) => void>();
   const waiters = createMessageWaiters({
-    bus: {
-      subscribe: bus.subscribe,
-      onResumed: (l) => {
-        resumed.add(l);
-        return () => resumed.delete(l);
-      },
+    onEvents: (l) => {
+      listeners.add(l);
+      return () => listeners.delete(l);
     },
     clock,
     deadlines,
     limits,
   });
-  const announce = (hostedSimId: number, id: number, organizations?: number[]) =>
-    bus.publish(`private-number.${hostedSimId}`, "message.received", { message: { id, hosted_sim_id: hostedSimId } }, { organizations });
-  return {
-    clock,
-    bus,
-    waiters,
-    announce,
-    resume: () => {
-      for (const l of resumed) l();
-    },
+  let id = 0;
+  const row = (type: StoredEvent["type"], hostedSimId: number, messageId: number, organizationId: number): StoredEvent => {
+    const position = { txid: "1", id: ++id };
+    return {
+      cursor: encodeCursor(position),
+      position,
+      organizationId,
+      type,
+      hostedSimId,
+      deviceId: null,
+      teamId: null,
+      payload: { message: { id: messageId } },
+      createdAt: new Date(),
+    };
   };
+  const hand = (events: StoredEvent[]) => {
+    for (const l of listeners) l(events);
+  };
+  /** One message.received row per organization, as the fan-out appends them. */
+  const announce = (hostedSimId: number, messageId: number, organizations: number[] = [1]) =>
+    hand(organizations.map((o) => row("message.received", hostedSimId, messageId, o)));
+  return { clock, waiters, announce, hand, row };
 }
 
 const request = (over = {}) => ({ hostedSimId: 7, viewers: [1], quotaOrganization: 1, timeoutMs: 30_000, ...over });
@@ -79,34 +87,19 @@ describe("message waiters", () => {
     expect(waiters.size()).toBe(0);
   });
 
-  test("the bus only sees message.received on number channels (not the organization channel's copy)", async () => {
-    const { waiters, bus } = setup();
+  test("only message.received rows of the number wake it (not a status change of the number)", async () => {
+    const { waiters, hand, row } = setup();
     const asked: Among[] = [];
     const pending = waiters.wait(request({ timeoutMs: 1000 }), async (among) => {
       asked.push(among);
       return among ? "found" : null;
     });
     await settle();
-    const data = { message: { id: 5, hosted_sim_id: 7 } };
-    bus.publish("private-organization.1", "message.received", data);
-    bus.publish("private-number.7", "message.status_changed", data, { organizations: [1] });
+    hand([row("message.sent", 7, 5, 1)]);
     await settle();
     expect(asked).toEqual([undefined]);
-    bus.publish("private-number.7", "message.received", data, { organizations: [1] });
+    hand([row("message.received", 7, 5, 1)]);
     expect(await pending).toEqual({ found: "found" });
-  });
-
-  test("the bus resuming makes every waiter check everything again (announcements may have been lost)", async () => {
-    const { waiters, resume } = setup();
-    const asked: Among[] = [];
-    const pending = waiters.wait(request(), async (among) => {
-      asked.push(among);
-      return asked.length === 2 ? "seen on the second full check" : null;
-    });
-    await settle();
-    resume();
-    expect(await pending).toEqual({ found: "seen on the second full check" });
-    expect(asked).toEqual([undefined, undefined]);
   });
 
   test("an aborted request ends its wait and frees its place", async () => {

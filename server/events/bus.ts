@@ -2,19 +2,16 @@ import Redis from "ioredis";
 import type { Logger } from "../lib/logger";
 import { REDIS_CLIENT_OPTIONS } from "../lib/redis-guard";
 
-/**
- * One event on one channel, as every instance sees it. `organizations`, when set, limits who
- * receives it to sockets authorized as members of those organizations (message visibility on
- * a number shared by several organizations).
- */
-export type BusMessage = { channel: string; event: string; data: unknown; origin: string; organizations?: number[] };
-export type PublishOptions = { organizations?: number[] };
-export type Publish = (channels: string | string[], event: string, data: unknown, opts?: PublishOptions) => void;
+/** One internal message on one channel, as every instance sees it. */
+export type BusMessage = { channel: string; event: string; data: unknown; origin: string };
+export type Publish = (channels: string | string[], event: string, data: unknown) => void;
 
 /**
- * Fan-out between server instances. `local` delivers in this process only; `redis` publishes on
- * Redis pub/sub (separate publisher and subscriber connections) so every instance receives it.
- * Subscribers get every message, local or remote, once.
+ * Fan-out between server instances, for internal traffic only: the event log's wake-ups
+ * (events/tail.ts) and device status news (devices/runtime.ts). Events for clients are rows of
+ * the log, which every instance reads itself; they never travel here. `local` delivers in this
+ * process only; `redis` publishes on Redis pub/sub (separate publisher and subscriber
+ * connections) so every instance receives it. Subscribers get every message, local or remote, once.
  */
 export type Bus = {
   kind: "local" | "redis";
@@ -36,9 +33,9 @@ export function createLocalBus(origin: string): Bus {
   const listeners = new Set<(m: BusMessage) => void>();
   return {
     kind: "local",
-    publish(channels, event, data, opts) {
+    publish(channels, event, data) {
       for (const channel of Array.isArray(channels) ? channels : [channels]) {
-        const message = { channel, event, data, origin, organizations: opts?.organizations };
+        const message = { channel, event, data, origin };
         for (const l of listeners) l(message);
       }
     },
@@ -76,23 +73,23 @@ export function createRedisBus(opts: { url: string; prefix: string; origin: stri
   sub.on("message", (_channel: string, raw: string) => {
     try {
       const m = JSON.parse(raw) as BusMessage;
-      local.publish(m.channel, m.event, m.data, { organizations: m.organizations });
+      local.publish(m.channel, m.event, m.data);
     } catch {
       opts.logger.warn("dropped a malformed bus message");
     }
   });
   return {
     kind: "redis",
-    publish(channels, event, data, o) {
+    publish(channels, event, data) {
       const list = Array.isArray(channels) ? channels : [channels];
       if (pub.status !== "ready") {
         // Redis is down: deliver on this instance at least; other instances miss it.
-        local.publish(list, event, data, o);
+        local.publish(list, event, data);
         return;
       }
       for (const channel of list) {
-        const message: BusMessage = { channel, event, data, origin: opts.origin, organizations: o?.organizations };
-        pub.publish(topic, JSON.stringify(message)).catch(() => local.publish(channel, event, data, o));
+        const message: BusMessage = { channel, event, data, origin: opts.origin };
+        pub.publish(topic, JSON.stringify(message)).catch(() => local.publish(channel, event, data));
       }
     },
     subscribe: local.subscribe,

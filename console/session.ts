@@ -1,0 +1,50 @@
+/**
+ * Where the console keeps its credential: the API's session token in sessionStorage (this tab
+ * only, gone when the tab closes), never in a cookie or localStorage. Signing out in one tab
+ * signs out every tab of the console on this browser (BroadcastChannel), see docs/console.md.
+ */
+const TOKEN = "simhost.token";
+const ORG = "simhost.org";
+const channel = typeof BroadcastChannel === "undefined" ? null : new BroadcastChannel("simhost-console");
+const listeners = new Set<() => void>();
+
+export function token(): string | null {
+  return sessionStorage.getItem(TOKEN);
+}
+
+export function saveToken(value: string) {
+  sessionStorage.setItem(TOKEN, value);
+  notify();
+}
+
+/** The organization the console acts and reads in (X-Organization-Id), null before one is chosen. */
+export function organizationId(): number | null {
+  const v = sessionStorage.getItem(ORG);
+  return v ? Number(v) : null;
+}
+
+export function chooseOrganization(id: number) {
+  sessionStorage.setItem(ORG, String(id));
+  notify();
+}
+
+/** Forgets the credential here and tells the other tabs to forget theirs. */
+export function forget(broadcast = true) {
+  sessionStorage.removeItem(TOKEN);
+  sessionStorage.removeItem(ORG);
+  if (broadcast) channel?.postMessage("signed-out");
+  notify();
+}
+
+channel?.addEventListener("message", (e) => {
+  if (e.data === "signed-out") forget(false);
+});
+
+export function onSessionChange(fn: () => void): () => void {
+  listeners.add(fn);
+  return () => listeners.delete(fn);
+}
+
+function notify() {
+  for (const fn of listeners) fn();
+}

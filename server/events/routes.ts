@@ -1,0 +1,92 @@
+import { Elysia } from "elysia";
+import { callerPlugin } from "../auth/plugin";
+import { AppError } from "../errors";
+import type { Services } from "../services";
+import { EVENT_PERMISSIONS, readableTypes, refuseUnheldTypes } from "./access";
+import { decodeCursor, encodeCursor, ORIGIN, type Position } from "./cursor";
+import { highWaterPosition, readEventPage } from "./list-store";
+import type { StoredEvent } from "./log";
+import { EventPage, EventsQuery } from "./schema";
+import type { Refusal } from "./waiters";
+
+const DEFAULT_PER_PAGE = 100;
+
+const render = (e: StoredEvent) => ({
+  id: e.cursor,
+  type: e.type,
+  created_at: e.createdAt.toISOString(),
+  organization_id: e.organizationId,
+  data: e.payload,
+});
+
+function refusedError(refusal: Refusal, limit: number): AppError {
+  if (refusal === "closed") return shuttingDown();
+  const scope = refusal === "organization_full" ? `for this organization (${limit} on this server)` : "on this server";
+  return new AppError(429, "rate_limited", `Too many calls are waiting ${scope}; try again when some have been answered.`, {
+    headers: { "retry-after": "1" },
+  });
+}
+
+type Page = { events: StoredEvent[]; hasMore: boolean };
+
+/** The answer: the events, and the cursor to call again with (the last event's id, else `emptyCursor`). */
+const pageAnswer = (page: Page, perPage: number, emptyCursor: string) => ({
+  data: page.events.map(render),
+  meta: { next_cursor: page.events.at(-1)?.cursor ?? emptyCursor, per_page: perPage, has_more: page.hasMore },
+});
+
+const shuttingDown = () =>
+  new AppError(503, "unavailable", "The server is shutting down; call again (another instance answers).", { headers: { "retry-after": "1" } });
+
+/** `GET /api/events`: the caller's events after a cursor, optionally waiting for the first (issue 16, docs/events.md "Catching up and waiting"). */
+export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWaiters">) {
+  const { sql, eventWaiters } = services;
+
+  return new Elysia().use(callerPlugin(services.auth)).get(
+    "/api/events",
+    async ({ caller: c, query, request, server }) => {
+      // Schema-checked: `now` or a cursor that decodes. A cursor of another organization's event only positions the read.
+      const start: Position | null = query.after === undefined ? null : query.after === "now" ? await highWaterPosition(sql) : decodeCursor(query.after)!;
+      const after = start ?? ORIGIN;
+      const types = readableTypes(c, query.types);
+      const perPage = query.per_page ?? DEFAULT_PER_PAGE;
+      const filter = { organizations: c.readScope, types: types ?? undefined, hostedSimId: query.hosted_sim, deviceId: query.device };
+      // An empty answer keeps the cursor the client sent; from `now` or the log's start it names that position.
+      const answer = (page: Page) => pageAnswer(page, perPage, query.after !== undefined && query.after !== "now" ? query.after : encodeCursor(after));
+      const read = () => readEventPage(sql, after, filter, perPage);
+      if (query.wait === undefined || types?.length === 0) return answer(await read());
+
+      // Bun closes a connection idle for `idleTimeout` (Elysia: 30 s); this one is quiet on purpose.
+      server?.timeout(request, query.wait + 10);
+      const outcome = await eventWaiters.wait(
+        {
+          match: { organizations: c.readScope, types, hostedSimId: query.hosted_sim, deviceId: query.device, after },
+          quotaOrganization: c.organization.id,
+          limit: perPage + 1,
+          timeoutMs: query.wait * 1000,
+          signal: request.signal,
+        },
+        async () => {
+          const page = await read();
+          return page.events.length > 0 ? page : null;
+        },
+      );
+      if ("refused" in outcome) throw refusedError(outcome.refused, eventWaiters.limits.perOrganization);
+      if ("found" in outcome) return answer(outcome.found);
+      if ("woken" in outcome) return answer({ events: outcome.woken.slice(0, perPage), hasMore: outcome.woken.length > perPage });
+      if (outcome.ended === "shutdown") throw shuttingDown();
+      return answer({ events: [], hasMore: false });
+    },
+    {
+      auth: { apiKey: EVENT_PERMISSIONS, refine: refuseUnheldTypes },
+      query: EventsQuery,
+      response: { 200: EventPage },
+      detail: {
+        tags: ["Events"],
+        summary: "List events after a cursor, or wait for the next",
+        description:
+          "The events of your organizations (`X-Organization-Id` narrows them to one) in log order, after `after`. Call again with `after=meta.next_cursor` to catch up; `has_more` tells whether the next page follows at once. With `wait`, an answer that would be empty waits up to that many seconds for the first matching event. An API key reads the event families its permissions cover (message.*: messages.read; number.*, device.*, sim.*, config.*: numbers.read; webhook.*: webhooks.receive); naming in `types` a type it may not read answers 403. 422 for a cursor this server did not issue; 429 when too many calls of your organization wait on one server; 503 when the server shuts down meanwhile (call again).",
+      },
+    },
+  );
+}

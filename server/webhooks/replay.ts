@@ -1,0 +1,66 @@
+import type { Pool } from "../db/client";
+import { invalidState, notFound, validationFailed } from "../errors";
+import type { EventType } from "../events/catalog";
+import { readEventsCreatedBetween } from "../events/log";
+import { findLog, hasPendingReplay, insertRedelivery } from "./delivery-store";
+import { createDeliveries, REPLAY_QUEUE } from "./forwarding";
+import type { IntegrationRow } from "./store";
+import { ALL_EVENTS, eventTypeErrors } from "./subscriptions";
+
+/** The longest window one replay covers. */
+export const REPLAY_MAX_WINDOW_DAYS = 7;
+/** The most events one replay sends; a busier window is replayed in parts. */
+export const REPLAY_MAX_EVENTS = 10_000;
+
+export type ReplayRequest = { since: string; until: string; event_types?: string[] };
+
+/** The window's bounds, or 422 with what is wrong. */
+function parseWindow(body: ReplayRequest): { since: Date; until: Date } {
+  const since = new Date(body.since);
+  const until = new Date(body.until);
+  const errors: Record<string, string[]> = { ...eventTypeErrors(body.event_types ?? []) };
+  if (Number.isNaN(since.getTime())) errors.since = ["must be an ISO 8601 date-time"];
+  if (Number.isNaN(until.getTime())) errors.until = ["must be an ISO 8601 date-time"];
+  else if (until <= since) errors.until = ["must be after since"];
+  else if (until.getTime() - since.getTime() > REPLAY_MAX_WINDOW_DAYS * 86_400_000)
+    errors.until = [`must be at most ${REPLAY_MAX_WINDOW_DAYS} days after since`];
+  if (Object.keys(errors).length > 0) throw validationFailed(errors);
+  return { since, until };
+}
+
+/** The types to read: the requested ones the integration is subscribed to; null for every type. */
+function typesToReplay(subscribed: string[], requested: string[] | undefined): EventType[] | null {
+  const all = subscribed.includes(ALL_EVENTS);
+  if (!requested || requested.includes(ALL_EVENTS)) return all ? null : (subscribed as EventType[]);
+  return requested.filter((t) => all || subscribed.includes(t)) as EventType[];
+}
+
+/**
+ * Sends an integration's events of a window again as new deliveries, each under its event's id
+ * (`webhook-id`), so receivers deduplicate. Which events: those of the window the integration
+ * gets now (its subscription and mappings, as for live events), limited to `event_types` when
+ * given. Replayed deliveries go to their own queue (REPLAY_QUEUE, few at once per process), so a
+ * replay never delays live deliveries; one replay per integration at a time (409 while the last
+ * one has deliveries not yet tried).
+ */
+export async function replayWindow(sql: Pool, integration: IntegrationRow, body: ReplayRequest) {
+  const window = parseWindow(body);
+  if (!integration.is_active) throw invalidState("The integration is inactive; activate it before replaying.");
+  if (await hasPendingReplay(sql, integration.id)) throw invalidState("A replay of this integration is still being sent; try again when it is done.");
+  const types = typesToReplay(integration.event_types, body.event_types);
+  const events = types?.length === 0 ? [] : await readEventsCreatedBetween(sql, integration.organization_id, { ...window, types }, REPLAY_MAX_EVENTS + 1);
+  if (events.length > REPLAY_MAX_EVENTS)
+    throw validationFailed({ until: [`the window holds more than ${REPLAY_MAX_EVENTS} events; replay it in shorter windows`] });
+  const deliveries = await sql.begin((tx) => createDeliveries(tx, events, { origin: "replay", queue: REPLAY_QUEUE, integrationId: integration.id }));
+  return { deliveries, since: window.since.toISOString(), until: window.until.toISOString(), event_types: types ?? [ALL_EVENTS] };
+}
+
+/** A new delivery of the event behind one record of an integration's log (same body, same `webhook-id`). */
+export async function redeliverLog(sql: Pool, integrationId: number, logId: number) {
+  const log = await findLog(sql, integrationId, logId);
+  if (!log) throw notFound("Delivery log record");
+  if (log.delivery_id === null) throw invalidState("A test event is not redelivered; send a new one with POST .../test.");
+  const created = await insertRedelivery(sql, integrationId, logId);
+  if (!created) throw invalidState("The delivery of this record was removed by retention; replay its time window instead.");
+  return { delivery_id: created.id, event_id: created.event_id, event_type: created.event_type };
+}

@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Webhook } from "standardwebhooks";
+import { createUser } from "../fixtures";
+import { eventually } from "../fixtures-numbers";
+import { CHROMIUM, warnIfNoChromium } from "./browser";
+import { type ConsoleWorld, createMember, expectAccessible, newContext, signIn, startConsoleWorld, stopConsoleWorld } from "./console-helpers";
+
+/**
+ * Teams and webhooks journeys: a team with a member, a webhook whose secret (shown once) verifies
+ * the test delivery a local receiver gets, mapped to the team, its delivery log, a rotated
+ * secret that verifies the next test, edit and delete.
+ */
+warnIfNoChromium("console teams and webhooks journeys");
+
+let w: ConsoleWorld;
+const received: { headers: Record<string, string>; body: string }[] = [];
+let receiver: ReturnType<typeof Bun.serve>;
+beforeAll(async () => {
+  w = await startConsoleWorld();
+  receiver = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: async (req) => {
+      received.push({ headers: Object.fromEntries(req.headers), body: await req.text() });
+      return new Response("thanks");
+    },
+  });
+}, 60_000);
+afterAll(async () => {
+  receiver?.stop(true);
+  await stopConsoleWorld(w);
+});
+
+const verifies = (secret: string, delivery: { headers: Record<string, string>; body: string }) => {
+  try {
+    new Webhook(secret).verify(delivery.body, delivery.headers);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe.skipIf(!CHROMIUM)("teams and webhooks", () => {
+  test("a team with a member; a webhook created, mapped, tested (signature verified), logged, rotated, edited, deleted", async () => {
+    const { user, orgId } = await createMember(w.ctx.sql, { role: "owner" });
+    const colleague = await createUser(w.ctx.sql, { orgId, role: "member" });
+    const context = await newContext(w);
+    const page = await context.newPage();
+    page.on("dialog", (d) => d.accept());
+
+    await signIn(page, user.email, undefined, "/teams");
+    await page.getByText("No teams yet.", { exact: false }).waitFor();
+    await page.getByLabel("New team name").fill("QA");
+    await page.getByRole("button", { name: "Create team" }).click();
+    const team = page.locator("li.card", { hasText: "QA" });
+    await team.getByLabel("Add a member of the organization to QA by email").fill(colleague.email);
+    await team.getByRole("button", { name: "Add", exact: true }).click();
+    await team.getByText(colleague.email, { exact: false }).waitFor();
+    await expectAccessible(page, "teams");
+
+    await page.getByRole("link", { name: "Webhooks" }).click();
+    await page.getByText("No webhooks yet.", { exact: false }).waitFor();
+    await page.getByLabel("Webhook name").fill("CI receiver");
+    await page.getByLabel("URL").fill(`http://127.0.0.1:${receiver.port}/hooks`);
+    await page.getByRole("button", { name: "Create webhook" }).click();
+    const secret = (await page.getByTestId("webhook-secret").textContent())!.trim();
+    expect(secret).toStartWith("whsec_");
+    await page.getByRole("button", { name: "Done" }).click();
+    const hook = page.locator("li.card", { hasText: "CI receiver" });
+    await hook.getByText("Not mapped to any team", { exact: false }).waitFor();
+    await hook.getByRole("button", { name: "Map team" }).click();
+    await hook.getByRole("list", { name: "Teams of CI receiver" }).getByText("QA (every message)", { exact: false }).waitFor();
+    await expectAccessible(page, "webhooks");
+
+    await hook.getByRole("button", { name: "Send a test" }).click();
+    await hook.getByText(/Test delivered: HTTP 200/).waitFor();
+    expect(received.length).toBe(1);
+    expect(verifies(secret, received[0]!)).toBe(true);
+    await hook.getByRole("button", { name: "Deliveries" }).click();
+    await hook.getByRole("table").waitFor();
+    expect(await hook.getByRole("table").textContent()).toContain("HTTP 200");
+
+    await hook.getByRole("button", { name: "Rotate secret" }).click();
+    const rotated = (await page.getByTestId("webhook-secret").textContent())!.trim();
+    expect(rotated).not.toBe(secret);
+    await page.getByRole("button", { name: "Done" }).click();
+    await hook.getByRole("button", { name: "Send a test" }).click();
+    await eventually(() => received.length === 2, 10_000, "second test delivery");
+    await hook.getByText(/Test delivered: HTTP 200/).waitFor();
+    const last = received.at(-1)!;
+    expect(verifies(rotated, last)).toBe(true);
+    expect(verifies(secret, last)).toBe(false);
+
+    await hook.getByRole("button", { name: "Edit" }).click();
+    await hook.getByLabel("Webhook name").fill("CI receiver v2");
+    await hook.getByRole("button", { name: "Save" }).click();
+    const renamed = page.locator("li.card", { hasText: "CI receiver v2" });
+    await renamed.waitFor();
+    await renamed.getByRole("button", { name: "Delete" }).click();
+    await renamed.waitFor({ state: "detached" });
+    await page.getByText("No webhooks yet.", { exact: false }).waitFor();
+    await context.close();
+  }, 90_000);
+
+  test("a member sees webhooks and teams without the admin actions", async () => {
+    const owner = await createMember(w.ctx.sql);
+    const member = await createMember(w.ctx.sql, { role: "member", orgId: owner.orgId });
+    await w.ctx.sql`insert into teams (organization_id, name) values (${owner.orgId}, 'Support')`;
+    const context = await newContext(w);
+    const page = await context.newPage();
+    await signIn(page, member.user.email, undefined, "/teams");
+    await page.getByText("Support").waitFor();
+    expect(await page.getByRole("button", { name: "Create team" }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Delete team" }).count()).toBe(0);
+    await page.getByRole("link", { name: "Webhooks" }).click();
+    await page.getByText("Owners and admins create them", { exact: false }).waitFor();
+    expect(await page.getByRole("button", { name: "Create webhook" }).count()).toBe(0);
+    await context.close();
+  }, 60_000);
+});
