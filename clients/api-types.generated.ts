@@ -535,11 +535,14 @@ export interface paths {
         };
         /**
          * Message history of a number, newest first
-         * @description A number of any of your organizations. Each organization has its own history of a number; this is that of the first of your organizations attached to it (the one you act in if it is), or of the one X-Organization-Id names.
+         * @description A number of any of your organizations. Each organization has its own history of a number; this is that of the first of your organizations attached to it (the one you act in if it is), or of the one X-Organization-Id names. With `batch` instead: the messages of one of your organization's bulk sends, in recipient order (404 for an unknown or another organization's batch).
          */
         get: operations["getApiMessages"];
         put?: never;
-        /** Send an SMS (counted against the plan) */
+        /**
+         * Send an SMS (counted against the plan)
+         * @description `to` a number: 202 `{ data: message }`. `to` an array (a bulk send of up to 1000): 202 `{ data: { batch_id, messages } }`, all accepted or none (402 when they do not all fit the plan). `send_at` schedules, `expires_at` bounds the wait (docs/api-notes.md "Scheduled, expiring and bulk sends").
+         */
         post: operations["postApiMessages"];
         delete?: never;
         options?: never;
@@ -559,6 +562,43 @@ export interface paths {
          * @description A message any of your organizations may see (X-Organization-Id narrows to one).
          */
         get: operations["getApiMessagesById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/messages/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a send that has not gone out
+         * @description A `scheduled` or `queued` message of your organization (for a BYOS number: its phone has not reported `sending`) becomes `cancelled` and its quota unit is given back. Cancelling a cancelled message answers it again; any other state is 409 `invalid_state`.
+         */
+        post: operations["postApiMessagesByIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/messages/batches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Progress of a bulk send: its messages counted per status */
+        get: operations["getApiMessagesBatchesById"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1265,7 +1305,7 @@ export interface components {
                 from: string;
                 to: string;
                 text: string;
-                /** @description received; or queued, sending, sent, delivered, failed */
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                 status: string;
                 /** @enum {string} */
                 source: "provider" | "device" | "api";
@@ -1281,6 +1321,81 @@ export interface components {
                 received_at: string | null;
                 /** Format: date-time */
                 sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.scheduled": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
                 /** Format: date-time */
                 created_at: string;
                 /** Format: date-time */
@@ -1306,7 +1421,7 @@ export interface components {
                 from: string;
                 to: string;
                 text: string;
-                /** @description received; or queued, sending, sent, delivered, failed */
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                 status: string;
                 /** @enum {string} */
                 source: "provider" | "device" | "api";
@@ -1322,6 +1437,23 @@ export interface components {
                 received_at: string | null;
                 /** Format: date-time */
                 sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
                 /** Format: date-time */
                 created_at: string;
                 /** Format: date-time */
@@ -1347,7 +1479,7 @@ export interface components {
                 from: string;
                 to: string;
                 text: string;
-                /** @description received; or queued, sending, sent, delivered, failed */
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                 status: string;
                 /** @enum {string} */
                 source: "provider" | "device" | "api";
@@ -1363,6 +1495,23 @@ export interface components {
                 received_at: string | null;
                 /** Format: date-time */
                 sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
                 /** Format: date-time */
                 created_at: string;
                 /** Format: date-time */
@@ -1388,7 +1537,7 @@ export interface components {
                 from: string;
                 to: string;
                 text: string;
-                /** @description received; or queued, sending, sent, delivered, failed */
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                 status: string;
                 /** @enum {string} */
                 source: "provider" | "device" | "api";
@@ -1404,6 +1553,23 @@ export interface components {
                 received_at: string | null;
                 /** Format: date-time */
                 sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
                 /** Format: date-time */
                 created_at: string;
                 /** Format: date-time */
@@ -1429,7 +1595,7 @@ export interface components {
                 from: string;
                 to: string;
                 text: string;
-                /** @description received; or queued, sending, sent, delivered, failed */
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                 status: string;
                 /** @enum {string} */
                 source: "provider" | "device" | "api";
@@ -1445,6 +1611,23 @@ export interface components {
                 received_at: string | null;
                 /** Format: date-time */
                 sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
                 /** Format: date-time */
                 created_at: string;
                 /** Format: date-time */
@@ -1470,7 +1653,7 @@ export interface components {
                 from: string;
                 to: string;
                 text: string;
-                /** @description received; or queued, sending, sent, delivered, failed */
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                 status: string;
                 /** @enum {string} */
                 source: "provider" | "device" | "api";
@@ -1486,6 +1669,139 @@ export interface components {
                 received_at: string | null;
                 /** Format: date-time */
                 sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.cancelled": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            hosted_sim: {
+                id: number;
+                number: string;
+                alias: string | null;
+            };
+            team: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        "Event.message.expired": {
+            message: {
+                id: number;
+                hosted_sim_id: number | null;
+                number: string;
+                /** @enum {string} */
+                direction: "inbound" | "outbound";
+                from: string;
+                to: string;
+                text: string;
+                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                status: string;
+                /** @enum {string} */
+                source: "provider" | "device" | "api";
+                device_id: number | null;
+                sim_slot: number | null;
+                external_id: string | null;
+                team_id: number | null;
+                locked: boolean;
+                error: string | null;
+                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                code: string | null;
+                /** Format: date-time */
+                received_at: string | null;
+                /** Format: date-time */
+                sent_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                 */
+                send_at: string | null;
+                /**
+                 * Format: date-time
+                 * @description outbound: after it an unsent message ends `expired`; null: none
+                 */
+                expires_at: string | null;
+                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                batch_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description when `status` last changed
+                 */
+                status_updated_at: string;
                 /** Format: date-time */
                 created_at: string;
                 /** Format: date-time */
@@ -1509,6 +1825,11 @@ export interface components {
                 to: string;
                 text: string;
                 sim_slot: number | null;
+            };
+        };
+        "Event.message.send_cancelled": {
+            message: {
+                id: number;
             };
         };
         "Event.device.online": {
@@ -3699,9 +4020,11 @@ export interface operations {
     };
     getApiMessages: {
         parameters: {
-            query: {
-                /** @description a positive integer id */
-                hosted_sim: string | number;
+            query?: {
+                /** @description the number whose history to list; required unless `batch` is given */
+                hosted_sim?: string | number;
+                /** @description list the messages of one bulk send (its `batch_id`) in recipient order instead of a number's history; not combined with `hosted_sim` or the other filters */
+                batch?: string;
                 /** @description 1 to 100, default 50 */
                 per_page?: string | number;
                 /**
@@ -3745,7 +4068,7 @@ export interface operations {
                             from: string;
                             to: string;
                             text: string;
-                            /** @description received; or queued, sending, sent, delivered, failed */
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                             status: string;
                             /** @enum {string} */
                             source: "provider" | "device" | "api";
@@ -3761,6 +4084,23 @@ export interface operations {
                             received_at: string | null;
                             /** Format: date-time */
                             sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -3809,10 +4149,27 @@ export interface operations {
             content: {
                 "application/json": {
                     hosted_sim: number;
-                    /** @description an E.164 phone number */
-                    to: string;
-                    /** @description 1 to 1600 characters (Unicode code points) */
+                    /** @description an E.164 phone number, or an array of up to 1000 recipients (a bulk send) */
+                    to: string | (string | {
+                        /** @description an E.164 phone number */
+                        to: string;
+                        /** @description values of the text's `{{name}}` variables for this recipient (names: letters, digits, _) */
+                        vars?: {
+                            [key: string]: string;
+                        };
+                    })[];
+                    /** @description 1 to 1600 characters (Unicode code points); in a bulk send `{{name}}` is replaced by each recipient's `vars.name` */
                     text: string;
+                    /**
+                     * Format: date-time
+                     * @description an ISO 8601 date-time with offset between 1970 and 9999, when to send, at most 30 days ahead; absent or past: at once; null: the same as leaving it out
+                     */
+                    send_at?: string | null;
+                    /**
+                     * Format: date-time
+                     * @description an ISO 8601 date-time with offset between 1970 and 9999, after send_at; a send not handed to a phone or the provider by then ends `expired` and is never sent; null: the same as leaving it out
+                     */
+                    expires_at?: string | null;
                 };
             };
         };
@@ -3833,7 +4190,7 @@ export interface operations {
                             from: string;
                             to: string;
                             text: string;
-                            /** @description received; or queued, sending, sent, delivered, failed */
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                             status: string;
                             /** @enum {string} */
                             source: "provider" | "device" | "api";
@@ -3849,10 +4206,78 @@ export interface operations {
                             received_at: string | null;
                             /** Format: date-time */
                             sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
                             updated_at: string;
+                        } | {
+                            /** @description lists the batch with GET /api/messages?batch= */
+                            batch_id: string;
+                            /** @description one per recipient, in the order given */
+                            messages: {
+                                id: number;
+                                hosted_sim_id: number | null;
+                                number: string;
+                                /** @enum {string} */
+                                direction: "inbound" | "outbound";
+                                from: string;
+                                to: string;
+                                text: string;
+                                /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                                status: string;
+                                /** @enum {string} */
+                                source: "provider" | "device" | "api";
+                                device_id: number | null;
+                                sim_slot: number | null;
+                                external_id: string | null;
+                                team_id: number | null;
+                                locked: boolean;
+                                error: string | null;
+                                /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                                code: string | null;
+                                /** Format: date-time */
+                                received_at: string | null;
+                                /** Format: date-time */
+                                sent_at: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                                 */
+                                send_at: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description outbound: after it an unsent message ends `expired`; null: none
+                                 */
+                                expires_at: string | null;
+                                /** @description outbound: the bulk send the message belongs to; null for a single send */
+                                batch_id: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description when `status` last changed
+                                 */
+                                status_updated_at: string;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                            }[];
                         };
                     };
                 };
@@ -3923,7 +4348,7 @@ export interface operations {
                             from: string;
                             to: string;
                             text: string;
-                            /** @description received; or queued, sending, sent, delivered, failed */
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                             status: string;
                             /** @enum {string} */
                             source: "provider" | "device" | "api";
@@ -3939,10 +4364,150 @@ export interface operations {
                             received_at: string | null;
                             /** Format: date-time */
                             sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
                             updated_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiMessagesByIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                id: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: number;
+                            hosted_sim_id: number | null;
+                            number: string;
+                            /** @enum {string} */
+                            direction: "inbound" | "outbound";
+                            from: string;
+                            to: string;
+                            text: string;
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                            status: string;
+                            /** @enum {string} */
+                            source: "provider" | "device" | "api";
+                            device_id: number | null;
+                            sim_slot: number | null;
+                            external_id: string | null;
+                            team_id: number | null;
+                            locked: boolean;
+                            error: string | null;
+                            /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                            code: string | null;
+                            /** Format: date-time */
+                            received_at: string | null;
+                            /** Format: date-time */
+                            sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiMessagesBatchesById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a batch id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            batch_id: string;
+                            total: number;
+                            /** @description messages per status (only statuses some message is in) */
+                            counts: {
+                                [key: string]: number;
+                            };
+                            /** Format: date-time */
+                            created_at: string;
                         };
                     };
                 };
@@ -3997,7 +4562,7 @@ export interface operations {
                             from: string;
                             to: string;
                             text: string;
-                            /** @description received; or queued, sending, sent, delivered, failed */
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                             status: string;
                             /** @enum {string} */
                             source: "provider" | "device" | "api";
@@ -4013,6 +4578,23 @@ export interface operations {
                             received_at: string | null;
                             /** Format: date-time */
                             sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -4081,7 +4663,7 @@ export interface operations {
                             from: string;
                             to: string;
                             text: string;
-                            /** @description received; or queued, sending, sent, delivered, failed */
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
                             status: string;
                             /** @enum {string} */
                             source: "provider" | "device" | "api";
@@ -4097,6 +4679,23 @@ export interface operations {
                             received_at: string | null;
                             /** Format: date-time */
                             sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -4121,7 +4720,7 @@ export interface operations {
             query?: {
                 /** @description list the events after this cursor (an event `id`, or `meta.next_cursor` of the previous answer); `now`: only events appended from now on. Default: from the oldest retained event. */
                 after?: string;
-                /** @description only events of these types, separated by commas (message.received, message.queued, message.sending, message.sent, message.delivered, message.failed, message.send, device.online, device.offline, device.disabled, device.enabled, device.revoked, device.updated, sim.verified, sim.deactivated, config.changed, number.locked, number.unlocked, webhook.test). An API key needs the permission of each type's family. */
+                /** @description only events of these types, separated by commas (message.received, message.scheduled, message.queued, message.sending, message.sent, message.delivered, message.failed, message.cancelled, message.expired, message.send, message.send_cancelled, device.online, device.offline, device.disabled, device.enabled, device.revoked, device.updated, sim.verified, sim.deactivated, config.changed, number.locked, number.unlocked, webhook.test). An API key needs the permission of each type's family. */
                 types?: string;
                 /** @description a positive integer id */
                 hosted_sim?: string | number;
@@ -4148,12 +4747,8 @@ export interface operations {
                         data: {
                             /** @description the event's id, which is also its cursor: list the events after it with `after=<id>` */
                             id: string;
-                            /**
-                             * @description the event type (docs/events.md)
-                             * @default message.received
-                             * @enum {string}
-                             */
-                            type: "message.received" | "message.queued" | "message.sending" | "message.sent" | "message.delivered" | "message.failed" | "message.send" | "device.online" | "device.offline" | "device.disabled" | "device.enabled" | "device.revoked" | "device.updated" | "sim.verified" | "sim.deactivated" | "config.changed" | "number.locked" | "number.unlocked" | "webhook.test";
+                            /** @description the event type (docs/events.md); today one of: message.received, message.scheduled, message.queued, message.sending, message.sent, message.delivered, message.failed, message.cancelled, message.expired, message.send, message.send_cancelled, device.online, device.offline, device.disabled, device.enabled, device.revoked, device.updated, sim.verified, sim.deactivated, config.changed, number.locked, number.unlocked, webhook.test. The list is open: treat an unknown type as one to skip */
+                            type: string;
                             /** Format: date-time */
                             created_at: string;
                             /** @description the organization this view of the event belongs to (an event id belongs to one organization) */

@@ -14,6 +14,7 @@ import { toOpenApi30 } from "./lib/openapi";
 import { BUN_BODY_BYTES, checkRequest } from "./lib/request-limits";
 import { fieldErrors, throughScalar } from "./lib/validation";
 import { unversioned } from "./lib/versions";
+import { SEND_BODY_BYTES, SEND_PATH } from "./messages/send-request";
 import { websocketServerOptions } from "./realtime/limits";
 import { featureRoutes, v2Routes } from "./routes";
 import type { Services } from "./services";
@@ -78,12 +79,17 @@ const timings = new WeakMap<Request, { id: string; start: number }>();
 /** Each request's body as parsed, before validation reshapes it (server/lib/body-rules.ts looks at it). */
 const parsedBodies = new WeakMap<Request, unknown>();
 
+/** The request of POST /api/messages (any version prefix). */
+const isSendRequest = (request: Request) => request.method === "POST" && SEND_PATH.test(new URL(request.url).pathname);
+
 /** The HTTP application. It never listens: main.ts serves it, tests call `app.handle`. */
 export function buildApp(services: Services, opts: { deprecations?: Deprecation[]; versionSunsets?: Record<number, string> } = {}) {
   const { logger, metrics } = services;
   const deprecations = createDeprecations(opts.deprecations ?? DEPRECATIONS, services.config.PUBLIC_URL, opts.versionSunsets);
   const bodies = createBodyRules();
   const limits = { bodyBytes: services.config.MAX_BODY_BYTES, headerBytes: services.config.MAX_HEADER_BYTES };
+  // A bulk send (1000 recipients with their variables) may be larger than other bodies.
+  const sendLimits = { ...limits, bodyBytes: Math.max(limits.bodyBytes, SEND_BODY_BYTES) };
   const webConsole = consoleRoutes(services.config);
   const app = new Elysia({ websocket: websocketServerOptions, serve: { maxRequestBodySize: BUN_BODY_BYTES } })
     .onRequest(({ request, set }) => {
@@ -91,7 +97,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       timings.set(request, { id, start: performance.now() });
       set.headers["x-request-id"] = id;
       // Before routing, authentication and parsing: an oversized request costs nothing more.
-      const refused = checkRequest(request, limits);
+      const refused = checkRequest(request, isSendRequest(request) ? sendLimits : limits);
       if (refused) {
         set.status = refused.status;
         return errorResponse(refused, id);

@@ -1,7 +1,9 @@
+import { readFileSync } from "node:fs";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import type { ApiAnswer } from "../../clients/api";
 import { createApiClient } from "../api-client";
-import { e164, globals, instant, numberRef, orgOption, positiveInt } from "../args";
+import { E164, e164, each, globals, instant, numberRef, orgOption, positiveInt } from "../args";
+import { parseCsv } from "../csv";
 import { CliError, colors, emit, statusColor, table } from "../output";
 import { subscribe, untilStopped } from "../realtime";
 import { resolveNumberId } from "./numbers";
@@ -32,6 +34,56 @@ const tailLine = (event: string, m: Message) =>
     event === "message.received" ? oneLine(m.text, 120) : colors.dim(oneLine(m.text, 60)),
   ].join("  ");
 
+type SendOptions = {
+  number: number | string;
+  to?: string[];
+  toFile?: string;
+  text: string;
+  sendAt?: string;
+  expiresAt?: string;
+  idempotencyKey?: string;
+};
+
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
+
+/** A time ahead: an ISO 8601 date-time, or a delay from now such as `10m`, `2h`, `1d`. */
+function ahead(value: string): string {
+  const delay = value.match(/^(\d+)([smhdw])$/);
+  if (delay) return new Date(Date.now() + Number(delay[1]) * UNIT_SECONDS[delay[2]!]! * 1000).toISOString();
+  const date = /^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : new Date(Number.NaN);
+  if (Number.isNaN(date.getTime())) throw new InvalidArgumentError("Not a date-time (2026-11-21T10:00:00Z) or a delay (10m, 2h, 1d).");
+  return date.toISOString();
+}
+
+type Recipient = string | { to: string; vars: Record<string, string> };
+
+/** One --to: a single send as before; several, or a file: a bulk send (an array). */
+function recipientsOf(o: SendOptions): string | Recipient[] {
+  const listed: Recipient[] = [...(o.to ?? [])];
+  if (o.toFile) listed.push(...readRecipients(o.toFile));
+  if (listed.length === 0) throw new CliError("Give a recipient: --to <phone> (repeatable) or --to-file <csv>.");
+  return listed.length === 1 && !o.toFile ? (listed[0] as string) : listed;
+}
+
+function readRecipients(path: string): Recipient[] {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    throw new CliError(`Cannot read ${path}: ${(e as Error).message}`);
+  }
+  const [header, ...rows] = parseCsv(text);
+  const names = (header ?? []).map((h) => h.trim());
+  const at = names.indexOf("to");
+  if (at === -1) throw new CliError(`${path}: the first line must name the columns, one of them \`to\`.`);
+  return rows.map((row, i) => {
+    const to = (row[at] ?? "").trim();
+    if (!E164.test(to)) throw new CliError(`${path}, line ${i + 2}: "${to}" is not an E.164 phone number.`);
+    const vars = Object.fromEntries(names.map((name, j) => [name, row[j] ?? ""]).filter(([name], j) => j !== at && name !== ""));
+    return Object.keys(vars).length > 0 ? { to, vars } : to;
+  });
+}
+
 type WaitOptions = { number: number | string; from?: string; contains?: string; code?: boolean; after?: string; timeout: number };
 
 /** The API waits 1 to 120 s per call. */
@@ -42,7 +94,8 @@ function waitSeconds(value: string): number {
 }
 
 type ListOptions = {
-  number: number | string;
+  number?: number | string;
+  batch?: string;
   since?: string;
   until?: string;
   direction?: "inbound" | "outbound";
@@ -55,8 +108,9 @@ export function registerMessages(program: Command): void {
   const messages = program.command("messages").description("message history and sending");
 
   orgOption(messages.command("list"))
-    .description("messages of a number, newest first")
-    .requiredOption("--number <number>", "hosted SIM id or E.164 number", numberRef)
+    .description("messages of a number, newest first; or of a bulk send (--batch), in recipient order")
+    .option("--number <number>", "hosted SIM id or E.164 number", numberRef)
+    .option("--batch <id>", "the batch id of a bulk send, instead of --number")
     .option("--since <time>", "from this date-time, or this long ago (15m, 2h, 7d)", instant)
     .option("--until <time>", "before this date-time, or this long ago", instant)
     .addOption(new Option("--direction <direction>", "only inbound or outbound").choices(["inbound", "outbound"]))
@@ -65,9 +119,19 @@ export function registerMessages(program: Command): void {
     .option("--page <n>", "page (default 1)", positiveInt)
     .action(async (_opts, cmd: Command) => {
       const o = globals<ListOptions>(cmd);
+      if ((o.number === undefined) === (o.batch === undefined)) cmd.error("error: give --number or --batch (one of them)", { exitCode: 2 });
       const api = createApiClient(o);
-      const hostedSim = await resolveNumberId(api, o.number);
-      const query = { hosted_sim: hostedSim, since: o.since, until: o.until, direction: o.direction, q: o.search, per_page: o.limit, page: o.page };
+      const hostedSim = o.number === undefined ? undefined : await resolveNumberId(api, o.number);
+      const query = {
+        hosted_sim: hostedSim,
+        batch: o.batch,
+        since: o.since,
+        until: o.until,
+        direction: o.direction,
+        q: o.search,
+        per_page: o.limit,
+        page: o.page,
+      };
       const body = await api.ok(api.GET("/api/messages", { params: { query } }));
       emit(o, body, () => {
         const { meta } = body;
@@ -77,15 +141,46 @@ export function registerMessages(program: Command): void {
     });
 
   orgOption(messages.command("send"))
-    .description("send an SMS from one of your numbers (counted against the plan)")
+    .description(
+      "send an SMS from one of your numbers (counted against the plan); several --to, or --to-file, make one bulk send (all accepted or none), with {{name}} in --text filled per recipient from the file's columns",
+    )
     .requiredOption("--number <number>", "hosted SIM id or E.164 number to send from", numberRef)
-    .requiredOption("--to <phone>", "recipient, E.164", e164)
+    .option("--to <phone>", "recipient, E.164; repeat for a bulk send", each(e164))
+    .option("--to-file <csv>", "recipients from a CSV file with a header line: a `to` column, and a column per {{variable}} of the text")
     .requiredOption("--text <text>", "message text (1 to 1600 characters)")
+    .option("--send-at <time>", "send later: an ISO 8601 date-time, or a delay (10m, 2h, 1d) from now; at most 30 days ahead", ahead)
+    .option("--expires-at <time>", "give up unsent after this: an ISO 8601 date-time, or a delay (30m, 2h) from now", ahead)
+    .option("--idempotency-key <key>", "send the Idempotency-Key header: a retry with the same key and body sends nothing twice")
     .action(async (_opts, cmd: Command) => {
-      const o = globals<{ number: number | string; to: string; text: string }>(cmd);
+      const o = globals<SendOptions>(cmd);
+      let to: ReturnType<typeof recipientsOf>;
+      try {
+        to = recipientsOf(o);
+      } catch (e) {
+        cmd.error(`error: ${(e as Error).message}`, { exitCode: 2 });
+      }
       const api = createApiClient(o);
       const hostedSim = await resolveNumberId(api, o.number);
-      const body = await api.ok(api.POST("/api/messages", { body: { hosted_sim: hostedSim, to: o.to, text: o.text } }));
+      const headers = o.idempotencyKey ? { "idempotency-key": o.idempotencyKey } : undefined;
+      const request = { hosted_sim: hostedSim, to, text: o.text, send_at: o.sendAt, expires_at: o.expiresAt };
+      const body = await api.ok(api.POST("/api/messages", { body: request, headers }));
+      const data = body.data;
+      emit(o, body, () => {
+        if ("messages" in data) {
+          const counts = Object.entries(Object.groupBy(data.messages, (m) => m.status)).map(([status, list]) => `${list!.length} ${status}`);
+          return `Batch ${data.batch_id}: ${data.messages.length} messages (${counts.join(", ")}).\n${table(data.messages, columns)}`;
+        }
+        return `Message ${data.id} to ${data.to} is ${data.status}${data.send_at ? ` (sends at ${data.send_at})` : ""}.`;
+      });
+    });
+
+  orgOption(messages.command("cancel"))
+    .description("cancel a send that has not gone out yet (scheduled, or queued and not handed to the phone or the provider)")
+    .argument("<id>", "message id", positiveInt)
+    .action(async (id: number, _opts, cmd: Command) => {
+      const o = globals(cmd);
+      const api = createApiClient(o);
+      const body = await api.ok(api.POST("/api/messages/{id}/cancel", { params: { path: { id } } }));
       emit(o, body, () => `Message ${body.data.id} to ${body.data.to} is ${body.data.status}.`);
     });
 

@@ -4,6 +4,7 @@ import type { NewEvent } from "./log";
 import {
   ConfigChangedEvent,
   DeviceEvent,
+  MessageCancelEvent,
   MessageEvent,
   MessageSendEvent,
   NumberLockedEvent,
@@ -33,12 +34,16 @@ export type EventFamily = keyof typeof EVENT_FAMILIES;
 
 export const EVENT_TYPES = [
   "message.received",
+  "message.scheduled",
   "message.queued",
   "message.sending",
   "message.sent",
   "message.delivered",
   "message.failed",
+  "message.cancelled",
+  "message.expired",
   "message.send",
+  "message.send_cancelled",
   "device.online",
   "device.offline",
   "device.disabled",
@@ -104,17 +109,30 @@ export const CATALOG = {
     audience: MESSAGE_AUDIENCE,
     cause: "an inbound SMS was stored (the inbound fan-out job, server/messages/fanout.ts)",
   },
-  "message.queued": { ...status("queued"), cause: "POST /api/messages stored an outbound message" },
+  "message.scheduled": { ...status("scheduled"), cause: "POST /api/messages stored an outbound message with a future send_at" },
+  "message.queued": { ...status("queued"), cause: "POST /api/messages stored an outbound message, or a scheduled send's send_at came" },
   "message.sending": status("sending"),
   "message.sent": status("sent"),
   "message.delivered": status("delivered"),
   "message.failed": status("failed"),
+  "message.cancelled": { ...status("cancelled"), cause: "POST /api/messages/{id}/cancel cancelled a scheduled or queued send" },
+  "message.expired": {
+    ...status("expired"),
+    cause: "an outbound message's expires_at passed before a device or the provider took it (dispatch, provider send or device pick-up job)",
+  },
   "message.send": {
     payload: MessageSendEvent,
     realtime: "message.send",
     channels: ["device"],
     audience: DEVICE_AUDIENCE,
-    cause: "POST /api/messages on a BYOS number: the device is asked to send it",
+    cause: "POST /api/messages on a BYOS number (or its send_at came): the device is asked to send it",
+  },
+  "message.send_cancelled": {
+    payload: MessageCancelEvent,
+    realtime: "message.cancelled",
+    channels: ["device"],
+    audience: DEVICE_AUDIENCE,
+    cause: "POST /api/messages/{id}/cancel cancelled a queued BYOS send: the device is told not to send it",
   },
   "device.online": device("device.status_changed", "a heartbeat from a device marked offline"),
   "device.offline": device("device.status_changed", "the offline deadline passed without a heartbeat"),
@@ -193,6 +211,7 @@ function builder<T extends EventType>(type: T): EventBuilder<T> {
 export const event = {
   messageReceived: builder("message.received"),
   messageSend: builder("message.send"),
+  messageSendCancelled: builder("message.send_cancelled"),
   deviceOnline: builder("device.online"),
   deviceOffline: builder("device.offline"),
   deviceDisabled: builder("device.disabled"),
@@ -208,11 +227,14 @@ export const event = {
 };
 
 const STATUS_EVENTS = {
+  scheduled: builder("message.scheduled"),
   queued: builder("message.queued"),
   sending: builder("message.sending"),
   sent: builder("message.sent"),
   delivered: builder("message.delivered"),
   failed: builder("message.failed"),
+  cancelled: builder("message.cancelled"),
+  expired: builder("message.expired"),
 };
 export type OutboundStatus = keyof typeof STATUS_EVENTS;
 

@@ -33,6 +33,10 @@ export const MessageSendEvent = Type.Object({
 });
 export type MessageSendEvent = Static<typeof MessageSendEvent>;
 
+/** The device's command to drop an outbound SMS it was asked to send and that was cancelled (`private-device.{id}` only). */
+export const MessageCancelEvent = Type.Object({ message: Type.Object({ id: Type.Integer() }) });
+export type MessageCancelEvent = Static<typeof MessageCancelEvent>;
+
 /** One shape for every device event: its state after the change. */
 export const DeviceEvent = Type.Object({
   device_id: Type.Integer(),

@@ -40,7 +40,8 @@ type Registration = {
 /** What the registry cannot hold: a backoff that depends on configuration. */
 type RegisterOptions = { backoff?: (attempt: number) => number };
 
-export type EnqueueOptions = { delayMs?: number; dedupeKey?: string; maxAttempts?: number };
+/** `runAt` (an absolute due time, e.g. a scheduled send's send_at) wins over `delayMs`. */
+export type EnqueueOptions = { delayMs?: number; runAt?: Date; dedupeKey?: string; maxAttempts?: number };
 
 const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1), 600_000) * (0.8 + Math.random() * 0.4);
 
@@ -53,9 +54,13 @@ const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1),
  * `enqueue`. The jobs are due at once: their `run_at` is the database's `now()` (the
  * transaction's start), and claims take the later of that clock and the queue's (see below).
  */
-export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragment): postgres.Fragment {
+export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragment, o: { runAt?: Date } = {}): postgres.Fragment {
   const spec = queueSpec(QUEUES, queue);
-  return sql`insert into jobs (queue, payload, max_attempts) select ${queue}, p.payload, ${spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS} from (${payloads}) as p(payload)`;
+  const maxAttempts = spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  // `runAt`: every job of the statement is due then instead (a bulk send's scheduled dispatch, its device timeout).
+  if (o.runAt)
+    return sql`insert into jobs (queue, payload, max_attempts, run_at) select ${queue}, p.payload, ${maxAttempts}, ${o.runAt}::timestamptz from (${payloads}) as p(payload)`;
+  return sql`insert into jobs (queue, payload, max_attempts) select ${queue}, p.payload, ${maxAttempts} from (${payloads}) as p(payload)`;
 }
 
 /**
@@ -115,7 +120,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     const spec = queueSpec(queues, queue);
     await tx`
       insert into jobs (queue, payload, run_at, max_attempts, dedupe_key)
-      values (${queue}, ${tx.json(payload as never)}, ${at(o.delayMs ?? 0)}, ${o.maxAttempts ?? spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS}, ${o.dedupeKey ?? null})
+      values (${queue}, ${tx.json(payload as never)}, ${o.runAt ?? at(o.delayMs ?? 0)}, ${o.maxAttempts ?? spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS}, ${o.dedupeKey ?? null})
       on conflict (dedupe_key) do nothing`;
     if (tx === sql) wake();
   }

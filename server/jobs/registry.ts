@@ -70,10 +70,18 @@ export const QUEUES = {
     maxAttempts: 6,
   },
   "message.outbound.device-timeout": {
-    description: "Fails a device send that no device picked up within OUTBOUND_DEVICE_TIMEOUT_SECONDS",
+    description: "Ends a device send that no device picked up: expired at its expires_at, else failed after OUTBOUND_DEVICE_TIMEOUT_SECONDS",
     producers: ["server/messages/outbound.ts"],
     handler: "server/messages/outbound-jobs.ts",
     concurrency: 2,
+    visibilitySeconds: 30,
+  },
+  "message.outbound.dispatch": {
+    description:
+      "Sends a scheduled message at its send_at (scheduled → queued, then to the device or the provider), or expires it when the job runs after expires_at",
+    producers: ["server/messages/outbound.ts"],
+    handler: "server/messages/outbound-jobs.ts",
+    concurrency: 4,
     visibilitySeconds: 30,
   },
   "number.lock-expiry": {

@@ -40,6 +40,7 @@ export function workers(deps: WorkerDeps): Record<QueueName, Worker> {
     "webhook.replay": { one: deps.deliver },
     "message.outbound.provider": { one: outbound.send, backoff: outbound.backoff },
     "message.outbound.device-timeout": { one: outbound.deviceTimeout },
+    "message.outbound.dispatch": { one: outbound.dispatch },
     "number.lock-expiry": { one: lockExpiryHandler(deps) },
     "maintenance.retention": {
       one: retentionHandler({

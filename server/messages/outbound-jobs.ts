@@ -1,15 +1,22 @@
 import type { Config } from "../config";
 import type { Pool } from "../db/client";
 import type { EventTail } from "../events/tail";
-import type { Job, JobHandler } from "../jobs/queue";
+import type { Job, JobHandler, JobQueue } from "../jobs/queue";
 import { RetryAfter } from "../jobs/queue";
+import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
-import { changeStatus } from "./outbound";
+import { changeStatus, dispatchScheduled } from "./outbound";
 import { findOutbound } from "./outbound-store";
 import { createProviderClient, type ProviderClient } from "./provider-client";
 
-type Deps = { sql: Pool; events: Pick<EventTail, "notify">; logger: Logger };
+type Deps = { sql: Pool; events: Pick<EventTail, "notify">; logger: Logger; clock?: Clock };
 type Payload = { message_id: number };
+
+/**
+ * No provider attempt starts within this long of expires_at: its request could reach the
+ * provider after it. A send so close to its expiry ends `expired` instead (never sent late).
+ */
+export const EXPIRY_MARGIN_MS = 500;
 
 /** Doubling from the configured first delay, capped at 10 minutes, with ±20 % jitter. */
 export const providerBackoff = (firstSeconds: number) => (attempt: number) =>
@@ -23,7 +30,14 @@ export const providerBackoff = (firstSeconds: number) => (attempt: number) =>
 export async function sendThroughProvider(deps: Deps, provider: ProviderClient, job: Job<Payload>, backoff: (attempt: number) => number) {
   const m = await findOutbound(deps.sql, job.payload.message_id);
   if (!m || (m.status !== "queued" && m.status !== "sending")) return;
-  await changeStatus(deps, m.organization_id, m.id, "sending", ["queued"]);
+  const now = () => deps.clock?.now() ?? Date.now();
+  const expiresAt = m.expires_at ? Date.parse(m.expires_at) : null;
+  if (expiresAt !== null && expiresAt - EXPIRY_MARGIN_MS <= now()) {
+    await expire(deps, m.id, m.organization_id, ["queued", "sending"], "It expired before the provider accepted it.");
+    return;
+  }
+  // Not moved: cancelled (or expired) meanwhile, and so never handed to the provider.
+  if (m.status === "queued" && !(await changeStatus(deps, m.organization_id, m.id, "sending", ["queued"]))) return;
   const outcome = await provider.send({ from: m.from, to: m.to, body: m.text });
   if (outcome.kind === "accepted") {
     await changeStatus(deps, m.organization_id, m.id, "sent", ["queued", "sending"], { externalId: outcome.sid || null });
@@ -34,25 +48,41 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
     await changeStatus(deps, m.organization_id, m.id, "failed", ["queued", "sending"], { error: outcome.error });
     return;
   }
+  const delay = outcome.retryAfterMs ?? backoff(job.attempts);
+  if (expiresAt !== null && now() + delay >= expiresAt - EXPIRY_MARGIN_MS) {
+    await expire(deps, m.id, m.organization_id, ["sending"], `It expired before the provider accepted it (last answer: ${outcome.error}).`);
+    return;
+  }
   deps.logger.info({ message: m.id, attempt: job.attempts, err: outcome.error }, "provider send will be retried");
-  throw new RetryAfter(outcome.retryAfterMs ?? backoff(job.attempts), outcome.error);
+  throw new RetryAfter(delay, outcome.error);
 }
 
-/** Fails a device send that no device picked up (still `queued`) when its time is up. */
+async function expire(deps: Pick<Deps, "sql" | "events">, id: number, organizationId: number, from: string[], error: string) {
+  await changeStatus(deps, organizationId, id, "expired", from, { error });
+}
+
+/**
+ * Ends a device send that no device picked up (still `queued`) when its time is up: `expired` at
+ * its expires_at when it has one, else `failed` after the device timeout.
+ */
 export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "events">, messageId: number, timeoutSeconds: number) {
   const m = await findOutbound(deps.sql, messageId);
   if (m?.status !== "queued") return false;
-  const error = `No device picked up the message within ${timeoutSeconds} seconds.`;
-  return changeStatus(deps, m.organization_id, messageId, "failed", ["queued"], { error });
+  const [to, error] = m.expires_at
+    ? ["expired", "No device picked up the message before it expired."]
+    : ["failed", `No device picked up the message within ${timeoutSeconds} seconds.`];
+  return changeStatus(deps, m.organization_id, messageId, to, ["queued"], { error });
 }
 
 /** The handlers of the outbound queues (registered by server/jobs/workers.ts), with the provider sends' backoff. */
-export function outboundHandlers(deps: Deps & { config: Config; provider?: ProviderClient }) {
+export function outboundHandlers(deps: Deps & { config: Config; jobs: JobQueue; provider?: ProviderClient }) {
   const { config } = deps;
   const provider = deps.provider ?? createProviderClient({ baseUrl: config.PROVIDER_API_URL, authToken: config.PROVIDER_AUTH_TOKEN });
   const backoff = providerBackoff(config.OUTBOUND_PROVIDER_RETRY_SECONDS);
   const send: JobHandler<Payload> = (job) => sendThroughProvider(deps, provider, job, backoff);
   const deviceTimeout: JobHandler<Payload> = async (job) =>
     void (await failUnpickedDeviceSend(deps, job.payload.message_id, config.OUTBOUND_DEVICE_TIMEOUT_SECONDS));
-  return { send, backoff, deviceTimeout };
+  const dispatchDeps = { ...deps, deviceTimeoutSeconds: config.OUTBOUND_DEVICE_TIMEOUT_SECONDS };
+  const dispatch: JobHandler<Payload> = (job) => dispatchScheduled(dispatchDeps, job.payload.message_id);
+  return { send, backoff, deviceTimeout, dispatch };
 }

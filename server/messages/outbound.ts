@@ -5,17 +5,37 @@ import { event, messageStatusEvent } from "../events/catalog";
 import { appendEvents, type NewEvent } from "../events/log";
 import type { MessageEvent } from "../events/payloads";
 import type { EventTail } from "../events/tail";
-import type { JobQueue } from "../jobs/queue";
+import { enqueueJobs, type JobQueue } from "../jobs/queue";
+import type { Clock } from "../lib/clock";
 import { numberLocked, requireNumber } from "../numbers/locks";
 import { attachmentOf, byosDeviceOf } from "../numbers/store";
 import { findVisibleMessage } from "./history-store";
-import { findDeviceOutbound, insertOutbound, liveLockHolder, lockOrganizationQuota, monthlyLimit, moveStatus } from "./outbound-store";
-import { canMove, statesBefore } from "./status";
+import {
+  findDeviceOutbound,
+  findOutbound,
+  findOutboundMessages,
+  insertOutbound,
+  liveLockHolder,
+  lockOrganizationQuota,
+  monthlyLimit,
+  moveStatus,
+} from "./outbound-store";
+import { planSend, type SendRequest } from "./send-request";
+import { CANCELLABLE, canMove, statesBefore } from "./status";
 import { type Message, monthlyOutboundCount, organizationView } from "./store";
 
-export type OutboundDeps = { sql: Pool; jobs: JobQueue; events: Pick<EventTail, "notify">; deviceTimeoutSeconds: number };
+export type OutboundDeps = { sql: Pool; jobs: JobQueue; events: Pick<EventTail, "notify">; deviceTimeoutSeconds: number; clock?: Clock };
 
-const planLimitReached = (limit: number) => new AppError(402, "plan_limit_reached", `Your plan's ${limit} outbound messages for this month are used up.`);
+const nowOf = (deps: Pick<OutboundDeps, "clock">) => deps.clock?.now() ?? Date.now();
+
+const planLimitReached = (limit: number, bulk?: { requested: number; left: number }) =>
+  new AppError(
+    402,
+    "plan_limit_reached",
+    bulk
+      ? `This bulk send of ${bulk.requested} messages does not fit your plan: ${bulk.left} of its ${limit} outbound messages are left this month. Nothing was sent.`
+      : `Your plan's ${limit} outbound messages for this month are used up.`,
+  );
 
 /** A message as one organization sees it in its events: its team there, its alias of the number. */
 export async function messageEventPayload(sql: Sql, organizationId: number, message: Message): Promise<MessageEvent> {
@@ -56,47 +76,133 @@ export async function changeStatus(
 
 /**
  * POST /api/messages. The quota check and the insert run under a per-organization advisory
- * lock, so concurrent sends at the last unit of the month never go over it. BYOS numbers go
- * through their device (`message.send` on its private channel, failed if no device picks it up
- * in time); pool numbers through the provider API on the job queue.
+ * lock, so concurrent sends at the last unit of the month never go over it; a bulk send is
+ * counted whole (all its recipients fit, or none is stored). BYOS numbers go through their
+ * device (`message.send` on its private channel, failed if no device picks it up in time,
+ * `expired` at expires_at when given); pool numbers through the provider API on the job queue.
+ * A send with send_at ahead is stored `scheduled` and dispatched by a job at that time.
  */
-export async function sendMessage(deps: OutboundDeps, c: Caller, body: { hosted_sim: number; to: string; text: string }): Promise<Message> {
+export async function sendMessage(deps: OutboundDeps, c: Caller, body: SendRequest): Promise<{ batchId: string | null; messages: Message[] }> {
   const org = c.organization.id;
+  const plan = planSend(body, nowOf(deps));
   const sim = await requireNumber(deps.sql, c, body.hosted_sim);
   if (sim.status !== "active") throw invalidState("This number is inactive and cannot send.");
   const device = sim.provider === "byos" ? await byosDeviceOf(deps.sql, sim.id) : null;
   if (sim.provider === "byos" && device?.device_status !== "active") throw invalidState("No active device holds this number right now.");
-  const id = await deps.sql.begin(async (tx) => {
+  const batchId = plan.bulk ? crypto.randomUUID() : null;
+  const ids = await deps.sql.begin(async (tx) => {
     await lockOrganizationQuota(tx, org);
     const holder = await liveLockHolder(tx, sim.id);
     if (holder && holder.organization_id !== org) throw numberLocked(holder.locked_until);
     const limit = await monthlyLimit(tx, org);
-    if ((await monthlyOutboundCount(tx, org)) >= limit) throw planLimitReached(limit);
-    const messageId = await insertOutbound(tx, {
-      hostedSimId: sim.id,
-      number: sim.number,
-      to: body.to,
-      text: body.text,
-      organizationId: org,
-      teamId: holder ? sim.lock_team_id : (attachmentOf(sim, org)?.team_id ?? null),
-      locked: holder !== null,
-      deviceId: device?.device_id ?? null,
-      simSlot: device?.sim_slot ?? null,
-    });
-    if (device) await deps.jobs.enqueue("message.outbound.device-timeout", { message_id: messageId }, { delayMs: deps.deviceTimeoutSeconds * 1000 }, tx);
-    else await deps.jobs.enqueue("message.outbound.provider", { message_id: messageId }, {}, tx);
-    const queued = await statusEvents(tx, org, messageId);
-    if (device) {
-      const m = (await findVisibleMessage(tx, org, messageId))!;
-      const command = { id: m.id, hosted_sim_id: m.hosted_sim_id, number: m.number, to: m.to, text: m.text, sim_slot: m.sim_slot };
-      queued.push(event.messageSend({ organizationId: org, hostedSimId: sim.id, deviceId: device.device_id }, { message: command }));
+    const used = await monthlyOutboundCount(tx, org);
+    if (used + plan.recipients.length > limit)
+      throw planLimitReached(limit, plan.bulk ? { requested: plan.recipients.length, left: Math.max(0, limit - used) } : undefined);
+    const messageIds = await insertOutbound(
+      tx,
+      {
+        hostedSimId: sim.id,
+        number: sim.number,
+        organizationId: org,
+        teamId: holder ? sim.lock_team_id : (attachmentOf(sim, org)?.team_id ?? null),
+        locked: holder !== null,
+        deviceId: device?.device_id ?? null,
+        simSlot: device?.sim_slot ?? null,
+        status: plan.sendAt ? "scheduled" : "queued",
+        sendAt: plan.sendAt,
+        expiresAt: plan.expiresAt,
+        batchId,
+      },
+      plan.recipients,
+    );
+    // One statement for every recipient's job, in the send's transaction.
+    const payloads = tx`select jsonb_build_object('message_id', id) from unnest(${messageIds}::bigint[]) as id`;
+    if (plan.sendAt) await enqueueJobs(tx, "message.outbound.dispatch", payloads, { runAt: plan.sendAt });
+    else if (device) await enqueueJobs(tx, "message.outbound.device-timeout", payloads, { runAt: deviceDeadline(deps, plan.expiresAt) });
+    else await enqueueJobs(tx, "message.outbound.provider", payloads);
+    const events: NewEvent[] = [];
+    for (const messageId of messageIds) {
+      events.push(...(await statusEvents(tx, org, messageId)));
+      if (device && !plan.sendAt) events.push(deviceCommand(org, device.device_id, (await findVisibleMessage(tx, org, messageId))!));
     }
-    await appendEvents(tx, queued);
-    return messageId;
+    await appendEvents(tx, events);
+    return messageIds;
   });
   deps.jobs.wake();
   deps.events.notify();
-  return (await findVisibleMessage(deps.sql, org, id))!;
+  const messages = await findOutboundMessages(deps.sql, org, ids);
+  return { batchId, messages };
+}
+
+/** When a device send not picked up ends: at expires_at when given, else OUTBOUND_DEVICE_TIMEOUT_SECONDS from now. */
+const deviceDeadline = (deps: Pick<OutboundDeps, "deviceTimeoutSeconds" | "clock">, expiresAt: Date | null) =>
+  expiresAt ?? new Date(nowOf(deps) + deps.deviceTimeoutSeconds * 1000);
+
+/** `message.send` to the device that holds the number (appended with the message's `queued`). */
+function deviceCommand(organizationId: number, deviceId: number, message: Message): NewEvent {
+  const { id, hosted_sim_id, number, to, text, sim_slot } = message;
+  return event.messageSend({ organizationId, hostedSimId: hosted_sim_id, deviceId }, { message: { id, hosted_sim_id, number, to, text, sim_slot } });
+}
+
+/**
+ * The dispatch job of a scheduled send, at its send_at: `scheduled → queued` and on to the
+ * device or the provider, as a send made then would go; `expired` instead when expires_at has
+ * passed (the job ran late, e.g. after a restart), so it is never sent late. A cancelled
+ * message is left alone.
+ */
+export async function dispatchScheduled(deps: OutboundDeps, messageId: number) {
+  const m = await findOutbound(deps.sql, messageId);
+  if (m?.status !== "scheduled") return;
+  if (m.expires_at && Date.parse(m.expires_at) <= nowOf(deps)) {
+    await changeStatus(deps, m.organization_id, m.id, "expired", ["scheduled"], { error: "It expired before it could be sent." });
+    return;
+  }
+  const moved = await deps.sql.begin(async (tx) => {
+    if (!(await moveStatus(tx, m.id, "queued", ["scheduled"]))) return false;
+    const expiresAt = m.expires_at ? new Date(m.expires_at) : null;
+    if (m.device_id) await deps.jobs.enqueue("message.outbound.device-timeout", { message_id: m.id }, { runAt: deviceDeadline(deps, expiresAt) }, tx);
+    else await deps.jobs.enqueue("message.outbound.provider", { message_id: m.id }, {}, tx);
+    const events = await statusEvents(tx, m.organization_id, m.id);
+    if (m.device_id) events.push(deviceCommand(m.organization_id, m.device_id, (await findVisibleMessage(tx, m.organization_id, m.id))!));
+    await appendEvents(tx, events);
+    return true;
+  });
+  if (!moved) return;
+  deps.jobs.wake();
+  deps.events.notify();
+}
+
+/**
+ * Cancels a send of the caller's organization that has not gone out: `scheduled`, or `queued`
+ * (not yet handed to the provider; for a device, not yet reported `sending` by it). A cancelled
+ * message answers again unchanged; any other state is 409. The quota unit is given back (cancelled
+ * messages are not counted).
+ */
+export async function cancelMessage(deps: Pick<OutboundDeps, "sql" | "events">, c: Caller, messageId: number): Promise<Message> {
+  const org = c.organization.id;
+  const found = await findVisibleMessage(deps.sql, org, messageId);
+  if (!found) throw notFound("Message");
+  if (found.direction !== "outbound") throw invalidState("A received message cannot be cancelled.");
+  if (found.status === "cancelled") return found;
+  const moved = await deps.sql.begin(async (tx) => {
+    const [was] = await tx<{ status: string }[]>`select status from messages where id = ${messageId} for update`;
+    if (!was || !(await moveStatus(tx, messageId, "cancelled", CANCELLABLE))) return false;
+    const events = await statusEvents(tx, org, messageId);
+    // A queued BYOS send was already ordered on the device's channel: tell the phone not to send it.
+    if (was.status === "queued" && found.device_id)
+      events.push(
+        event.messageSendCancelled({ organizationId: org, hostedSimId: found.hosted_sim_id, deviceId: found.device_id }, { message: { id: messageId } }),
+      );
+    await appendEvents(tx, events);
+    return true;
+  });
+  if (!moved) {
+    const now = await findVisibleMessage(deps.sql, org, messageId);
+    if (now?.status === "cancelled") return now;
+    throw invalidState(`A ${now?.status ?? found.status} message has gone out (or ended) and can no longer be cancelled.`);
+  }
+  deps.events.notify();
+  return (await findVisibleMessage(deps.sql, org, messageId))!;
 }
 
 /** A device's report on an outbound message it was asked to send. Repeating the current status is a no-op. */

@@ -1,12 +1,13 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
-import { notFound } from "../errors";
+import { notFound, validationFailed } from "../errors";
 import { idempotencyPlugin } from "../lib/idempotency";
 import { paginate } from "../lib/pagination";
 import type { Services } from "../services";
 import { findVisibleMessage, type HistoryFilter, historyViewer, messageHistory } from "./history-store";
-import { reportDeviceStatus, sendMessage } from "./outbound";
-import { HistoryQuery, MessageData, MessagePage, MessageParams, SendBody, StatusBody, StatusParams } from "./schema";
+import { cancelMessage, reportDeviceStatus, sendMessage } from "./outbound";
+import { batchPage, batchSummary } from "./outbound-store";
+import { BatchParams, BatchSummaryData, HistoryQuery, MessageData, MessagePage, MessageParams, SendBody, SendData, StatusBody, StatusParams } from "./schema";
 
 const tags = ["Messages"];
 
@@ -26,6 +27,14 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
       async ({ caller: c, query, request }) => {
         const perPage = query.per_page ?? query.limit ?? 50;
         const page = query.page ?? 1;
+        if (query.batch !== undefined) {
+          const mixed = (["hosted_sim", "direction", "from", "since", "until", "q", "has_code"] as const).filter((k) => query[k] !== undefined);
+          if (mixed.length > 0) throw validationFailed(Object.fromEntries(mixed.map((k) => [k, ["cannot be combined with batch"]])));
+          const found = await batchPage(sql, { organizationIds: [c.organization.id], batchId: query.batch, page, perPage });
+          if (!found) throw notFound("Batch");
+          return paginate({ data: found.rows, total: found.total, page, perPage, request });
+        }
+        if (query.hosted_sim === undefined) throw validationFailed({ hosted_sim: ["is required"] });
         const filter: HistoryFilter = {
           direction: query.direction,
           from: query.from,
@@ -47,7 +56,7 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
           tags,
           summary: "Message history of a number, newest first",
           description:
-            "A number of any of your organizations. Each organization has its own history of a number; this is that of the first of your organizations attached to it (the one you act in if it is), or of the one X-Organization-Id names.",
+            "A number of any of your organizations. Each organization has its own history of a number; this is that of the first of your organizations attached to it (the one you act in if it is), or of the one X-Organization-Id names. With `batch` instead: the messages of one of your organization's bulk sends, in recipient order (404 for an unknown or another organization's batch).",
         },
       },
     )
@@ -68,16 +77,47 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
     .post(
       "/api/messages",
       async ({ caller: c, body, set }) => {
-        const message = await sendMessage(outbound, c, body);
+        const sent = await sendMessage(outbound, c, body);
         set.status = 202;
-        return { data: message };
+        if (sent.batchId) return { data: { batch_id: sent.batchId, messages: sent.messages } };
+        return { data: sent.messages[0]! };
       },
       {
         idempotent: true,
         auth: { apiKey: "none" },
         body: SendBody,
-        response: { 202: MessageData },
-        detail: { tags, summary: "Send an SMS (counted against the plan)" },
+        response: { 202: SendData },
+        detail: {
+          tags,
+          summary: "Send an SMS (counted against the plan)",
+          description:
+            '`to` a number: 202 `{ data: message }`. `to` an array (a bulk send of up to 1000): 202 `{ data: { batch_id, messages } }`, all accepted or none (402 when they do not all fit the plan). `send_at` schedules, `expires_at` bounds the wait (docs/api-notes.md "Scheduled, expiring and bulk sends").',
+        },
+      },
+    )
+    .post("/api/messages/:id/cancel", async ({ caller: c, params }) => ({ data: await cancelMessage(services, c, params.id) }), {
+      auth: { apiKey: "none" },
+      params: MessageParams,
+      response: { 200: MessageData },
+      detail: {
+        tags,
+        summary: "Cancel a send that has not gone out",
+        description:
+          "A `scheduled` or `queued` message of your organization (for a BYOS number: its phone has not reported `sending`) becomes `cancelled` and its quota unit is given back. Cancelling a cancelled message answers it again; any other state is 409 `invalid_state`.",
+      },
+    })
+    .get(
+      "/api/messages/batches/:id",
+      async ({ caller: c, params }) => {
+        const summary = await batchSummary(sql, [c.organization.id], params.id);
+        if (!summary) throw notFound("Batch");
+        return { data: summary };
+      },
+      {
+        auth: { apiKey: "messages.read" },
+        params: BatchParams,
+        response: { 200: BatchSummaryData },
+        detail: { tags, summary: "Progress of a bulk send: its messages counted per status" },
       },
     )
     .post(

@@ -8,8 +8,16 @@ const E164 = "^\\+[1-9]\\d{6,14}$";
 export const MessageParams = t.Object({ id: IdParam() });
 export const StatusParams = t.Object({ device: IdParam(), message: IdParam() });
 
+const UUID = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+export const BatchId = (description: string) => t.String({ pattern: UUID, description, errorMessage: "must be a batch id (a UUID)" });
+
 export const HistoryQuery = t.Object({
-  hosted_sim: IdParam(),
+  hosted_sim: t.Optional({ ...IdParam(), description: "the number whose history to list; required unless `batch` is given" }),
+  batch: t.Optional(
+    BatchId(
+      "list the messages of one bulk send (its `batch_id`) in recipient order instead of a number's history; not combined with `hosted_sim` or the other filters",
+    ),
+  ),
   per_page: t.Optional(IntegerParam(1, 100, { description: "1 to 100, default 50" })),
   limit: t.Optional(IntegerParam(1, 100, { description: "1 to 100, default 50; per_page wins when both are given" })),
   page: t.Optional(IntegerParam(1, 10_000_000, { description: "at least 1, default 1" })),
@@ -48,10 +56,45 @@ export const NextQuery = t.Object({
   timeout: t.Optional(IntegerParam(1, 120, { description: "seconds to wait, 1 to 120, default 30" })),
 });
 
+const Recipient = Type.String({ pattern: E164, description: "an E.164 phone number" });
+const VarName = "^[A-Za-z_][A-Za-z0-9_]{0,63}$";
 export const SendBody = Type.Object({
   hosted_sim: Id(),
-  to: Type.String({ pattern: E164, description: "an E.164 phone number" }),
-  text: Text({ minLength: 1, maxLength: 1600, description: "1 to 1600 characters (Unicode code points)" }),
+  to: Type.Union(
+    [
+      Recipient,
+      Type.Array(
+        Type.Union([
+          Recipient,
+          Type.Object(
+            {
+              to: Recipient,
+              vars: Type.Optional(
+                Type.Record(Type.String({ pattern: VarName }), Text({ maxLength: 1600 }), {
+                  description: "values of the text's `{{name}}` variables for this recipient (names: letters, digits, _)",
+                }),
+              ),
+            },
+            { additionalProperties: false },
+          ),
+        ]),
+        {
+          // The count (1 to 1000) is checked by the handler (send-request.ts): bounds on a new
+          // member of a union read as a narrowed request to the breaking-change guard.
+          description:
+            'a bulk send: 1 to 1000 distinct recipients, each a number or `{ to, vars }`; the answer is a batch (docs/api-notes.md "Scheduled, expiring and bulk sends")',
+        },
+      ),
+    ],
+    { description: "an E.164 phone number, or an array of up to 1000 recipients (a bulk send)" },
+  ),
+  text: Text({
+    minLength: 1,
+    maxLength: 1600,
+    description: "1 to 1600 characters (Unicode code points); in a bulk send `{{name}}` is replaced by each recipient's `vars.name`",
+  }),
+  send_at: Optional(DateTime("when to send, at most 30 days ahead; absent or past: at once"), "absent"),
+  expires_at: Optional(DateTime("after send_at; a send not handed to a phone or the provider by then ends `expired` and is never sent"), "absent"),
 });
 
 export const StatusBody = Type.Object({
@@ -69,7 +112,10 @@ export const Message = t.Object({
   from: t.String(),
   to: t.String(),
   text: t.String(),
-  status: t.String({ description: "received; or queued, sending, sent, delivered, failed" }),
+  status: t.String({
+    description:
+      "received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished)",
+  }),
   source: t.Union([t.Literal("provider"), t.Literal("device"), t.Literal("api")]),
   device_id: Nullable(t.Integer()),
   sim_slot: Nullable(t.Integer()),
@@ -85,10 +131,29 @@ export const Message = t.Object({
   ),
   received_at: Nullable(Timestamp),
   sent_at: Nullable(Timestamp),
+  send_at: Nullable(t.String({ format: "date-time", description: "outbound: when a scheduled send goes out; null: at once, and for inbound messages" })),
+  expires_at: Nullable(t.String({ format: "date-time", description: "outbound: after it an unsent message ends `expired`; null: none" })),
+  batch_id: Nullable(t.String({ description: "outbound: the bulk send the message belongs to; null for a single send" })),
+  status_updated_at: t.String({ format: "date-time", description: "when `status` last changed" }),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
 export const MessageData = t.Object({ data: Message });
+const Batch = t.Object({
+  batch_id: t.String({ description: "lists the batch with GET /api/messages?batch=" }),
+  messages: t.Array(Message, { description: "one per recipient, in the order given" }),
+});
+/** The answer of a send: the message (`to` a number), or the batch (`to` an array). */
+export const SendData = t.Object({ data: t.Union([Message, Batch]) });
+export const BatchParams = t.Object({ id: BatchId("a batch id") });
+export const BatchSummaryData = t.Object({
+  data: t.Object({
+    batch_id: t.String(),
+    total: t.Integer(),
+    counts: t.Record(t.String(), t.Integer(), { description: "messages per status (only statuses some message is in)" }),
+    created_at: Timestamp,
+  }),
+});
 export const MessagePage = PageOf(Message);
 export const NextMessageData = t.Object({
   data: t.Union([Message, t.Null()], { description: "the first matching message, or null when none arrived within the timeout" }),

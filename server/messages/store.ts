@@ -21,6 +21,12 @@ export type Message = {
   code: string | null;
   received_at: string | null;
   sent_at: string | null;
+  /** Outbound: when a scheduled send goes out (null: at once), and after when it may no longer go out (null: no expiry). */
+  send_at: string | null;
+  expires_at: string | null;
+  /** Outbound: the bulk request the message came from (null for a single send). */
+  batch_id: string | null;
+  status_updated_at: string;
   created_at: string;
   updated_at: string;
 };
@@ -31,6 +37,10 @@ export const messageColumns = (sql: Sql) => sql`
   m.device_id, m.sim_slot, m.external_id, m.team_id, m.locked, m.error, m.code,
   to_char(m.received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as received_at,
   to_char(m.sent_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as sent_at,
+  to_char(m.send_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as send_at,
+  to_char(m.expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as expires_at,
+  m.batch_id::text as batch_id,
+  to_char(coalesce(m.status_updated_at, m.updated_at) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as status_updated_at,
   to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at,
   to_char(m.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at`;
 
@@ -48,11 +58,14 @@ export async function findMessagesForFanout(sql: Sql, ids: number[]) {
   return messages.map((message) => ({ message, visibility: visibility.filter((v) => v.messageId === message.id) }));
 }
 
-/** Outbound messages an organization created this calendar month (UTC): the plan quota's count. */
+/**
+ * Outbound messages an organization created this calendar month (UTC): the plan quota's count.
+ * Cancelled and expired messages never went out and are not counted (their unit is given back).
+ */
 export async function monthlyOutboundCount(sql: Sql, organizationId: number): Promise<number> {
   const [row] = await sql<{ count: number }[]>`
     select count(*) as count from messages
-    where organization_id = ${organizationId} and direction = 'outbound'
+    where organization_id = ${organizationId} and direction = 'outbound' and status not in ('cancelled', 'expired')
       and created_at >= date_trunc('month', now() at time zone 'UTC') at time zone 'UTC'`;
   return row?.count ?? 0;
 }

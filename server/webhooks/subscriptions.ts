@@ -5,22 +5,26 @@ export const ALL_EVENTS = "*";
 /** What integrations created before event types existed got, and what a create without `event_types` gets. */
 export const DEFAULT_EVENT_TYPES: string[] = [event.messageReceived.type];
 
+/** Commands to a device: `message.send` (send an SMS) and `message.send_cancelled` (don't: it was cancelled). */
+const DEVICE_COMMANDS: readonly EventType[] = [event.messageSend.type, event.messageSendCancelled.type];
+
 /**
- * Types of the catalog that the log never delivers to webhooks: `message.send` is the command to
- * a device to send an SMS (the message's own events are message.queued ... failed), and
- * `webhook.test` goes only to the integration it tests, sent by its test route.
+ * Types of the catalog that the log never delivers to webhooks: the commands to a device (the
+ * message's own events are message.scheduled ... expired), and `webhook.test` goes only to the
+ * integration it tests, sent by its test route.
  */
-export const NOT_FROM_LOG: readonly EventType[] = [event.messageSend.type, event.webhookTest.type];
+export const NOT_FROM_LOG: readonly EventType[] = [...DEVICE_COMMANDS, event.webhookTest.type];
 
 /** Types an integration may subscribe to. */
-export const SUBSCRIBABLE: readonly string[] = EVENT_TYPES.filter((t) => t !== event.messageSend.type);
+export const SUBSCRIBABLE: readonly string[] = EVENT_TYPES.filter((t) => !DEVICE_COMMANDS.includes(t));
 
 /** Problems with a requested list of event types, keyed as API.md §1 wants (`event_types.<i>`). */
 export function eventTypeErrors(types: string[]): Record<string, string[]> {
   const errors: Record<string, string[]> = {};
   types.forEach((t, i) => {
     if (t === ALL_EVENTS) return;
-    if (t === event.messageSend.type) errors[`event_types.${i}`] = ["message.send is a command to a device, not a webhook event; subscribe to message.queued"];
+    if (DEVICE_COMMANDS.includes(t as EventType))
+      errors[`event_types.${i}`] = [`${t} is a command to a device, not a webhook event; subscribe to message.queued or message.cancelled`];
     else if (!isEventType(t)) errors[`event_types.${i}`] = [`unknown event type "${t}"; known: ${SUBSCRIBABLE.join(", ")} or *`];
   });
   return errors;

@@ -96,7 +96,8 @@ describe("hostile shapes on every route", () => {
 
   test("every route refuses a body over the limit, declared or streamed, with 413", async () => {
     const failures: string[] = [];
-    const big = JSON.stringify({ name: "x".repeat(100 * 1024) });
+    // Over every route's limit: MAX_BODY_BYTES (64 KiB), and POST /api/messages's 1 MiB (bulk sends).
+    const big = JSON.stringify({ name: "x".repeat(1100 * 1024) });
     for (const op of operations.filter(hasBody)) {
       const path = fill(op, {});
       for (const declared of [true, false]) {

@@ -27,7 +27,7 @@ export async function loadOperations(ctx: TestContext): Promise<Operation[]> {
 }
 
 /** The ids of `t` a path parameter can take (several where a tenant has more than one kind). */
-export function idsFor(t: Tenant & { messageIds: number[] }, path: string, param: string): number[] {
+export function idsFor(t: Tenant & { messageIds: number[] }, path: string, param: string): (number | string)[] {
   switch (param) {
     case "api_key":
       return Object.values(t.keys).map((k) => k.id);
@@ -50,14 +50,15 @@ export function idsFor(t: Tenant & { messageIds: number[] }, path: string, param
       return [t.hook.logId];
     case "id":
       if (path.startsWith("/api/numbers/")) return [t.byosSim.id];
+      if (path.startsWith("/api/messages/batches/")) return [t.batchId];
       if (path.startsWith("/api/messages/")) return t.messageIds;
   }
   throw new Error(`no ids for {${param}} in ${path}: a new route? teach test/isolation/probe.ts its ids`);
 }
 
 /** Paths with the parameters filled: every parameter from `fill`, and for nested routes the parent from `own` with the rest from `fill`. */
-export function pathsFor(op: Operation, fill: (param: string) => number[], own: (param: string) => number[]): string[] {
-  const combos = (choose: (param: string, i: number) => number[]) =>
+export function pathsFor(op: Operation, fill: (param: string) => (number | string)[], own: (param: string) => (number | string)[]): string[] {
+  const combos = (choose: (param: string, i: number) => (number | string)[]) =>
     op.params.reduce<string[]>((acc, param, i) => acc.flatMap((p) => choose(param, i).map((id) => p.replace(`{${param}}`, String(id)))), [op.path]);
   const out = combos((param) => fill(param));
   if (op.params.length > 1) out.push(...combos((param, i) => (i === 0 ? own(param).slice(0, 1) : fill(param))));

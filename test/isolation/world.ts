@@ -89,6 +89,13 @@ export async function buildTenant(ctx: TestContext, label: string, sharedSimId: 
     202,
     "outbound",
   );
+  // A bulk send (issue 19): its batch is the organization's alone.
+  const batchText = `Batch ${tag}`;
+  const batch = await ok(
+    ctx.request("POST", "/api/messages", { token: owner, body: { hosted_sim: byosSim.id, to: ["+15550002223"], text: batchText } }),
+    202,
+    "bulk send",
+  );
 
   return {
     label,
@@ -106,8 +113,9 @@ export async function buildTenant(ctx: TestContext, label: string, sharedSimId: 
     inboundText,
     outboundId: outbound.data.id as number,
     outboundText,
+    batchId: batch.data.batch_id as string,
     /** Texts of messages only this organization may ever see (filled in as the world is built). */
-    privateTexts: [inboundText, outboundText],
+    privateTexts: [inboundText, outboundText, batchText],
   };
 }
 

@@ -18,7 +18,19 @@ describe("outbound status moves", () => {
   test("statesBefore lists exactly the states a conditional update may start from", () => {
     expect(statesBefore("sent").sort()).toEqual(["queued", "sending"]);
     expect(statesBefore("failed").sort()).toEqual(["queued", "sending", "sent"]);
-    expect(statesBefore("queued")).toEqual([]);
+    expect(statesBefore("queued")).toEqual(["scheduled"]);
+    expect(statesBefore("cancelled").sort()).toEqual(["queued", "scheduled"]);
+    expect(statesBefore("expired").sort()).toEqual(["queued", "scheduled", "sending"]);
+  });
+
+  test("scheduled, cancelled and expired (issue 19): only unsent messages end cancelled or expired; final states stay", () => {
+    expect(canMove("scheduled", "queued")).toBe(true);
+    expect(canMove("scheduled", "sending")).toBe(false);
+    expect(canMove("scheduled", "failed")).toBe(false);
+    expect(canMove("sending", "cancelled")).toBe(false);
+    expect(canMove("sent", "expired")).toBe(false);
+    for (const final of ["cancelled", "expired", "delivered", "failed"])
+      for (const to of ["queued", "sending", "sent", "delivered", "failed", "cancelled", "expired"]) expect(canMove(final, to)).toBe(false);
   });
 });
 
