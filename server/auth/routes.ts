@@ -17,7 +17,7 @@ const tags = ["Auth"];
 
 export function authRoutes(services: Deps) {
   const flow = createLoginFlow({ sql: services.sql, limiter: services.limiter, clock: services.clock, sessionTtlDays: services.config.SESSION_TTL_DAYS });
-  const twoFactor = createTwoFactor({ sql: services.sql, limiter: services.limiter, clock: services.clock });
+  const twoFactor = createTwoFactor({ sql: services.sql, limiter: services.limiter, clock: services.clock, credentials: services.auth });
 
   // Signing in needs no token: these routes stay outside the caller plugin.
   const signIn = new Elysia()

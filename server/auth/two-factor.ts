@@ -3,13 +3,14 @@ import { invalidState, notFound } from "../errors";
 import type { Clock } from "../lib/clock";
 import type { RateLimiter } from "../lib/rate-limit";
 import type { UserRow } from "./caller";
+import type { Credentials } from "./credentials";
 import { createFailureLimits, totpUserKey } from "./limits";
 import { invalidTwoFactor } from "./login";
 import { acceptTotpStep, findTotpUser, saveTotpSecret, setTotpEnabled, type TotpUserRow } from "./store";
 import { checkTotp, newTotpSecret } from "./totp";
 
 /** Setting up, enabling and disabling TOTP for a signed-in user (API.md §2). */
-export function createTwoFactor(deps: { sql: Pool; limiter: RateLimiter; clock: Clock }) {
+export function createTwoFactor(deps: { sql: Pool; limiter: RateLimiter; clock: Clock; credentials: Pick<Credentials, "change"> }) {
   const { sql } = deps;
   const limits = createFailureLimits(deps.limiter);
 
@@ -37,19 +38,27 @@ export function createTwoFactor(deps: { sql: Pool; limiter: RateLimiter; clock: 
     return { secret, otpauth_url: otpauthUrl(user.email) };
   }
 
+  /** Turns 2FA on or off; cached callers of the user are refreshed on every instance before this returns (GET /api/me shows it at once). */
+  const setEnabled = (userId: number, enabled: boolean) =>
+    deps.credentials.change(async (tx, record) => {
+      const row = await setTotpEnabled(tx, userId, enabled);
+      record.refresh({ userId });
+      return row;
+    });
+
   async function enable(userId: number, code: string): Promise<UserRow> {
     const user = await load(userId);
     if (user.totp_enabled) throw invalidState("Two-factor authentication is already enabled.");
     if (!user.totp_secret) throw invalidState("Call POST /api/auth/2fa/setup first to get a secret.");
     await requireCode(user, code);
-    return setTotpEnabled(sql, user.id, true);
+    return setEnabled(user.id, true);
   }
 
   async function disable(userId: number, code: string): Promise<UserRow> {
     const user = await load(userId);
     if (!user.totp_enabled) throw invalidState("Two-factor authentication is not enabled.");
     await requireCode(user, code);
-    return setTotpEnabled(sql, user.id, false);
+    return setEnabled(user.id, false);
   }
 
   return { setup, enable, disable };

@@ -87,9 +87,12 @@ describe("two-factor authentication end to end", () => {
     expect(bad.status).toBe(401);
     expectErrorShape(bad.body, "invalid_2fa_code");
 
+    // The caller is cached from the requests above; the change must show at once, not after the cache's lifetime.
+    expect((await ctx.request("GET", "/api/me", { token })).body.user.two_factor_enabled).toBe(false);
     const enabled = await post("/api/auth/2fa/enable", { token, body: { code: totp(setup.body.secret) } });
     expect(enabled.status).toBe(200);
     expect(enabled.body.data).toMatchObject({ id: user.id, two_factor_enabled: true });
+    expect((await ctx.request("GET", "/api/me", { token })).body.user.two_factor_enabled).toBe(true);
 
     const tmp = await challenge(user.email);
     const stored = await ctx.sql`select token_hash from login_challenges where user_id = ${user.id}`;
