@@ -1,8 +1,13 @@
+import { useState } from "preact/hooks";
 import { api, ok } from "../api";
-import { ErrorBox, useLoad, When } from "../ui";
+import { ErrorBox, useAction, useLoad, When } from "../ui";
 
-/** A webhook's delivery log: every attempt with its answer, newest first. */
-export function Logs({ id }: { id: number }) {
+type Redelivered = { message: string; data: { delivery_id: number; event_id: string; event_type: string } };
+
+/** A webhook's delivery log: every attempt with its answer, newest first; admins redeliver a record's event. */
+export function Logs({ id, admin }: { id: number; admin: boolean }) {
+  const [redelivered, setRedelivered] = useState<Redelivered | null>(null);
+  const action = useAction();
   const logs = useLoad(
     async () =>
       (await ok(api.GET("/api/webhook-integrations/{webhook_integration}/logs", { params: { path: { webhook_integration: id }, query: { per_page: 50 } } })))
@@ -12,8 +17,24 @@ export function Logs({ id }: { id: number }) {
   if (logs.error) return <ErrorBox error={logs.error} />;
   if (!logs.data) return <p role="status">Loading…</p>;
   if (logs.data.length === 0) return <p class="meta">No deliveries yet: send a test, or wait for a message to a mapped team.</p>;
+  const redeliver = (log: number) => {
+    setRedelivered(null);
+    action.run(async () => {
+      setRedelivered(
+        await ok(api.POST("/api/webhook-integrations/{webhook_integration}/logs/{log}/redeliver", { params: { path: { webhook_integration: id, log } } })),
+      );
+      logs.reload();
+    });
+  };
   return (
     <div class="table-wrap">
+      {redelivered && (
+        <p role="status">
+          {redelivered.message} {redelivered.data.event_type} as delivery {redelivered.data.delivery_id}, webhook-id{" "}
+          <span class="mono">{redelivered.data.event_id}</span>.
+        </p>
+      )}
+      <ErrorBox error={action.error} />
       <table>
         <caption>Deliveries, newest first</caption>
         <thead>
@@ -23,6 +44,7 @@ export function Logs({ id }: { id: number }) {
             <th scope="col">Attempt</th>
             <th scope="col">Status</th>
             <th scope="col">Answer</th>
+            {admin && <th scope="col">Actions</th>}
           </tr>
         </thead>
         <tbody>
@@ -53,6 +75,15 @@ export function Logs({ id }: { id: number }) {
                   </details>
                 )}
               </td>
+              {admin && (
+                <td>
+                  {l.event_type !== "webhook.test" && (
+                    <button type="button" disabled={action.busy} aria-label={`Redeliver ${l.event_type} of record ${l.id}`} onClick={() => redeliver(l.id)}>
+                      Redeliver
+                    </button>
+                  )}
+                </td>
+              )}
             </tr>
           ))}
         </tbody>

@@ -2,11 +2,17 @@ import { useState } from "preact/hooks";
 import type { ApiAnswer } from "../../clients/api";
 import { api, ok } from "../api";
 import { useIsAdmin, useSession } from "../context";
+import { DEFAULT_EVENT_TYPES, describeEventTypes } from "../event-types";
 import { CopyButton, Empty, ErrorBox, Field, useAction, useLoad } from "../ui";
+import { EventTypePicker } from "./webhook-events";
 import { Logs } from "./webhook-logs";
+import { Replay } from "./webhook-replay";
 
 type Integration = ApiAnswer<"/api/webhook-integrations", "get">["data"][number];
 type Team = { id: number; name: string };
+/** The form's check before sending: at least one event type (or all). */
+const noTypes = (types: string[]) => (types.length === 0 ? new Error("Choose at least one event type, or All events.") : null);
+
 type TestResult = { success: boolean; http_status: number; response_time_ms: number; error: string | null; response_body: string };
 
 /** Webhook integrations of the organization: create (secret shown once), edit, map to teams, test, logs, rotate. */
@@ -64,6 +70,7 @@ function SecretOnce(props: { name: string; secret: string; onDone: () => void })
 function Create({ onCreated }: { onCreated: (name: string, secret: string) => void }) {
   const [name, setName] = useState("");
   const [url, setUrl] = useState("");
+  const [types, setTypes] = useState<string[]>(DEFAULT_EVENT_TYPES);
   const { error, busy, run } = useAction();
   return (
     <form
@@ -72,16 +79,26 @@ function Create({ onCreated }: { onCreated: (name: string, secret: string) => vo
       onSubmit={(e) => {
         e.preventDefault();
         run(async () => {
-          const { data } = await ok(api.POST("/api/webhook-integrations", { body: { name: name.trim(), url: url.trim() } }));
+          const invalid = noTypes(types);
+          if (invalid) throw invalid;
+          const { data } = await ok(api.POST("/api/webhook-integrations", { body: { name: name.trim(), url: url.trim(), event_types: types } }));
           onCreated(data.name, data.secret);
           setName("");
           setUrl("");
+          setTypes(DEFAULT_EVENT_TYPES);
         });
       }}
     >
       <h2>Create a webhook</h2>
       <Field label="Webhook name" name="hook-name" required value={name} onInput={setName} />
       <Field label="URL" name="hook-url" type="url" required value={url} onInput={setUrl} hint="Where deliveries are POSTed (http or https)." />
+      <EventTypePicker
+        id="hook-events"
+        legend="Event types"
+        value={types}
+        onChange={setTypes}
+        hint="Message events follow the team mappings; device, SIM and number events go to every subscribed webhook."
+      />
       <ErrorBox error={error} />
       <button type="submit" disabled={busy}>
         Create webhook
@@ -96,6 +113,7 @@ function Hook(props: { hook: Integration; admin: boolean; teams: Team[]; onChang
   const [editing, setEditing] = useState(false);
   const [name, setName] = useState(h.name);
   const [url, setUrl] = useState(h.url);
+  const [types, setTypes] = useState<string[]>(h.event_types);
   const [test, setTest] = useState<TestResult | null>(null);
   const [showLogs, setShowLogs] = useState(false);
   const [team, setTeam] = useState("");
@@ -115,18 +133,30 @@ function Hook(props: { hook: Integration; admin: boolean; teams: Team[]; onChang
       <p class="meta">
         {h.is_active ? "Active" : "Inactive"} · timeout {h.timeout_seconds} s · {h.retry_count} retries
       </p>
+      <p class="meta" data-testid={`events-${h.id}`}>
+        Events: {describeEventTypes(h.event_types)}
+      </p>
       {editing && (
         <form
+          aria-label={`Edit ${h.name}`}
           onSubmit={(e) => {
             e.preventDefault();
             act(async () => {
-              await ok(api.PATCH("/api/webhook-integrations/{webhook_integration}", { params: { path }, body: { name: name.trim(), url: url.trim() } }));
+              const invalid = noTypes(types);
+              if (invalid) throw invalid;
+              await ok(
+                api.PATCH("/api/webhook-integrations/{webhook_integration}", {
+                  params: { path },
+                  body: { name: name.trim(), url: url.trim(), event_types: types },
+                }),
+              );
               setEditing(false);
             });
           }}
         >
           <Field label="Webhook name" name={`name-${h.id}`} required value={name} onInput={setName} />
           <Field label="URL" name={`url-${h.id}`} type="url" required value={url} onInput={setUrl} />
+          <EventTypePicker id={`events-${h.id}`} legend="Event types" value={types} onChange={setTypes} />
           <div class="actions">
             <button type="submit">Save</button>
             <button type="button" onClick={() => setEditing(false)}>
@@ -213,7 +243,15 @@ function Hook(props: { hook: Integration; admin: boolean; teams: Team[]; onChang
         </button>
         {props.admin && (
           <>
-            <button type="button" onClick={() => setEditing(true)}>
+            <button
+              type="button"
+              onClick={() => {
+                setName(h.name);
+                setUrl(h.url);
+                setTypes(h.event_types);
+                setEditing(true);
+              }}
+            >
               Edit
             </button>
             <button
@@ -260,7 +298,8 @@ function Hook(props: { hook: Integration; admin: boolean; teams: Team[]; onChang
         </p>
       )}
       <ErrorBox error={action.error} />
-      {showLogs && <Logs id={h.id} />}
+      {showLogs && <Logs id={h.id} admin={props.admin} />}
+      {props.admin && <Replay id={h.id} name={h.name} />}
     </li>
   );
 }

@@ -1,14 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
+import { WEBHOOK_EVENT_TYPES } from "../../console/event-types";
+import { appendEvents } from "../../server/events/log";
+import { SUBSCRIBABLE } from "../../server/webhooks/subscriptions";
 import { createUser } from "../fixtures";
 import { eventually } from "../fixtures-numbers";
 import { CHROMIUM, warnIfNoChromium } from "./browser";
-import { type ConsoleWorld, createMember, expectAccessible, newContext, signIn, startConsoleWorld, stopConsoleWorld } from "./console-helpers";
+import { type ConsoleWorld, createMember, expectAccessible, newContext, signIn, startConsoleWorld, stopConsoleWorld, tokenOf } from "./console-helpers";
 
 /**
  * Teams and webhooks journeys: a team with a member, a webhook whose secret (shown once) verifies
  * the test delivery a local receiver gets, mapped to the team, its delivery log, a rotated
- * secret that verifies the next test, edit and delete.
+ * secret that verifies the next test, edit and delete; event types chosen on create and edit, a
+ * log record redelivered under the same webhook-id, a window replayed.
  */
 warnIfNoChromium("console teams and webhooks journeys");
 
@@ -102,6 +106,74 @@ describe.skipIf(!CHROMIUM)("teams and webhooks", () => {
     await context.close();
   }, 90_000);
 
+  test("event types chosen on create and edit; a log record redelivered under the same webhook-id; a window replayed", async () => {
+    expect<string[]>([...WEBHOOK_EVENT_TYPES]).toEqual(SUBSCRIBABLE.filter((t) => t !== "webhook.test"));
+    const { user, orgId } = await createMember(w.ctx.sql, { role: "owner" });
+    const context = await newContext(w);
+    const page = await context.newPage();
+    await signIn(page, user.email, undefined, "/webhooks");
+    await page.getByText("No webhooks yet.", { exact: false }).waitFor();
+    await page.getByLabel("Webhook name").fill("Devices");
+    await page.getByLabel("URL").fill(`http://127.0.0.1:${receiver.port}/devices`);
+    const create = page.getByRole("form", { name: "Create a webhook" });
+    expect(await create.getByRole("checkbox", { name: "message.received" }).isChecked()).toBe(true);
+    await create.getByRole("checkbox", { name: "message.received" }).uncheck();
+    await create.getByRole("checkbox", { name: "device.online" }).check();
+    await expectAccessible(page, "webhooks create with event types");
+    await page.getByRole("button", { name: "Create webhook" }).click();
+    await page.getByRole("button", { name: "Done" }).click();
+    const hook = page.locator("li.card", { hasText: "Devices" });
+    await hook.getByText("Events: device.online").waitFor();
+
+    const token = await tokenOf(page);
+    const list = async () =>
+      (await (await fetch(`${w.base}/api/webhook-integrations`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+        data: { id: number; name: string; event_types: string[] }[];
+      };
+    const saved = (await list()).data.find((h) => h.name === "Devices")!;
+    expect(saved.event_types).toEqual(["device.online"]);
+
+    await w.ctx.sql.begin((tx) => appendEvents(tx, [{ organizationId: orgId, type: "device.online", payload: { device_id: 1 } }]));
+    w.ctx.services.events.notify();
+    const online = () => received.filter((r) => r.body.includes('"device.online"'));
+    await eventually(() => online().length === 1, 10_000, "the device.online delivery");
+    const webhookId = online()[0]!.headers["webhook-id"]!;
+    expect(webhookId).toBeTruthy();
+
+    await hook.getByRole("button", { name: "Deliveries" }).click();
+    await hook.getByRole("table").getByText("device.online").waitFor();
+    await hook
+      .getByRole("button", { name: /^Redeliver/ })
+      .first()
+      .click();
+    await hook.getByText(new RegExp(`Redelivery queued\\. device\\.online as delivery \\d+, webhook-id ${webhookId}`)).waitFor();
+    await eventually(() => online().length === 2, 10_000, "the redelivery");
+    expect(online()[1]!.headers["webhook-id"]).toBe(webhookId);
+
+    await hook.getByRole("button", { name: "Replay…" }).click();
+    const replay = hook.getByRole("form", { name: "Replay events of Devices" });
+    await replay.getByRole("checkbox", { name: "device.online" }).check();
+    await expectAccessible(page, "webhooks replay");
+    await replay.getByRole("button", { name: "Replay", exact: true }).click();
+    await replay.getByText(/Replay queued\. 1 delivery of device\.online/).waitFor();
+    await eventually(() => online().length === 3, 10_000, "the replayed delivery");
+    expect(online()[2]!.headers["webhook-id"]).toBe(webhookId);
+    // a window over 7 days: the API's message is shown
+    await replay.getByLabel("Since").fill("2026-01-01T00:00");
+    await replay.getByRole("button", { name: "Replay", exact: true }).click();
+    await replay.getByRole("alert").getByText("7 days", { exact: false }).waitFor();
+
+    await hook.getByRole("button", { name: "Edit" }).click();
+    const edit = hook.getByRole("form", { name: "Edit Devices" });
+    expect(await edit.getByRole("checkbox", { name: "device.online" }).isChecked()).toBe(true);
+    await edit.getByRole("checkbox", { name: "All events" }).check();
+    expect(await edit.getByRole("checkbox", { name: "device.offline" }).isDisabled()).toBe(true);
+    await hook.getByRole("button", { name: "Save" }).click();
+    await hook.getByText("Events: all events").waitFor();
+    expect((await list()).data.find((h) => h.name === "Devices")!.event_types).toEqual(["*"]);
+    await context.close();
+  }, 90_000);
+
   test("a member sees webhooks and teams without the admin actions", async () => {
     const owner = await createMember(w.ctx.sql);
     const member = await createMember(w.ctx.sql, { role: "member", orgId: owner.orgId });
@@ -115,6 +187,14 @@ describe.skipIf(!CHROMIUM)("teams and webhooks", () => {
     await page.getByRole("link", { name: "Webhooks" }).click();
     await page.getByText("Owners and admins create them", { exact: false }).waitFor();
     expect(await page.getByRole("button", { name: "Create webhook" }).count()).toBe(0);
+    await w.ctx
+      .sql`insert into webhook_integrations (organization_id, name, url, secret_sealed) values (${owner.orgId}, 'Shared', 'http://127.0.0.1:9/x', 'x')`;
+    await page.reload();
+    const shared = page.locator("li.card", { hasText: "Shared" });
+    await shared.getByText("Events: message.received").waitFor();
+    await shared.getByRole("button", { name: "Deliveries" }).click();
+    expect(await shared.getByRole("button", { name: "Replay…" }).count()).toBe(0);
+    expect(await shared.getByRole("button", { name: /^Redeliver/ }).count()).toBe(0);
     await context.close();
   }, 60_000);
 });
