@@ -1,0 +1,210 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import type Pusher from "pusher-js";
+import { Webhook } from "standardwebhooks";
+import { createTenant } from "../fixtures";
+import { createByosNumber, createSharedNumber, createTeam, eventually } from "../fixtures-numbers";
+import type { TestContext } from "../helpers";
+import { type ConnectionDetails, connected, connectPusher, startServer, stopServer, subscribed } from "./realtime-client";
+
+/**
+ * One journey per event type: raised by its real cause (an API call, a provider callback), then
+ * seen exactly once in GET /api/events, once on a Standard Webhooks receiver (integration with
+ * event_types ["*"]) and once on a pusher-js client of private-organization.{orgId}, with the same payload.
+ */
+const ROOT = join(import.meta.dir, "../..");
+
+type Listed = { id: string; type: string; created_at: string; organization_id: number; data: Record<string, any> };
+type Delivered = { headers: Record<string, string>; body: { id: string; type: string; created_at: string; data: Record<string, any> } };
+type Live = { event: string; data: Record<string, any> };
+
+let ctx: TestContext & { baseUrl: string };
+let tenant: Awaited<ReturnType<typeof createTenant>>;
+let team: { id: number };
+let receiver: ReturnType<typeof Bun.serve>;
+const delivered: Delivered[] = [];
+let badSignatures = 0;
+let pusher: Pusher;
+const live: Live[] = [];
+
+beforeAll(async () => {
+  ctx = await startServer({ WEBHOOK_ALLOW_PRIVATE: "true" });
+  ctx.services.start();
+  tenant = await createTenant(ctx.sql);
+  team = await createTeam(ctx.sql, tenant.org.id);
+
+  let verifier: Webhook | undefined;
+  receiver = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(req) {
+      const payload = await req.text();
+      const headers = Object.fromEntries(req.headers);
+      try {
+        const body = verifier!.verify(payload, headers) as Delivered["body"];
+        delivered.push({ headers, body });
+      } catch {
+        badSignatures++;
+        return new Response("bad signature", { status: 400 });
+      }
+      return new Response("ok");
+    },
+  });
+  const hook = await ctx.request("POST", "/api/webhook-integrations", {
+    token: tenant.token,
+    body: { name: "journey", url: `http://127.0.0.1:${receiver.port}/hook`, event_types: ["*"] },
+  });
+  expect(hook.status).toBe(201);
+  verifier = new Webhook(hook.body.data.secret);
+  // Message events reach an integration only through a mapping of the message's team.
+  const mapping = await ctx.request("POST", `/api/webhook-integrations/${hook.body.data.id}/mappings`, {
+    token: tenant.token,
+    body: { team_id: team.id, forwarding_mode: "always" },
+  });
+  expect(mapping.status).toBeLessThan(300);
+
+  const res = await fetch(`${ctx.baseUrl}/api/broadcasting/connection`, { headers: { authorization: `Bearer ${tenant.token}` } });
+  const details = (await res.json()) as ConnectionDetails;
+  pusher = connectPusher(ctx.baseUrl, details, tenant.token);
+  await connected(pusher);
+  const channel = await subscribed(pusher, `private-organization.${tenant.org.id}`);
+  channel.bind_global((event: string, data: Record<string, any>) => {
+    if (!event.startsWith("pusher:")) live.push({ event, data });
+  });
+}, 60_000);
+
+afterAll(async () => {
+  pusher?.disconnect();
+  receiver?.stop(true);
+  if (ctx) await stopServer(ctx);
+}, 60_000);
+
+async function listEvents(): Promise<Listed[]> {
+  const res = await ctx.request("GET", "/api/events?per_page=100", { token: tenant.token });
+  expect(res.status).toBe(200);
+  return res.body.data as Listed[];
+}
+
+/** An inbound SMS on a pool number through the provider's signed callback (the provider emulator). */
+async function injectSms(to: string, body: string) {
+  const { config } = ctx;
+  const args = ["provider", "inject", "--server", ctx.baseUrl, "--public-url", config.PUBLIC_URL, "--token", config.PROVIDER_AUTH_TOKEN];
+  const proc = Bun.spawn([process.execPath, "device-sim/main.ts", ...args, "--to", to, "--from", "+15557654321", "--body", body], {
+    cwd: ROOT,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+  expect(code, stderr).toBe(0);
+}
+
+async function ok(method: string, path: string, body?: unknown) {
+  const res = await ctx.request(method, path, { token: tenant.token, body });
+  expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
+  return res.body;
+}
+
+type Row = {
+  type: string;
+  /** The realtime event name clients bind to. */
+  realtime: string;
+  /** Raises the event by its real cause; returns a predicate picking this row's event by its payload. */
+  raise: () => Promise<(data: Record<string, any>) => boolean>;
+  /** message.received: the webhook's data also spreads the message's fields at the top level. */
+  spreadsMessage?: boolean;
+};
+
+const ROWS: Row[] = [
+  {
+    type: "number.locked",
+    realtime: "number.locked",
+    raise: async () => {
+      const sim = await createSharedNumber(ctx.sql, [tenant.org.id]);
+      await ok("POST", `/api/numbers/${sim.id}/lock`);
+      return (d) => d.hosted_sim_id === sim.id || d.number?.id === sim.id || JSON.stringify(d).includes(sim.number);
+    },
+  },
+  {
+    type: "number.unlocked",
+    realtime: "number.unlocked",
+    raise: async () => {
+      const sim = await createSharedNumber(ctx.sql, [tenant.org.id]);
+      await ok("POST", `/api/numbers/${sim.id}/lock`);
+      await ok("POST", `/api/numbers/${sim.id}/unlock`);
+      return (d) => d.hosted_sim_id === sim.id || d.number?.id === sim.id || JSON.stringify(d).includes(sim.number);
+    },
+  },
+  {
+    type: "message.received",
+    realtime: "message.received",
+    raise: async () => {
+      const sim = await createSharedNumber(ctx.sql, [tenant.org.id]);
+      await ctx.sql`update hosted_sim_organizations set team_id = ${team.id} where hosted_sim_id = ${sim.id}`;
+      const text = `journey ${crypto.randomUUID().slice(0, 8)}`;
+      await injectSms(sim.number, text);
+      return (d) => d.message?.text === text;
+    },
+    spreadsMessage: true,
+  },
+  {
+    type: "device.disabled",
+    realtime: "device.updated",
+    raise: async () => {
+      const { deviceId } = await createByosNumber(ctx.sql, tenant.org.id);
+      await ok("POST", `/api/byos/devices/${deviceId}/disable`);
+      return (d) => d.device?.id === deviceId || d.device_id === deviceId;
+    },
+  },
+  {
+    type: "device.enabled",
+    realtime: "device.updated",
+    raise: async () => {
+      const { deviceId } = await createByosNumber(ctx.sql, tenant.org.id);
+      await ok("POST", `/api/byos/devices/${deviceId}/disable`);
+      await ok("POST", `/api/byos/devices/${deviceId}/enable`);
+      return (d) => d.device?.id === deviceId || d.device_id === deviceId;
+    },
+  },
+];
+
+describe("events journey: log, webhook and realtime agree", () => {
+  test.each(ROWS.map((r) => [r.type, r] as const))(
+    "%s: once in GET /api/events, once on the webhook, once on realtime, same payload",
+    async (type, row) => {
+      const mine = await row.raise();
+      const inLog = await eventually(
+        async () => {
+          const found = (await listEvents()).filter((e) => e.type === type && mine(e.data));
+          return found.length > 0 && found;
+        },
+        15_000,
+        `${type} in GET /api/events`,
+      );
+      expect(inLog.length).toBe(1);
+      const event = inLog[0]!;
+      expect(event.organization_id).toBe(tenant.org.id);
+      expect(typeof event.id).toBe("string");
+      expect(Number.isNaN(Date.parse(event.created_at))).toBe(false);
+
+      const hook = await eventually(() => delivered.find((d) => d.body.id === event.id), 15_000, `${type} on the webhook`);
+      const rt = await eventually(() => live.find((l) => l.data.event_id === event.id), 15_000, `${type} on realtime`);
+      // Give duplicates a chance to show: the log is read again, and every delivery so far counted.
+      await eventually(async () => (await listEvents()).some((e) => e.id === event.id), 5_000, "log stable");
+
+      expect(hook.headers["webhook-id"]).toBe(event.id);
+      expect(hook.body.type).toBe(type);
+      expect(hook.body.created_at).toBe(event.created_at);
+      if (row.spreadsMessage) {
+        expect(hook.body.data.message).toEqual(event.data.message);
+        expect(hook.body.data).toMatchObject(event.data);
+      } else expect(hook.body.data).toEqual(event.data);
+      expect(delivered.filter((d) => d.body.id === event.id)).toHaveLength(1);
+
+      expect(rt.event).toBe(row.realtime);
+      expect(rt.data).toEqual({ ...event.data, event_id: event.id });
+      expect(live.filter((l) => l.data.event_id === event.id)).toHaveLength(1);
+      expect(badSignatures).toBe(0);
+    },
+    60_000,
+  );
+});
