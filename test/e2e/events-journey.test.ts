@@ -167,6 +167,24 @@ const ROWS: Row[] = [
       return (d) => d.device_id === deviceId && d.status === "active";
     },
   },
+  {
+    type: "device.updated",
+    realtime: "device.updated",
+    raise: async () => {
+      const { deviceId } = await createByosNumber(ctx.sql, tenant.org.id);
+      await ok("PATCH", `/api/byos/devices/${deviceId}`, { device_name: "journey phone" });
+      return (d) => d.device_id === deviceId;
+    },
+  },
+  {
+    type: "device.revoked",
+    realtime: "device.status_changed",
+    raise: async () => {
+      const { deviceId } = await createByosNumber(ctx.sql, tenant.org.id);
+      await ok("DELETE", `/api/byos/devices/${deviceId}`);
+      return (d) => d.device_id === deviceId && d.status === "revoked";
+    },
+  },
 ];
 
 describe("events journey: log, webhook and realtime agree", () => {
