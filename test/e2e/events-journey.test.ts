@@ -106,6 +106,15 @@ async function ok(method: string, path: string, body?: unknown) {
   return res.body;
 }
 
+/** A send scheduled an hour ahead from a number of the mapped team (so its message events reach the integration). */
+async function scheduleSend() {
+  const sim = await createSharedNumber(ctx.sql, [tenant.org.id]);
+  await ctx.sql`update hosted_sim_organizations set team_id = ${team.id} where hosted_sim_id = ${sim.id}`;
+  const sendAt = new Date(Date.now() + 3_600_000).toISOString();
+  const body = await ok("POST", "/api/messages", { hosted_sim: sim.id, to: "+15550009999", text: "journey later", send_at: sendAt });
+  return body.data as { id: number };
+}
+
 type Row = {
   type: string;
   /** The realtime event name clients bind to. */
@@ -183,6 +192,23 @@ const ROWS: Row[] = [
       const { deviceId } = await createByosNumber(ctx.sql, tenant.org.id);
       await ok("DELETE", `/api/byos/devices/${deviceId}`);
       return (d) => d.device_id === deviceId && d.status === "revoked";
+    },
+  },
+  {
+    type: "message.scheduled",
+    realtime: "message.status_changed",
+    raise: async () => {
+      const { id } = await scheduleSend();
+      return (d) => d.message?.id === id && d.message?.status === "scheduled";
+    },
+  },
+  {
+    type: "message.cancelled",
+    realtime: "message.status_changed",
+    raise: async () => {
+      const { id } = await scheduleSend();
+      await ok("POST", `/api/messages/${id}/cancel`);
+      return (d) => d.message?.id === id && d.message?.status === "cancelled";
     },
   },
 ];
