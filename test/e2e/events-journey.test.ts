@@ -69,11 +69,17 @@ beforeAll(async () => {
   const details = (await res.json()) as ConnectionDetails;
   pusher = connectPusher(ctx.baseUrl, details, tenant.token);
   await connected(pusher);
-  const channel = await subscribed(pusher, `private-organization.${tenant.org.id}`);
+  await listenOn(`private-organization.${tenant.org.id}`);
+}, 60_000);
+
+/** Subscribes the pusher-js client to a channel; everything it then receives lands in `live`. */
+async function listenOn(name: string) {
+  const channel = await subscribed(pusher, name);
   channel.bind_global((event: string, data: Record<string, any>) => {
     if (!event.startsWith("pusher:")) live.push({ event, data });
   });
-}, 60_000);
+}
+const listenOnDevice = (deviceId: number) => listenOn(`private-device.${deviceId}`);
 
 afterAll(async () => {
   pusher?.disconnect();
@@ -113,6 +119,15 @@ async function scheduleSend() {
   const sendAt = new Date(Date.now() + 3_600_000).toISOString();
   const body = await ok("POST", "/api/messages", { hosted_sim: sim.id, to: "+15550009999", text: "journey later", send_at: sendAt });
   return body.data as { id: number };
+}
+
+/** A BYOS device whose SIM card is deactivated through the API (which bumps the device's config). */
+async function deactivatedSimCard(before?: (deviceId: number) => Promise<void>) {
+  const { deviceId } = await createByosNumber(ctx.sql, tenant.org.id);
+  await before?.(deviceId);
+  const [card] = await ctx.sql<{ id: number }[]>`select id from sim_cards where device_id = ${deviceId}`;
+  await ok("POST", `/api/byos/devices/${deviceId}/sims/${card!.id}/deactivate`);
+  return { deviceId, simCardId: card!.id };
 }
 
 type Row = {
@@ -209,6 +224,23 @@ const ROWS: Row[] = [
       const { id } = await scheduleSend();
       await ok("POST", `/api/messages/${id}/cancel`);
       return (d) => d.message?.id === id && d.message?.status === "cancelled";
+    },
+  },
+  {
+    type: "sim.deactivated",
+    realtime: "sim.deactivated",
+    raise: async () => {
+      const { deviceId, simCardId } = await deactivatedSimCard();
+      return (d) => d.device_id === deviceId && d.sim_card?.id === simCardId && d.reason === "deactivated";
+    },
+  },
+  {
+    type: "config.changed",
+    realtime: "config.changed",
+    // Delivered on the device's channel only: the client joins it before the change.
+    raise: async () => {
+      const { deviceId } = await deactivatedSimCard(listenOnDevice);
+      return (d) => d.device_id === deviceId;
     },
   },
 ];
