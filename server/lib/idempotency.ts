@@ -53,6 +53,9 @@ export const fingerprintOf = (method: string, path: string, body: unknown) => sh
 
 const principalOf = (c: Caller) => (c.apiKey ? `api_key:${c.apiKey.id}` : `user:${c.user?.id ?? 0}`);
 
+const inProgress = () =>
+  new AppError(409, "request_in_progress", "A request with this Idempotency-Key is in progress; retry shortly.", { headers: { "retry-after": "1" } });
+
 const replay = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", "idempotent-replayed": "true" } });
 
@@ -100,17 +103,12 @@ export function idempotencyPlugin(deps: { sql: Pool; clock: Clock }) {
         const [row] = await sql<{ fingerprint: string; status: number | null; response: unknown }[]>`
           select fingerprint, status, response from idempotency_keys
           where organization_id = ${h.organizationId} and principal = ${h.principal} and key = ${key}`;
-        if (!row)
-          throw new AppError(409, "request_in_progress", "A request with this Idempotency-Key is in progress; retry shortly.", {
-            headers: { "retry-after": "1" },
-          });
+        if (!row) throw inProgress();
         if (row.fingerprint !== fingerprint) {
           throw new AppError(422, "idempotency_key_reused", "This Idempotency-Key was used with another request; use a new key for a new request.");
         }
         if (row.status === null) {
-          throw new AppError(409, "request_in_progress", "A request with this Idempotency-Key is in progress; retry shortly.", {
-            headers: { "retry-after": "1" },
-          });
+          throw inProgress();
         }
         return replay(row.status, row.response);
       },
