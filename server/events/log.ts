@@ -1,6 +1,6 @@
 import type { Sql } from "../db/client";
 import type { EventType } from "./catalog";
-import { encodeCursor, ORIGIN, type Position } from "./cursor";
+import { encodeCursor, type Position } from "./cursor";
 
 /** One event for one organization, as a publisher hands it to the log (inside its transaction). */
 export type NewEvent = {
@@ -102,13 +102,14 @@ export async function readEvents(sql: Sql, after: Position, filter: EventFilter,
   return rows.map(toStoredEvent);
 }
 
-/** The position of the newest readable event (ORIGIN when the log is empty): where "from now on" starts. */
-export async function headPosition(sql: Sql): Promise<Position> {
-  const [row] = await sql<{ txid: string; id: number }[]>`
-    select txid::text as txid, id from events
-    where txid < pg_snapshot_xmin(pg_current_snapshot())
-    order by txid desc, id desc limit 1`;
-  return row ? { txid: row.txid, id: row.id } : ORIGIN;
+/**
+ * The position "now" names: after every event that is readable at this moment, and before every
+ * event of a transaction still running (the high-water mark `readEvents` reads below). It is no
+ * event's id (ids start at 1), so it reveals nothing of any organization's events.
+ */
+export async function highWaterPosition(sql: Sql): Promise<Position> {
+  const [row] = await sql<{ xmin: string }[]>`select pg_snapshot_xmin(pg_current_snapshot())::text as xmin`;
+  return { txid: row!.xmin, id: 0 };
 }
 
 /** Retention: removes events older than `before`, at most `chunk` per call; returns how many went. */

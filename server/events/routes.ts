@@ -4,8 +4,8 @@ import { AppError } from "../errors";
 import type { Services } from "../services";
 import { EVENT_PERMISSIONS, readableTypes, refuseUnheldTypes } from "./access";
 import { decodeCursor, encodeCursor, ORIGIN, type Position } from "./cursor";
-import { highWaterPosition, readEventPage } from "./list-store";
-import type { StoredEvent } from "./log";
+import { readEventPage } from "./list-store";
+import { highWaterPosition, type StoredEvent } from "./log";
 import { EventPage, EventsQuery } from "./schema";
 import type { Refusal } from "./waiters";
 

@@ -2,7 +2,7 @@ import type { Pool } from "../db/client";
 import type { Logger } from "../lib/logger";
 import type { Bus } from "./bus";
 import type { Position } from "./cursor";
-import { headPosition, readEvents, type StoredEvent } from "./log";
+import { highWaterPosition, readEvents, type StoredEvent } from "./log";
 
 /** The bus channel on which an instance tells the others that it appended events (no payload). */
 export const EVENTS_APPENDED = "internal:events.appended";
@@ -90,7 +90,7 @@ export function createEventTail(deps: { sql: Pool; bus: Bus; logger: Logger; tim
   return {
     async start() {
       stopped = false;
-      at = await headPosition(deps.sql);
+      at = await highWaterPosition(deps.sql);
       unsubscribe = deps.bus.subscribe((m) => {
         if (m.channel === EVENTS_APPENDED) wake();
       });

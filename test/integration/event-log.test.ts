@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodeCursor, encodeCursor } from "../../server/events/cursor";
-import { appendEvents, headPosition, readEvents, type StoredEvent } from "../../server/events/log";
+import { appendEvents, highWaterPosition, readEvents, type StoredEvent } from "../../server/events/log";
 import { createTenant } from "../fixtures";
 import { eventually } from "../fixtures-numbers";
 import { createTestContext, type TestContext } from "../helpers";
@@ -43,7 +43,7 @@ describe("the event log", () => {
 
   test("an event whose transaction began first but commits last is not skipped by a reader that read in between", async () => {
     const { org } = await createTenant(ctx.sql);
-    const start = await headPosition(ctx.sql);
+    const start = await highWaterPosition(ctx.sql);
     let releaseSlow!: () => void;
     const slowMayCommit = new Promise<void>((r) => {
       releaseSlow = r;
@@ -72,7 +72,7 @@ describe("the event log", () => {
 
   test("a dedupe key appends once", async () => {
     const { org } = await createTenant(ctx.sql);
-    const start = await headPosition(ctx.sql);
+    const start = await highWaterPosition(ctx.sql);
     for (let i = 0; i < 2; i++) await appendEvents(ctx.sql, [{ ...event(org.id, i), dedupeKey: "message:1" }]);
     expect((await readEvents(ctx.sql, start, { organizations: [org.id] }, 10)).length).toBe(1);
   });
