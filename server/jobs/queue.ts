@@ -54,13 +54,30 @@ const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1),
  * `enqueue`. The jobs are due at once: their `run_at` is the database's `now()` (the
  * transaction's start), and claims take the later of that clock and the queue's (see below).
  */
-export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragment, o: { runAt?: Date } = {}): postgres.Fragment {
+export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragment, o: { runAt?: Date; claimedBy?: Claim } = {}): postgres.Fragment {
   const spec = queueSpec(QUEUES, queue);
   const maxAttempts = spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  // `claimedBy`: the jobs are born claimed by the instance that will run them itself (JobQueue.hold).
+  if (o.claimedBy)
+    return sql`insert into jobs (queue, payload, max_attempts, attempts, locked_by, locked_until)
+      select ${queue}, p.payload, ${maxAttempts}, 1, ${o.claimedBy.workerId}, now() + make_interval(secs => ${o.claimedBy.leaseSeconds}) from (${payloads}) as p(payload)`;
   // `runAt`: every job of the statement is due then instead (a bulk send's scheduled dispatch, its device timeout).
   if (o.runAt)
     return sql`insert into jobs (queue, payload, max_attempts, run_at) select ${queue}, p.payload, ${maxAttempts}, ${o.runAt}::timestamptz from (${payloads}) as p(payload)`;
   return sql`insert into jobs (queue, payload, max_attempts) select ${queue}, p.payload, ${maxAttempts} from (${payloads}) as p(payload)`;
+}
+
+/** Who claims jobs at their creation (enqueueJobs `claimedBy`): this instance's queue, under its lease. */
+export type Claim = { workerId: string; leaseSeconds: number };
+
+/**
+ * The part of a statement that settles held jobs (claimed by enqueueJobs `claimedBy`, or run by a
+ * handler that returns JOB_REMOVED): `done`, a query of job ids, are removed; `later`, a query of
+ * (id, run_at), are released to run again then.
+ */
+export function settleJobs(sql: Sql, done: postgres.Fragment, later: postgres.Fragment): postgres.Fragment {
+  return sql`jd as (delete from jobs where id in (${done})),
+    jl as (update jobs set locked_by = null, locked_until = null, run_at = l.run_at from (${later}) as l(id, run_at) where jobs.id = l.id)`;
 }
 
 /**
@@ -266,9 +283,34 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     };
   }
 
+  /** The registration the held jobs of `queue` renew their leases under (registered or not). */
+  const holder = (queue: Q): Registration => registrations.get(queue) ?? registration(queue, async () => {}, queueSpec(queues, queue).batchSize !== undefined, {});
+
   return {
     enqueue,
     wake,
+    /** How jobs are created already claimed by this instance (enqueueJobs `claimedBy`). */
+    claim: { workerId, leaseSeconds } as Claim,
+    /**
+     * Keeps renewing the leases of jobs this instance claimed at their creation and runs itself
+     * (up to the queue's visibility timeout), until `unhold`: if the instance dies, they are free
+     * again within a lease and the queue's workers run them.
+     */
+    hold(queue: Q, ids: number[]) {
+      const reg = holder(queue);
+      const since = clock.now();
+      for (const id of ids) held.set(id, { since, reg });
+    },
+    unhold(ids: number[]) {
+      for (const id of ids) held.delete(id);
+    },
+    /** Hands held jobs back to the queue's workers now (this instance will not run them itself). */
+    async release(ids: number[]) {
+      for (const id of ids) held.delete(id);
+      if (ids.length === 0) return;
+      await sql`update jobs set locked_by = null, locked_until = null where id = any(${ids}::bigint[]) and locked_by = ${workerId}`;
+      wake();
+    },
     /** Handles `queue` one job per call, up to the registry's `concurrency` calls at once in this process. */
     register<P>(queue: Q, handler: JobHandler<P>, o: RegisterOptions = {}) {
       registrations.set(
