@@ -284,7 +284,8 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
   }
 
   /** The registration the held jobs of `queue` renew their leases under (registered or not). */
-  const holder = (queue: Q): Registration => registrations.get(queue) ?? registration(queue, async () => {}, queueSpec(queues, queue).batchSize !== undefined, {});
+  const holder = (queue: Q): Registration =>
+    registrations.get(queue) ?? registration(queue, async () => {}, queueSpec(queues, queue).batchSize !== undefined, {});
 
   return {
     enqueue,

@@ -105,6 +105,8 @@ export async function makeAttempt(deps: DeliveryDeps, d: DeliveryForAttempt, acq
   // Disabled before the attempt is logged: whoever sees the 410 in the log sees the integration inactive.
   if (disable) await disableIntegration(deps, d.integration_id, disable);
   deps.metrics.webhookDeliveries.inc({ outcome: verdict.status });
+  if (verdict.status === "failed")
+    deps.logger.warn({ integration: d.integration_id, delivery: d.id, event: d.event_id, attempt, err: result.error }, "webhook delivery gave up");
   return {
     ...base,
     status: verdict.status,

@@ -59,13 +59,17 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
   function handBack(items: Queued[]) {
     if (items.length === 0) return;
     deps.logger.info({ deliveries: items.length }, "webhook deliveries handed back to the job queue (endpoint busy or stopping)");
-    void deps.jobs.release(items.map((i) => i.jobId)).catch((e) => deps.logger.warn({ err: (e as Error).message }, "webhook deliveries not handed back; their leases lapse"));
+    void deps.jobs
+      .release(items.map((i) => i.jobId))
+      .catch((e) => deps.logger.warn({ err: (e as Error).message }, "webhook deliveries not handed back; their leases lapse"));
   }
 
   function record(item: Queued, done: FinishedAttempt) {
     void records
       .submit(done)
-      .catch((e) => deps.logger.warn({ err: (e as Error).message, delivery: item.delivery.id }, "webhook attempt not recorded; its lease lapses and it is tried again"))
+      .catch((e) =>
+        deps.logger.warn({ err: (e as Error).message, delivery: item.delivery.id }, "webhook attempt not recorded; its lease lapses and it is tried again"),
+      )
       .finally(() => deps.jobs.unhold([item.jobId]));
   }
 
