@@ -58,9 +58,11 @@ export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragm
   const spec = queueSpec(QUEUES, queue);
   const maxAttempts = spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   // `claimedBy`: the jobs are born claimed by the instance that will run them itself (JobQueue.hold).
+  // Due only when their lease would lapse: the claims' scan of due jobs never wades through them.
   if (o.claimedBy)
-    return sql`insert into jobs (queue, payload, max_attempts, attempts, locked_by, locked_until)
-      select ${queue}, p.payload, ${maxAttempts}, 1, ${o.claimedBy.workerId}, now() + make_interval(secs => ${o.claimedBy.leaseSeconds}) from (${payloads}) as p(payload)`;
+    return sql`insert into jobs (queue, payload, max_attempts, attempts, locked_by, locked_until, run_at)
+      select ${queue}, p.payload, ${maxAttempts}, 1, ${o.claimedBy.workerId}, l.until, l.until
+      from (${payloads}) as p(payload), (select now() + make_interval(secs => ${o.claimedBy.leaseSeconds}) as until) as l`;
   // `runAt`: every job of the statement is due then instead (a bulk send's scheduled dispatch, its device timeout).
   if (o.runAt)
     return sql`insert into jobs (queue, payload, max_attempts, run_at) select ${queue}, p.payload, ${maxAttempts}, ${o.runAt}::timestamptz from (${payloads}) as p(payload)`;
@@ -309,7 +311,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     async release(ids: number[]) {
       for (const id of ids) held.delete(id);
       if (ids.length === 0) return;
-      await sql`update jobs set locked_by = null, locked_until = null where id = any(${ids}::bigint[]) and locked_by = ${workerId}`;
+      await sql`update jobs set locked_by = null, locked_until = null, run_at = ${at(0)} where id = any(${ids}::bigint[]) and locked_by = ${workerId}`;
       wake();
     },
     /** Handles `queue` one job per call, up to the registry's `concurrency` calls at once in this process. */
