@@ -122,7 +122,8 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
   const queues: Readonly<Record<string, QueueSpec>> = opts.queues ?? QUEUES;
   const pollMs = opts.pollMs ?? 250;
   const leaseSeconds = opts.leaseSeconds ?? 15;
-  const held = new Map<number, { since: number; reg: Registration }>();
+  /** Jobs in hand: since when, under which registration, and until when their lease surely holds (clock ms). */
+  const held = new Map<number, { since: number; reg: Registration; until: number }>();
   let renewer: Timer | undefined;
   const registrations = new Map<string, Registration>();
   let timer: Timer | undefined;
@@ -203,14 +204,21 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     const now = clock.now();
     const ids = [...held].filter(([, h]) => now - h.since < h.reg.visibilitySeconds * 1000 - leaseSeconds * 1000).map(([id]) => id);
     if (ids.length === 0) return;
-    await sql`update jobs set locked_until = now() + make_interval(secs => ${leaseSeconds}) where id = any(${ids}::bigint[]) and locked_by = ${workerId}`.catch(
-      (e) => logger.warn({ err: (e as Error).message }, "job lease renewal failed"),
-    );
+    try {
+      await sql`update jobs set locked_until = now() + make_interval(secs => ${leaseSeconds}) where id = any(${ids}::bigint[]) and locked_by = ${workerId}`;
+      // Counted from before the statement: the database's new lease ends later than this.
+      for (const id of ids) {
+        const h = held.get(id);
+        if (h) h.until = now + leaseSeconds * 1000;
+      }
+    } catch (e) {
+      logger.warn({ err: (e as Error).message }, "job lease renewal failed");
+    }
   }
 
   async function run(jobs: Job[], reg: Registration) {
     reg.running++;
-    for (const job of jobs) held.set(job.id, { since: clock.now(), reg });
+    for (const job of jobs) held.set(job.id, { since: clock.now(), reg, until: clock.now() + leaseSeconds * 1000 });
     try {
       let error: unknown;
       let removed = false;
@@ -302,7 +310,16 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     hold(queue: Q, ids: number[]) {
       const reg = holder(queue);
       const since = clock.now();
-      for (const id of ids) held.set(id, { since, reg });
+      // The lease was taken when the jobs were created, a moment ago: counted from a second earlier.
+      for (const id of ids) held.set(id, { since, reg, until: since + (leaseSeconds - 1) * 1000 });
+    },
+    /**
+     * How long the lease of a held job surely lasts (ms; 0 when not held): a holder that starts
+     * work with little left risks a second run by another worker once the lease lapses.
+     */
+    leaseLeft(id: number): number {
+      const h = held.get(id);
+      return h ? Math.max(0, h.until - clock.now()) : 0;
     },
     unhold(ids: number[]) {
       for (const id of ids) held.delete(id);

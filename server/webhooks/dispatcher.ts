@@ -9,6 +9,11 @@ export const DISPATCH_TIMING = {
   maxQueued: 5_000,
   /** A delivery that waited this long for its endpoint goes back to the job queue with the rest of its lane. */
   maxWaitMs: 30_000,
+  /**
+   * Nor is an attempt started on a job whose lease may end within this (its renewals came late,
+   * as under overload): once it lapses another worker could make the same attempt.
+   */
+  minLeaseMs: 5_000,
   /** Attempts recorded per statement at most. */
   recordBatch: 500,
 };
@@ -78,7 +83,7 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
       while (!stopped && waiting(lane) > 0) {
         const item = lane.queue[lane.head++]!;
         if (lane.head > 1024 && lane.head * 2 > lane.queue.length) lane.queue = takeAll(lane);
-        if (deps.clock.now() - item.since > timing.maxWaitMs) {
+        if (deps.clock.now() - item.since > timing.maxWaitMs || deps.jobs.leaseLeft(item.jobId) < timing.minLeaseMs) {
           handBack([item, ...takeAll(lane)]);
           break;
         }
