@@ -205,10 +205,15 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     const ids = [...held].filter(([, h]) => now - h.since < h.reg.visibilitySeconds * 1000 - leaseSeconds * 1000).map(([id]) => id);
     if (ids.length === 0) return;
     try {
-      await sql`update jobs set locked_until = now() + make_interval(secs => ${leaseSeconds}) where id = any(${ids}::bigint[]) and locked_by = ${workerId}`;
+      // Rows locked right now are being settled by their holder: skipped, so a renewal never waits
+      // on (or deadlocks with) the statements that record many outcomes at once.
+      const renewed = await sql<{ id: number }[]>`
+        update jobs set locked_until = now() + make_interval(secs => ${leaseSeconds})
+        where id in (select id from jobs where id = any(${ids}::bigint[]) and locked_by = ${workerId} for update skip locked)
+        returning id`;
       // Counted from before the statement: the database's new lease ends later than this.
-      for (const id of ids) {
-        const h = held.get(id);
+      for (const { id } of renewed) {
+        const h = held.get(Number(id));
         if (h) h.until = now + leaseSeconds * 1000;
       }
     } catch (e) {
