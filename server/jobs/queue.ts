@@ -6,7 +6,7 @@ import { DEFAULT_CONCURRENCY, DEFAULT_MAX_ATTEMPTS, DEFAULT_VISIBILITY_SECONDS, 
 
 export type Job<P = Record<string, unknown>> = { id: number; queue: string; payload: P; attempts: number; max_attempts: number };
 /**
- * A handler that removed its own job row in the statement that recorded its outcome returns
+ * A handler that settled its own job row (settleJobs) in the statement that recorded its outcome returns
  * JOB_REMOVED, which saves the queue the delete (a statement per job) that would find nothing.
  */
 export const JOB_REMOVED = Symbol("job removed");
@@ -80,14 +80,6 @@ export type Claim = { workerId: string; leaseSeconds: number };
 export function settleJobs(sql: Sql, done: postgres.Fragment, later: postgres.Fragment): postgres.Fragment {
   return sql`jd as (delete from jobs where id in (${done})),
     jl as (update jobs set locked_by = null, locked_until = null, run_at = l.run_at from (${later}) as l(id, run_at) where jobs.id = l.id)`;
-}
-
-/**
- * The part of a handler's final statement that removes its own job `jobId` (when `condition`
- * holds), for handlers that return JOB_REMOVED: `j as (${removeJob(sql, jobId, sql`exists (select 1 from d)`)})`.
- */
-export function removeJob(sql: Sql, jobId: number, condition: postgres.Fragment = sql`true`): postgres.Fragment {
-  return sql`delete from jobs where id = ${jobId} and ${condition}`;
 }
 
 /**
@@ -306,7 +298,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     enqueue,
     wake,
     /** How jobs are created already claimed by this instance (enqueueJobs `claimedBy`). */
-    claim: { workerId, leaseSeconds } as Claim,
+    claimedBy: { workerId, leaseSeconds } as Claim,
     /**
      * Keeps renewing the leases of jobs this instance claimed at their creation and runs itself
      * (up to the queue's visibility timeout), until `unhold`: if the instance dies, they are free

@@ -52,7 +52,7 @@ export function createWebhookEngine(deps: {
     events: deps.events,
     clock: deps.clock,
     logger: deps.logger,
-    claim: deps.jobs.claim,
+    claim: deps.jobs.claimedBy,
     async deliver(created) {
       const jobOf = new Map(created.map((c) => [c.delivery_id, c.job_id]));
       const loaded = await loadDeliveriesForAttempt(deps.sql, [...jobOf.keys()], delivery.disableAfterSeconds);
