@@ -1,46 +1,58 @@
-import { Webhook } from "standardwebhooks";
+import { loadavg } from "node:os";
+
+/** The 1, 5 and 15 minute load averages, to print beside every figure. */
+export const load = () => loadavg().map((v) => +v.toFixed(2));
+
+/** Where the bare baseline posts (bench/webhook-bare.ts): verified, counted apart from the deliveries. */
+const BARE = "bare";
+
+type FromReceiver = { port: number } | { receipts: [string, number, string, number, boolean][] } | { bare: number; bareUnverified: number };
 
 /**
- * The benchmarks' webhook receiver on a local port: every request is verified with the
- * standardwebhooks library against the secret registered for its path; the first receipt of
- * each message (per path) is timed from the moment recorded for its text in `sentAt`, and
- * repeats are counted.
+ * The benchmarks' webhook receiver, in a process of its own (bench/webhook-receiver-process.ts)
+ * so that it takes no CPU from whatever is measured, pipeline or bare baseline alike: every
+ * request is verified with the standardwebhooks library against the secret registered for its
+ * path; the first receipt of each message (per path) is timed from the moment recorded for its
+ * text in `sentAt` (this process's performance.now()), and repeats are counted.
  */
-export function startReceiver() {
+export async function startReceiver() {
   const sentAt = new Map<string, number>();
   const latencies: number[] = [];
   const seen = new Set<string>();
-  const secrets = new Map<string, Webhook>();
   const counts = { duplicates: 0, unverified: 0 };
-  const server = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    async fetch(req) {
-      const body = await req.text();
-      const hook = secrets.get(new URL(req.url).pathname.slice(1));
-      try {
-        hook!.verify(body, Object.fromEntries(req.headers));
-      } catch {
-        counts.unverified++;
-      }
-      const event = JSON.parse(body);
-      const key = `${req.url}|${event.data.id}`;
-      if (seen.has(key)) counts.duplicates++;
-      else {
-        seen.add(key);
-        latencies.push(performance.now() - sentAt.get(event.data.text)!);
-      }
-      return new Response("ok");
+  let port = 0;
+  let bareReply: ((m: { bare: number; bareUnverified: number }) => void) | undefined;
+  const ready = Promise.withResolvers<void>();
+  const child = Bun.spawn(["bun", `${import.meta.dir}/webhook-receiver-process.ts`], {
+    stdout: "inherit",
+    stderr: "inherit",
+    ipc(m: FromReceiver) {
+      if ("port" in m) {
+        port = m.port;
+        ready.resolve();
+      } else if ("receipts" in m) {
+        for (const [path, id, text, epochMs, verified] of m.receipts) {
+          if (!verified) counts.unverified++;
+          const key = `${path}|${id}`;
+          if (seen.has(key)) counts.duplicates++;
+          else {
+            seen.add(key);
+            latencies.push(epochMs - performance.timeOrigin - sentAt.get(text)!);
+          }
+        }
+      } else bareReply?.(m);
     },
   });
+  await ready.promise;
+  const trust = (path: string, secret: string) => child.send({ trust: path, secret });
   return {
     sentAt,
     seen,
     counts,
     /** The URL for an integration on `path`. */
-    endpoint: (path: string) => `http://127.0.0.1:${server.port}/${path}`,
+    endpoint: (path: string) => `http://127.0.0.1:${port}/${path}`,
     /** Deliveries to `path` must verify with `secret`. */
-    trust: (path: string, secret: string) => void secrets.set(path, new Webhook(secret)),
+    trust,
     /** Waits until `expected` distinct deliveries arrived or `ms` passed, then a little longer for late repeats. */
     async settle(expected: number, ms = 60_000) {
       const deadline = performance.now() + ms;
@@ -52,6 +64,27 @@ export function startReceiver() {
       const pct = (p: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN);
       return { p50: pct(50), p90: pct(90), p99: pct(99), p999: pct(99.9), max: Math.round(sorted.at(-1) ?? Number.NaN) };
     },
-    stop: () => server.stop(true),
+    /**
+     * The same-run baseline: bench/webhook-bare.ts in its own process signs and POSTs `count`
+     * webhooks to this receiver, `concurrency` at once (each verified there); the best of the
+     * concurrencies given is the ceiling the pipeline is compared with.
+     */
+    async bare(count: number, concurrencies: number[]) {
+      const secret = `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64")}`;
+      trust(BARE, secret);
+      const runs: Record<string, number> = {};
+      for (const c of concurrencies) {
+        const proc = Bun.spawn(["bun", `${import.meta.dir}/webhook-bare.ts`, `http://127.0.0.1:${port}/${BARE}`, secret, String(count), String(c)], {
+          stdout: "pipe",
+        });
+        runs[`concurrency_${c}`] = (JSON.parse(await new Response(proc.stdout).text()) as { per_second: number }).per_second;
+      }
+      const checked = await new Promise<{ bare: number; bareUnverified: number }>((resolve) => {
+        bareReply = resolve;
+        child.send({ bareCount: true });
+      });
+      return { per_second: Math.max(...Object.values(runs)), ...runs, received: checked.bare, unverified: checked.bareUnverified };
+    },
+    stop: () => child.kill(),
   };
 }

@@ -9,11 +9,14 @@
  *
  *   bun bench/webhooks-devices-e2e.ts [--rate 1000] [--seconds 60] [--devices 50]
  *
+ * The same-run baseline (a bare Bun process signing and POSTing to the same receiver,
+ * bench/webhook-bare.ts) and the load average before and after are printed beside the figures.
+ *
  * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test);
  * a fresh database is created and dropped.
  */
 import { arg, connect, dropDatabase, freshBenchDatabase, openLoop, seedDevices, spawnServer } from "./devices-load";
-import { startReceiver } from "./webhook-receiver";
+import { load, startReceiver } from "./webhook-receiver";
 
 const RATE = arg("rate", 1000);
 const SECONDS = arg("seconds", 60);
@@ -21,7 +24,9 @@ const DEVICES = arg("devices", 50);
 
 const dbUrl = await freshBenchDatabase("whdev");
 const server = await spawnServer("server/main.ts", { DATABASE_URL: dbUrl, WEBHOOK_ALLOW_PRIVATE: "true" }, "/api/health");
-const receiver = startReceiver();
+const receiver = await startReceiver();
+const loadBefore = load();
+const baseline = await receiver.bare(arg("bare", 20_000), [16, 64]);
 const sql = connect(dbUrl);
 try {
   const { token, deviceIds } = await seedDevices(sql, DEVICES);
@@ -69,6 +74,9 @@ try {
         duplicates: receiver.counts.duplicates,
         unverified: receiver.counts.unverified,
         latency_ms: receiver.latencyMs(),
+        baseline_bare_sign_and_post: baseline,
+        loadavg_before: loadBefore,
+        loadavg_after: load(),
       },
       null,
       2,

@@ -7,8 +7,13 @@
  * the start of storing to receipt, and counts lost and duplicated messages.
  *
  *   bun bench/webhooks-e2e.ts [--rate 1000] [--seconds 60] [--integrations 1]
- *   bun bench/webhooks-e2e.ts --drain 20000     delivery stage alone: N deliveries made up front
- *                                               (fan-out done), then the time the workers take
+ *   bun bench/webhooks-e2e.ts --drain 20000     delivery stage alone: N message.received events in
+ *                                               the log up front (fan-out done), then the time the
+ *                                               consumer and the deliveries take to drain them
+ *
+ * Every run first measures its baseline: a bare Bun process signing and POSTing to the same
+ * receiver (bench/webhook-bare.ts), and prints each figure beside it with the load average
+ * before and after (the machine is shared: a figure means little without them).
  *
  * Uses a fresh database on BENCH_DATABASE_URL's server (default postgres://postgres@127.0.0.1:5432),
  * dropped afterwards.
@@ -20,7 +25,7 @@ import { createGroupCommit } from "../server/lib/group-commit";
 import { storeInboundMessages } from "../server/messages/inbound";
 import { findMessagesForFanout } from "../server/messages/store";
 import { createServices } from "../server/services";
-import { startReceiver } from "./webhook-receiver";
+import { load, startReceiver } from "./webhook-receiver";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -47,7 +52,7 @@ url.pathname = `/${DB}`;
 const services = await createServices(loadConfig({ ...process.env, DATABASE_URL: url.toString(), WEBHOOK_ALLOW_PRIVATE: "true", LOG_LEVEL: "warn" }));
 const { sql } = services;
 
-const receiver = startReceiver();
+const receiver = await startReceiver();
 const { sentAt, seen } = receiver;
 
 // One organization, team and number; INTEGRATIONS integrations always-mapped to the team.
@@ -65,12 +70,17 @@ for (let i = 0; i < INTEGRATIONS; i++) {
     values (${org!.id}, ${`bench ${i}`}, ${receiver.endpoint(`hook${i}`)}, ${await services.webhooks.secrets.seal(secret)}) returning id`;
   await sql`insert into webhook_mappings (webhook_integration_id, team_id, forwarding_mode) values (${row!.id}, ${team!.id}, 'always')`;
 }
-if (DRAIN > 0) await drain();
-else await endToEnd();
+const loadBefore = load();
+const baseline = await receiver.bare(arg("bare", 20_000), [16, 64]);
+const result = DRAIN > 0 ? await drain() : await endToEnd();
+console.log(JSON.stringify({ ...result, baseline_bare_sign_and_post: baseline, loadavg_before: loadBefore, loadavg_after: load() }, null, 2));
 await finish();
 
 /** The delivery stage alone: messages stored and fanned out beforehand, then the workers started. */
 async function drain() {
+  // The consumer's position, at the log's head before the events are appended (start makes it).
+  await services.webhooks.start();
+  await services.webhooks.stop();
   for (let done = 0; done < DRAIN; done += 500) {
     await sql.begin(async (tx) => {
       const inputs = Array.from({ length: Math.min(DRAIN, done + 500) - done }, (_, k) => ({
@@ -100,14 +110,18 @@ async function drain() {
       await tx`delete from jobs where queue = 'message.inbound'`;
     });
   }
-  await services.webhooks.drainEvents();
   const t0 = performance.now();
   for (let i = 0; i < DRAIN; i++) sentAt.set(`bench ${i}`, t0);
   services.start();
   const deadline = t0 + 300_000;
   while (seen.size < DRAIN * INTEGRATIONS && performance.now() < deadline) await Bun.sleep(20);
   const seconds = (performance.now() - t0) / 1000;
-  console.log(JSON.stringify({ drained: seen.size, seconds: Math.round(seconds * 10) / 10, deliveries_per_second: Math.round(seen.size / seconds) }));
+  return {
+    drained: seen.size,
+    duplicates: receiver.counts.duplicates,
+    seconds: Math.round(seconds * 10) / 10,
+    deliveries_per_second: Math.round(seen.size / seconds),
+  };
 }
 
 async function endToEnd() {
@@ -149,26 +163,20 @@ async function endToEnd() {
   const expected = (total - storeErrors) * INTEGRATIONS;
   await receiver.settle(expected);
   const [dead] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_deliveries where status <> 'succeeded'`;
-  console.log(
-    JSON.stringify(
-      {
-        rate_target: RATE,
-        seconds: SECONDS,
-        integrations: INTEGRATIONS,
-        stored: total - storeErrors,
-        store_errors: storeErrors,
-        send_rate_achieved: Math.round((total - storeErrors) / sendSeconds),
-        received_unique: seen.size,
-        missing_after_60s_grace: expected - seen.size,
-        duplicates: receiver.counts.duplicates,
-        unverified: receiver.counts.unverified,
-        not_succeeded_rows: dead!.n,
-        latency_ms: receiver.latencyMs(),
-      },
-      null,
-      2,
-    ),
-  );
+  return {
+    rate_target: RATE,
+    seconds: SECONDS,
+    integrations: INTEGRATIONS,
+    stored: total - storeErrors,
+    store_errors: storeErrors,
+    send_rate_achieved: Math.round((total - storeErrors) / sendSeconds),
+    received_unique: seen.size,
+    missing_after_60s_grace: expected - seen.size,
+    duplicates: receiver.counts.duplicates,
+    unverified: receiver.counts.unverified,
+    not_succeeded_rows: dead!.n,
+    latency_ms: receiver.latencyMs(),
+  };
 }
 
 async function finish() {

@@ -41,7 +41,8 @@ export const QUEUES = {
     visibilitySeconds: 30,
   },
   "webhook.delivery": {
-    description: "One attempt at one webhook delivery; the delivery's own retry policy decides the next",
+    description:
+      "One attempt at one webhook delivery: retries, redeliveries, and first attempts the dispatcher handed back or a dead instance left (born claimed by the log consumer's instance, which makes first attempts itself)",
     producers: ["server/webhooks/delivery-store.ts"],
     handler: "server/webhooks/delivery.ts",
     // Jobs waiting for a busy endpoint do not hold a slot (endpoint-limiter.ts), so many endpoints at their cap still leave room.

@@ -1,5 +1,5 @@
 import type { Sql } from "../db/client";
-import { enqueueJobs, removeJob } from "../jobs/queue";
+import { type Claim, enqueueJobs, settleJobs } from "../jobs/queue";
 
 export type DeliveryStatus = "pending" | "succeeded" | "failed" | "retrying";
 
@@ -23,14 +23,16 @@ export type DeliveryForAttempt = {
   failing_too_long: boolean;
 };
 
-export async function loadDeliveryForAttempt(sql: Sql, id: number, disableAfterSeconds: number): Promise<DeliveryForAttempt | null> {
-  const [row] = await sql<DeliveryForAttempt[]>`
+/** Deliveries with what their next attempt needs, in the order of `ids`' rows (by id). */
+export async function loadDeliveriesForAttempt(sql: Sql, ids: number[], disableAfterSeconds: number): Promise<DeliveryForAttempt[]> {
+  if (ids.length === 0) return [];
+  return sql<DeliveryForAttempt[]>`
     select d.id, d.event_id, d.event_type, d.message_id, d.body, d.status, d.attempts,
            i.id as integration_id, i.url, i.headers, i.timeout_seconds, i.retry_count, i.is_active, i.secret_sealed,
            coalesce(i.failing_since <= now() - make_interval(secs => ${disableAfterSeconds}), false) as failing_too_long
     from webhook_deliveries d join webhook_integrations i on i.id = d.webhook_integration_id
-    where d.id = ${id}`;
-  return row ?? null;
+    where d.id = any(${ids}::bigint[])
+    order by d.id`;
 }
 
 export type AttemptRecord = {
@@ -45,54 +47,76 @@ export type AttemptRecord = {
   responseBody: string | null;
   responseTimeMs: number | null;
   error: string | null;
-  nextRetryInMs: number | null;
 };
 
-const logValues = (sql: Sql, r: AttemptRecord) => sql`
-  ${r.integrationId}, ${r.deliveryId}, ${r.eventId}, ${r.eventType}, ${r.messageId}, ${r.attempt}, ${r.status}, ${r.httpStatus},
-  ${r.responseBody}, ${r.responseTimeMs}, ${r.error},
-  ${r.nextRetryInMs === null ? null : sql`now() + make_interval(secs => ${r.nextRetryInMs / 1000})`}`;
-
-/** A log record alone: test events, and attempts refused before any request. */
+/** A log record alone: test events. */
 export async function insertLog(sql: Sql, r: AttemptRecord) {
   await sql`
     insert into webhook_delivery_logs (webhook_integration_id, delivery_id, event_id, event_type, message_id, attempt, status,
-      http_status, response_body, response_time_ms, error, next_retry_at)
-    values (${logValues(sql, r)})`;
+      http_status, response_body, response_time_ms, error)
+    values (${r.integrationId}, ${r.deliveryId}, ${r.eventId}, ${r.eventType}, ${r.messageId}, ${r.attempt}, ${r.status}, ${r.httpStatus},
+      ${r.responseBody}, ${r.responseTimeMs}, ${r.error})`;
 }
 
 /**
- * Records one attempt in one statement: the delivery's new state, its log record, the
- * integration's failure run when the endpoint was tried (`reached`: started by a failure,
- * broken by a success; the integration row is written only when that changes, so a busy healthy
- * endpoint never contends on it) and, for a final attempt, the removal of its job
- * (`finishedJobId`), which saves the queue a commit of its own (its delete then finds nothing).
- * The delivery is updated only from the attempt count this worker saw, so a duplicate worker
- * after a lost claim cannot record the same attempt twice.
+ * One attempt of a delivery as recorded: `retryAt` when another attempt is due then, `reached`
+ * whether the endpoint answered (null: not tried), `jobId` the job it ran under (settled with it).
  */
-export async function recordAttempt(
-  sql: Sql,
-  r: AttemptRecord & { deliveryId: number },
-  opts: { reached: "succeeded" | "failed" | null; finishedJobId: number | null },
-) {
-  const { reached, finishedJobId } = opts;
-  const run =
-    reached === null
-      ? sql``
-      : sql`, f as (update webhook_integrations set failing_since = ${reached === "succeeded" ? null : sql`now()`}
-            where id = ${r.integrationId} and failing_since is ${reached === "succeeded" ? sql`not null` : sql`null`} and exists (select 1 from d))`;
-  const job = finishedJobId === null ? sql`` : sql`, j as (${removeJob(sql, finishedJobId, sql`exists (select 1 from d)`)})`;
+export type FinishedAttempt = AttemptRecord & { deliveryId: number; retryAt: Date | null; reached: "succeeded" | "failed" | null; jobId: number | null };
+
+/**
+ * Records attempts in one statement, however many: each delivery's new state, its log record,
+ * its job (removed when the delivery is done, released until `retryAt` when not), and the
+ * failure run of each integration whose endpoint was tried (started by a failure, broken by a
+ * success: the last attempt of the batch decides; the integration row is written only when that
+ * changes, so a busy healthy endpoint never contends on it). A delivery is updated only from the
+ * attempt count its worker saw, so a duplicate worker after a lost claim cannot record the same
+ * attempt twice.
+ */
+export async function recordAttempts(sql: Sql, attempts: FinishedAttempt[]) {
+  if (attempts.length === 0) return;
+  const rows = attempts.map((r) => ({
+    delivery_id: r.deliveryId,
+    job_id: r.jobId,
+    integration_id: r.integrationId,
+    event_id: r.eventId,
+    event_type: r.eventType,
+    message_id: r.messageId,
+    attempt: r.attempt,
+    status: r.status,
+    http_status: r.httpStatus,
+    response_body: r.responseBody,
+    response_time_ms: r.responseTimeMs,
+    error: r.error,
+    retry_at: r.retryAt?.toISOString() ?? null,
+  }));
+  const runs = new Map<number, boolean>();
+  for (const r of attempts) if (r.reached) runs.set(r.integrationId, r.reached === "failed");
+  const failing = [...runs].map(([id, failed]) => ({ id, failed }));
   // A record lost to a crash means the attempt is made again: at least once, as promised. So the
-  // commit does not wait for the WAL flush (one disk sync per delivered webhook otherwise).
+  // commit does not wait for the WAL flush (one disk sync per batch of webhooks otherwise).
   await sql`
-    with d as (
-      update webhook_deliveries set status = ${r.status}, attempts = ${r.attempt}, updated_at = now()
-      where id = ${r.deliveryId} and attempts = ${r.attempt - 1} returning id
+    with r as materialized (
+      select * from jsonb_to_recordset(${sql.json(rows as never)}) as r(delivery_id bigint, job_id bigint, integration_id bigint,
+        event_id text, event_type text, message_id bigint, attempt int, status text, http_status int, response_body text,
+        response_time_ms int, error text, retry_at timestamptz)
+    ), d as (
+      update webhook_deliveries w set status = r.status, attempts = r.attempt, updated_at = now()
+      from r where w.id = r.delivery_id and w.attempts = r.attempt - 1 returning w.id
     ), l as (
       insert into webhook_delivery_logs (webhook_integration_id, delivery_id, event_id, event_type, message_id, attempt, status,
         http_status, response_body, response_time_ms, error, next_retry_at)
-      select ${logValues(sql, r)} where exists (select 1 from d)
-    ) ${job} ${run}
+      select integration_id, delivery_id, event_id, event_type, message_id, attempt, status, http_status, response_body,
+        response_time_ms, error, retry_at from r where delivery_id in (select id from d)
+    ), ${settleJobs(
+      sql,
+      sql`select job_id from r where retry_at is null and delivery_id in (select id from d)`,
+      sql`select job_id, retry_at from r where retry_at is not null and delivery_id in (select id from d)`,
+    )}, f as (
+      update webhook_integrations i set failing_since = case when f.failed then now() end
+      from jsonb_to_recordset(${sql.json(failing as never)}) as f(id bigint, failed boolean)
+      where i.id = f.id and f.failed = (i.failing_since is null)
+    )
     select set_config('synchronous_commit', 'off', true)`;
 }
 
@@ -186,21 +210,24 @@ export type NewDelivery = {
   origin: DeliveryOrigin;
 };
 
+/** A delivery just created, with its job. */
+export type CreatedDelivery = { delivery_id: number; job_id: number };
+
 /**
  * Inserts deliveries and their jobs in one statement. The log consumer's delivery of an event to
  * an integration exists once (`origin` live): inserting it again adds nothing, nor a job.
+ * `claimedBy`: the jobs are born claimed by this instance, which makes the first attempts itself.
  */
-export async function insertDeliveries(sql: Sql, rows: NewDelivery[], queue: DeliveryQueue): Promise<number[]> {
+export async function insertDeliveries(sql: Sql, rows: NewDelivery[], queue: DeliveryQueue, claimedBy?: Claim): Promise<CreatedDelivery[]> {
   if (rows.length === 0) return [];
-  const created = await sql<{ id: number }[]>`
+  return sql<CreatedDelivery[]>`
     with d as (
       insert into webhook_deliveries ${sql(rows, "webhook_integration_id", "event_id", "event_type", "message_id", "body", "origin")}
       on conflict (event_id, webhook_integration_id) where origin = 'live' do nothing
       returning id
     )
-    ${enqueueJobs(sql, queue, sql`select jsonb_build_object('delivery_id', d.id) from d`)}
-    returning (payload->>'delivery_id')::bigint as id`;
-  return created.map((r) => r.id);
+    ${enqueueJobs(sql, queue, sql`select jsonb_build_object('delivery_id', d.id) from d`, { claimedBy })}
+    returning (payload->>'delivery_id')::bigint as delivery_id, id as job_id`;
 }
 
 /**

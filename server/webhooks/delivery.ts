@@ -4,8 +4,8 @@ import { JOB_REMOVED, type JobHandler, type JobQueue, RetryAfter } from "../jobs
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
-import { type DeliveryForAttempt, loadDeliveryForAttempt, recordAttempt } from "./delivery-store";
-import type { EndpointLimiter } from "./endpoint-limiter";
+import { type DeliveryForAttempt, type FinishedAttempt, loadDeliveriesForAttempt, recordAttempts } from "./delivery-store";
+import type { EndpointLimiter, Slot } from "./endpoint-limiter";
 import { disableIntegration } from "./failing";
 import { type AttemptResult, postWebhook } from "./http";
 import { judgeAttempt } from "./retry-policy";
@@ -63,10 +63,11 @@ export async function openSecret(deps: Pick<DeliveryDeps, "secrets" | "logger">,
   }
 }
 
-async function attemptDelivery(deps: DeliveryDeps, d: DeliveryForAttempt): Promise<AttemptResult> {
-  const slot = await deps.limiter.acquire(String(d.integration_id));
-  // A busy slow endpoint sends the job back to the queue instead of holding a worker slot.
-  if ("retryInMs" in slot) throw new RetryAfter(slot.retryInMs, "endpoint at its concurrency limit");
+/** Waits for a slot of the endpoint, or throws to put the attempt off (the job path's RetryAfter). */
+export type AcquireSlot = (endpoint: string) => Promise<Slot>;
+
+async function attemptDelivery(deps: DeliveryDeps, d: DeliveryForAttempt, acquire: AcquireSlot): Promise<AttemptResult> {
+  const slot = await acquire(String(d.integration_id));
   let result: AttemptResult | undefined;
   try {
     const secret = await openSecret(deps, d.secret_sealed);
@@ -86,42 +87,57 @@ async function attemptDelivery(deps: DeliveryDeps, d: DeliveryForAttempt): Promi
 }
 
 /**
- * Runs the next attempt of a delivery; throws RetryAfter when another attempt is due later.
- * JOB_REMOVED: the final attempt's record also removed the job `jobId`.
+ * Makes the next attempt of a delivery and judges it (retry policy, 410 and the disable period),
+ * disabling the integration when the verdict says so: what is to be recorded (recordAttempts).
+ * An inactive integration's delivery is abandoned without a request.
  */
-export async function runDelivery(deps: DeliveryDeps, deliveryId: number, jobId: number | null = null): Promise<void | typeof JOB_REMOVED> {
-  const d = await loadDeliveryForAttempt(deps.sql, deliveryId, deps.disableAfterSeconds);
-  if (!d || d.status === "succeeded" || d.status === "failed") return;
+export async function makeAttempt(deps: DeliveryDeps, d: DeliveryForAttempt, acquire: AcquireSlot, jobId: number | null): Promise<FinishedAttempt> {
   const attempt = d.attempts + 1;
-  const base = { integrationId: d.integration_id, deliveryId: d.id, eventId: d.event_id, eventType: d.event_type, messageId: d.message_id, attempt };
+  const base = { integrationId: d.integration_id, deliveryId: d.id, eventId: d.event_id, eventType: d.event_type, messageId: d.message_id, attempt, jobId };
   if (!d.is_active) {
-    const error = "integration is inactive; delivery abandoned";
-    const record = { ...base, status: "failed" as const, httpStatus: null, responseBody: null, responseTimeMs: null, error, nextRetryInMs: null };
-    await recordAttempt(deps.sql, record, { reached: null, finishedJobId: jobId });
     deps.metrics.webhookDeliveries.inc({ outcome: "abandoned" });
-    return jobId === null ? undefined : JOB_REMOVED;
+    const error = "integration is inactive; delivery abandoned";
+    return { ...base, status: "failed", httpStatus: null, responseBody: null, responseTimeMs: null, error, retryAt: null, reached: null };
   }
-  const result = await attemptDelivery(deps, d);
+  const result = await attemptDelivery(deps, d, acquire);
   const verdict = judgeAttempt(result, attempt, d.retry_count, d.failing_too_long);
   const disable = verdict.status === "failed" ? verdict.disable : null;
-  const error = disable ? `${result.error ?? "failed"}; integration disabled: ${disable}` : result.error;
   // Disabled before the attempt is logged: whoever sees the 410 in the log sees the integration inactive.
   if (disable) await disableIntegration(deps, d.integration_id, disable);
-  await recordAttempt(
-    deps.sql,
-    {
-      ...base,
-      status: verdict.status,
-      httpStatus: result.httpStatus,
-      responseBody: result.responseBody,
-      responseTimeMs: result.responseTimeMs,
-      error,
-      nextRetryInMs: verdict.status === "retrying" ? verdict.delayMs : null,
-    },
-    { reached: result.ok ? "succeeded" : "failed", finishedJobId: verdict.status === "retrying" ? null : jobId },
-  );
   deps.metrics.webhookDeliveries.inc({ outcome: verdict.status });
-  if (verdict.status === "retrying") throw new RetryAfter(verdict.delayMs, `attempt ${attempt} failed: ${result.error}`);
+  if (verdict.status === "failed")
+    deps.logger.warn({ integration: d.integration_id, delivery: d.id, event: d.event_id, attempt, err: result.error }, "webhook delivery gave up");
+  return {
+    ...base,
+    status: verdict.status,
+    httpStatus: result.httpStatus,
+    responseBody: result.responseBody,
+    responseTimeMs: result.responseTimeMs,
+    error: disable ? `${result.error ?? "failed"}; integration disabled: ${disable}` : result.error,
+    retryAt: verdict.status === "retrying" ? new Date(deps.clock.now() + verdict.delayMs) : null,
+    reached: result.ok ? "succeeded" : "failed",
+  };
+}
+
+/**
+ * The job path's attempt (retries, redeliveries, replays, and first attempts whose instance died
+ * or handed them back): one attempt, recorded with its job settled in the same statement. A busy
+ * slow endpoint sends the job back to the queue instead of holding a worker slot.
+ */
+export async function runDelivery(deps: DeliveryDeps, deliveryId: number, jobId: number | null = null): Promise<void | typeof JOB_REMOVED> {
+  const [d] = await loadDeliveriesForAttempt(deps.sql, [deliveryId], deps.disableAfterSeconds);
+  if (!d || d.status === "succeeded" || d.status === "failed") return;
+  const done = await makeAttempt(
+    deps,
+    d,
+    async (endpoint) => {
+      const slot = await deps.limiter.acquire(endpoint);
+      if ("retryInMs" in slot) throw new RetryAfter(slot.retryInMs, "endpoint at its concurrency limit");
+      return slot;
+    },
+    jobId,
+  );
+  await recordAttempts(deps.sql, [done]);
   return jobId === null ? undefined : JOB_REMOVED;
 }
 

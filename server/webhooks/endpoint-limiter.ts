@@ -14,6 +14,11 @@
 export type Slot = { release: (latencyMs: number) => void };
 export type EndpointLimiter = {
   acquire(endpoint: string): Promise<Slot | { retryInMs: number }>;
+  /**
+   * A slot, waiting in the FIFO for as long as it takes: for a caller that bounds its own waiters
+   * (the dispatcher's lanes run at most `cap` attempts per endpoint), never turned away.
+   */
+  wait(endpoint: string): Promise<Slot>;
   inFlight(endpoint: string): number;
 };
 
@@ -56,14 +61,24 @@ export function createEndpointLimiter(opts: {
     };
   }
 
+  const queueFor = (s: State) => new Promise<Slot>((resolve) => s.waiting.push(resolve));
+  /** A free slot taken now, or null at the cap. */
+  function take(endpoint: string, s: State): Slot | null {
+    if (s.inFlight >= opts.cap) return null;
+    s.inFlight++;
+    return slotFor(endpoint, s);
+  }
+
   return {
+    async wait(endpoint) {
+      const s = state(endpoint);
+      return take(endpoint, s) ?? queueFor(s);
+    },
     async acquire(endpoint) {
       const s = state(endpoint);
-      if (s.inFlight < opts.cap) {
-        s.inFlight++;
-        return slotFor(endpoint, s);
-      }
-      if (s.ewmaMs < fastMs && s.waiting.length < maxWaiting) return new Promise<Slot>((resolve) => s.waiting.push(resolve));
+      const free = take(endpoint, s);
+      if (free) return free;
+      if (s.ewmaMs < fastMs && s.waiting.length < maxWaiting) return queueFor(s);
       s.turnedAway++;
       const base = Math.max(50, s.ewmaMs) * (1 + s.turnedAway / opts.cap);
       return { retryInMs: Math.round(Math.min(maxDelayMs, base) * (0.5 + random())) };

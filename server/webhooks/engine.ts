@@ -9,7 +9,8 @@ import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
 import { createLogConsumer } from "./consumer";
 import { type DeliveryDeps, deliveryHandler, openSecret, sendSigned } from "./delivery";
-import { insertLog } from "./delivery-store";
+import { insertLog, loadDeliveriesForAttempt } from "./delivery-store";
+import { createDispatcher } from "./dispatcher";
 import { createEndpointLimiter } from "./endpoint-limiter";
 import { newTestEventId, testEvent } from "./events";
 import { createSecretBox } from "./secrets";
@@ -22,7 +23,8 @@ export type TestResult = { success: boolean; http_status: number; response_body:
 
 /**
  * The webhook feature's moving parts, built once with the services: the secret box, the log
- * consumer that makes deliveries of events, the delivery handler (registered by
+ * consumer that makes deliveries of events and hands their first attempts to the dispatcher
+ * (per-endpoint lanes in this process), the delivery handler of the job path (registered by
  * server/jobs/workers.ts for the live and the replay queue), the SSRF check used by the routes,
  * and the test send.
  */
@@ -44,7 +46,19 @@ export function createWebhookEngine(deps: {
     allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE,
     disableAfterSeconds: deps.config.WEBHOOK_DISABLE_AFTER_DAYS * 86_400,
   };
-  const consumer = createLogConsumer({ sql: deps.sql, events: deps.events, clock: deps.clock, logger: deps.logger, wakeWorkers: () => deps.jobs.wake() });
+  const dispatcher = createDispatcher({ ...delivery, cap: ENDPOINT_CONCURRENCY });
+  const consumer = createLogConsumer({
+    sql: deps.sql,
+    events: deps.events,
+    clock: deps.clock,
+    logger: deps.logger,
+    claim: deps.jobs.claimedBy,
+    async deliver(created) {
+      const jobOf = new Map(created.map((c) => [c.delivery_id, c.job_id]));
+      const loaded = await loadDeliveriesForAttempt(deps.sql, [...jobOf.keys()], delivery.disableAfterSeconds);
+      dispatcher.dispatch(loaded.map((d) => ({ delivery: d, jobId: jobOf.get(d.id)! })));
+    },
+  });
 
   /**
    * Sends a signed `webhook.test` now and logs it. Never throws for anything the target does:
@@ -75,7 +89,6 @@ export function createWebhookEngine(deps: {
       responseBody: r.responseBody,
       responseTimeMs: r.responseTimeMs,
       error: r.error,
-      nextRetryInMs: null,
     });
     const result: TestResult = {
       success: r.ok,
@@ -92,8 +105,16 @@ export function createWebhookEngine(deps: {
     sendTest,
     deliver: deliveryHandler(delivery),
     /** Follows the event log, making deliveries (instances that run workers). */
-    start: () => consumer.start(),
-    stop: () => consumer.stop(),
+    async start() {
+      dispatcher.resume();
+      await consumer.start();
+    },
+    async stop() {
+      await consumer.stop();
+      await dispatcher.stop();
+    },
+    /** Live deliveries waiting for or in their first attempt in this process, per integration. */
+    backlog: () => dispatcher.backlog(),
     /** Wakes this instance's delivery workers after deliveries were created outside the consumer. */
     wakeWorkers: () => deps.jobs.wake(),
     /** Makes the deliveries of every readable event now (tests that drive the work by hand). */

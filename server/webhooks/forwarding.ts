@@ -1,6 +1,7 @@
 import type { Sql } from "../db/client";
 import type { StoredEvent } from "../events/log";
-import { type DeliveryOrigin, type DeliveryQueue, type EventToMatch, findEventTargets, insertDeliveries } from "./delivery-store";
+import type { Claim } from "../jobs/queue";
+import { type CreatedDelivery, type DeliveryOrigin, type DeliveryQueue, type EventToMatch, findEventTargets, insertDeliveries } from "./delivery-store";
 import { webhookBody } from "./events";
 import { NOT_FROM_LOG } from "./subscriptions";
 
@@ -34,18 +35,19 @@ const messageIdOf = (e: StoredEvent) => {
  * Creates the deliveries of log events (docs/events.md "Webhooks"): one per event and integration
  * that gets it (findEventTargets), each with its job, in one query for the targets and one
  * statement for the rows. The body is the event under its own id, the same for every integration
- * and every later redelivery or replay. `integrationId` narrows to one integration (replay).
- * Returns how many deliveries were created.
+ * and every later redelivery or replay. `integrationId` narrows to one integration (replay);
+ * `claimedBy`: the jobs are born claimed by this instance (the consumer's first attempts).
+ * Returns the deliveries created.
  */
 export async function createDeliveries(
   sql: Sql,
   events: StoredEvent[],
-  opts: { origin: DeliveryOrigin; queue: DeliveryQueue; integrationId?: number },
-): Promise<number> {
+  opts: { origin: DeliveryOrigin; queue: DeliveryQueue; integrationId?: number; claimedBy?: Claim },
+): Promise<CreatedDelivery[]> {
   const deliverable = events.filter((e) => !NOT_FROM_LOG.includes(e.type));
-  if (deliverable.length === 0) return 0;
+  if (deliverable.length === 0) return [];
   const targets = await findEventTargets(sql, deliverable.map(toMatch), opts.integrationId ?? null);
-  if (targets.length === 0) return 0;
+  if (targets.length === 0) return [];
   const byRow = new Map(deliverable.map((e) => [e.position.id, e]));
   const bodies = new Map<number, string>();
   const rows = targets.map((t) => {
@@ -54,5 +56,5 @@ export async function createDeliveries(
     if (body === undefined) bodies.set(t.event_row, (body = webhookBody(e)));
     return { webhook_integration_id: t.integration_id, event_id: e.cursor, event_type: e.type, message_id: messageIdOf(e), body, origin: opts.origin };
   });
-  return (await insertDeliveries(sql, rows, opts.queue)).length;
+  return insertDeliveries(sql, rows, opts.queue, opts.claimedBy);
 }

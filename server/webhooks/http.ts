@@ -53,12 +53,7 @@ function describeFailure(e: unknown, timedOut: boolean, timeoutMs: number): stri
  * capped body). Redirects are not followed: a 3xx is a failure like any non-2xx.
  */
 export async function postWebhook(opts: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }): Promise<AttemptResult> {
-  const controller = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
-  }, opts.timeoutMs);
+  const signal = AbortSignal.timeout(opts.timeoutMs);
   const start = performance.now();
   const elapsed = () => Math.round(performance.now() - start);
   try {
@@ -67,9 +62,11 @@ export async function postWebhook(opts: { url: string; headers: Record<string, s
       headers: { "user-agent": USER_AGENT, ...opts.headers, "content-type": "application/json" },
       body: opts.body,
       redirect: "manual",
-      signal: controller.signal,
+      signal,
     });
-    const responseBody = await readCapped(res, RESPONSE_BODY_LIMIT);
+    // A short answer of known length is read whole (the common case, and cheaper than a stream).
+    const length = Number(res.headers.get("content-length") ?? Number.NaN);
+    const responseBody = length <= RESPONSE_BODY_LIMIT ? await res.text() : await readCapped(res, RESPONSE_BODY_LIMIT);
     const ok = res.status >= 200 && res.status < 300;
     return {
       ok,
@@ -85,10 +82,8 @@ export async function postWebhook(opts: { url: string; headers: Record<string, s
       httpStatus: null,
       responseBody: null,
       responseTimeMs: elapsed(),
-      error: describeFailure(e, timedOut, opts.timeoutMs),
+      error: describeFailure(e, signal.aborted, opts.timeoutMs),
       retryAfterMs: null,
     };
-  } finally {
-    clearTimeout(timer);
   }
 }

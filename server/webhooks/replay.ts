@@ -51,7 +51,8 @@ export async function replayWindow(sql: Pool, integration: IntegrationRow, body:
   const events = types?.length === 0 ? [] : await readEventsCreatedBetween(sql, integration.organization_id, { ...window, types }, REPLAY_MAX_EVENTS + 1);
   if (events.length > REPLAY_MAX_EVENTS)
     throw validationFailed({ until: [`the window holds more than ${REPLAY_MAX_EVENTS} events; replay it in shorter windows`] });
-  const deliveries = await sql.begin((tx) => createDeliveries(tx, events, { origin: "replay", queue: REPLAY_QUEUE, integrationId: integration.id }));
+  const created = await sql.begin((tx) => createDeliveries(tx, events, { origin: "replay", queue: REPLAY_QUEUE, integrationId: integration.id }));
+  const deliveries = created.length;
   return { deliveries, since: window.since.toISOString(), until: window.until.toISOString(), event_types: types ?? [ALL_EVENTS] };
 }
 

@@ -1,0 +1,33 @@
+/**
+ * The webhook benchmarks' same-run baseline: a bare Bun process that signs Standard Webhooks
+ * style (server/webhooks/signing.ts, the server's own signer) and POSTs to the benchmark's
+ * receiver, `concurrency` requests at once, with nothing else: no database, no queue, no log.
+ *
+ *   bun bench/webhook-bare.ts <url> <secret> <count> <concurrency>     prints {"posted": n, "per_second": r}
+ */
+import { signatureHeaders } from "../server/webhooks/signing";
+
+const [url, secret, countArg, concurrencyArg] = process.argv.slice(2);
+const count = Number(countArg);
+const concurrency = Number(concurrencyArg);
+let next = 0;
+let posted = 0;
+const start = performance.now();
+await Promise.all(
+  Array.from({ length: concurrency }, async () => {
+    while (next < count) {
+      const i = next++;
+      const id = `evt_bare_${i}`;
+      const body = JSON.stringify({ id, type: "message.received", created_at: new Date().toISOString(), data: { id: i, text: `bare ${i}` } });
+      const res = await fetch(url!, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...signatureHeaders(secret!, id, body, Date.now()) },
+        body,
+      });
+      await res.text();
+      if (res.ok) posted++;
+    }
+  }),
+);
+const seconds = (performance.now() - start) / 1000;
+console.log(JSON.stringify({ posted, per_second: Math.round(posted / seconds) }));

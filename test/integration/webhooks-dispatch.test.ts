@@ -1,0 +1,155 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ENDPOINT_CONCURRENCY } from "../../server/webhooks/engine";
+import { createTenant } from "../fixtures";
+import { createTestContext, type TestContext } from "../helpers";
+import { createHook, createNumber, createTeam, deliveriesMade, fastForwardRetries, logsOf, receiveSms, startReceiver, waitFor } from "./webhooks-helpers";
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createTestContext();
+  ctx.services.start();
+}, 60_000);
+afterAll(async () => {
+  await ctx?.close();
+}, 60_000);
+
+/** A receiver that holds every request until `release()`. */
+function hangingReceiver() {
+  const held: Array<() => void> = [];
+  const receiver = startReceiver(() => new Promise<Response>((resolve) => held.push(() => resolve(new Response("late")))));
+  return {
+    ...receiver,
+    held,
+    release() {
+      for (const r of held.splice(0)) r();
+    },
+  };
+}
+
+/** The attempts of an integration's deliveries and the state of their jobs. */
+async function deliveryState(integrationId: number) {
+  const [row] = await ctx.sql<{ deliveries: number; attempted: number; jobs_free: number }[]>`
+    select count(*)::int as deliveries, count(*) filter (where d.attempts > 0)::int as attempted,
+           count(j.id) filter (where j.locked_by is null)::int as jobs_free
+    from webhook_deliveries d left join jobs j on j.queue = 'webhook.delivery' and (j.payload->>'delivery_id')::bigint = d.id
+    where d.webhook_integration_id = ${integrationId}`;
+  return row!;
+}
+
+describe("live deliveries run per endpoint in the process (dispatcher)", () => {
+  test("a hung endpoint and a failing one never delay a healthy one: it receives everything while the hung one is stuck", async () => {
+    const a = await createTenant(ctx.sql);
+    const team = await createTeam(ctx.sql, a.org.id);
+    const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: team.id }]);
+    const hung = hangingReceiver();
+    const failing = startReceiver(() => new Response("down", { status: 500 }));
+    const healthy = startReceiver();
+    const mapping = [{ teamId: team.id, mode: "always" as const }];
+    const hungHook = await createHook(ctx, a.token, { url: hung.url, timeout_seconds: 60 }, mapping);
+    const failingHook = await createHook(ctx, a.token, { url: failing.url, retry_count: 3 }, mapping);
+    const healthyHook = await createHook(ctx, a.token, { url: healthy.url }, mapping);
+    healthy.secrets.push(healthyHook.secret);
+
+    const n = ENDPOINT_CONCURRENCY * 3;
+    for (let i = 0; i < n; i++) await receiveSms(ctx, sim.id, `iso ${i}`);
+    await waitFor(() => healthy.received.length === n, 20_000, "every healthy delivery");
+    // The hung endpoint is still stuck at that moment: all of its slots taken, nothing answered.
+    expect(hung.held.length).toBe(ENDPOINT_CONCURRENCY);
+    expect(healthy.received.every((r) => r.verifiedWith === healthyHook.secret)).toBe(true);
+    expect(new Set(healthy.received.map((r) => r.event.data.text)).size).toBe(n);
+    const logs = await waitFor(async () => {
+      const l = await logsOf(ctx, a.token, healthyHook.id, "?per_page=100");
+      return l.data.length === n && l;
+    });
+    // Each healthy delivery took one attempt: no waiting counted as a failure.
+    expect(logs.data.every((l) => l.status === "succeeded" && l.attempt === 1)).toBe(true);
+    await waitFor(async () => (await logsOf(ctx, a.token, failingHook.id)).data.length >= ENDPOINT_CONCURRENCY, 20_000, "failed first attempts");
+
+    await ctx.request("PATCH", `/api/webhook-integrations/${hungHook.id}`, { token: a.token, body: { name: "hung", url: hung.url, is_active: false } });
+    await ctx.request("PATCH", `/api/webhook-integrations/${failingHook.id}`, {
+      token: a.token,
+      body: { name: "failing", url: failing.url, is_active: false },
+    });
+    hung.release();
+    await waitFor(
+      async () => {
+        hung.release();
+        return (await deliveryState(hungHook.id)).attempted === n;
+      },
+      20_000,
+      "the hung endpoint's deliveries settled",
+    );
+    hung.stop();
+    failing.stop();
+    healthy.stop();
+  }, 60_000);
+
+  test("waiting for an endpoint's slot is not an attempt: no log record, no retry, the job still held until its turn", async () => {
+    const a = await createTenant(ctx.sql);
+    const team = await createTeam(ctx.sql, a.org.id);
+    const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: team.id }]);
+    const slow = hangingReceiver();
+    const hook = await createHook(ctx, a.token, { url: slow.url }, [{ teamId: team.id, mode: "always" }]);
+    slow.secrets.push(hook.secret);
+    const n = ENDPOINT_CONCURRENCY + 10;
+    for (let i = 0; i < n; i++) await receiveSms(ctx, sim.id, `slot ${i}`);
+    await deliveriesMade(ctx);
+    await waitFor(() => slow.held.length === ENDPOINT_CONCURRENCY, 10_000, "the endpoint's slots all taken");
+    const waiting = await deliveryState(hook.id);
+    expect(waiting).toEqual({ deliveries: n, attempted: 0, jobs_free: 0 });
+    expect((await logsOf(ctx, a.token, hook.id)).data).toHaveLength(0);
+    expect(slow.held.length).toBe(ENDPOINT_CONCURRENCY);
+
+    await waitFor(
+      () => {
+        slow.release();
+        return slow.received.length === n;
+      },
+      20_000,
+      "every delivery once its turn came",
+    );
+    const logs = await waitFor(async () => {
+      const l = await logsOf(ctx, a.token, hook.id, "?per_page=100");
+      return l.data.length === n && l;
+    });
+    expect(logs.data.every((l) => l.status === "succeeded" && l.attempt === 1)).toBe(true);
+    expect(new Set(slow.received.map((r) => r.headers["webhook-id"])).size).toBe(n);
+    await waitFor(
+      async () =>
+        (await deliveryState(hook.id)).jobs_free === 0 &&
+        (
+          await ctx.sql`select 1 from jobs j join webhook_deliveries d on (j.payload->>'delivery_id')::bigint = d.id where d.webhook_integration_id = ${hook.id}`
+        ).length === 0,
+      10_000,
+      "every job settled",
+    );
+    slow.stop();
+  }, 60_000);
+
+  test("an event that fails every time gives up after its retries (logged as failed) and never stalls the consumer", async () => {
+    const a = await createTenant(ctx.sql);
+    const team = await createTeam(ctx.sql, a.org.id);
+    const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: team.id }]);
+    // Request n is received[n - 1] (recorded before it is answered).
+    const receiver = startReceiver((n) => (receiver.received[n - 1]!.event.data.text === "poison" ? new Response("no", { status: 500 }) : new Response("ok")));
+    const hook = await createHook(ctx, a.token, { url: receiver.url, retry_count: 2 }, [{ teamId: team.id, mode: "always" }]);
+    receiver.secrets.push(hook.secret);
+    await receiveSms(ctx, sim.id, "poison");
+    for (let i = 0; i < 5; i++) await receiveSms(ctx, sim.id, `after ${i}`);
+    // The events after the failing one are read and delivered while it waits for its retries.
+    await waitFor(() => receiver.received.filter((r) => r.event.data.text.startsWith("after")).length === 5, 10_000, "later events delivered");
+    await deliveriesMade(ctx);
+    for (let attempt = 2; attempt <= 3; attempt++) {
+      await waitFor(async () => (await logsOf(ctx, a.token, hook.id, "?status=retrying")).data.length === attempt - 1, 10_000, `attempt ${attempt - 1} logged`);
+      await fastForwardRetries(ctx, hook.id);
+    }
+    const failed = await waitFor(async () => (await logsOf(ctx, a.token, hook.id, "?status=failed")).data[0], 10_000, "given up");
+    expect(failed).toMatchObject({ attempt: 3, http_status: 500 });
+    const [poison] = await ctx.sql<{ status: string; jobs: number }[]>`
+      select d.status, (select count(*)::int from jobs j where (j.payload->>'delivery_id')::bigint = d.id) as jobs
+      from webhook_deliveries d where d.webhook_integration_id = ${hook.id} and d.body like '%poison%'`;
+    expect(poison).toEqual({ status: "failed", jobs: 0 });
+    expect(receiver.received.filter((r) => r.event.data.text === "poison")).toHaveLength(3);
+    receiver.stop();
+  }, 60_000);
+});
