@@ -606,6 +606,26 @@ export interface paths {
         patch: operations["patchApiNumbersByIdAlias"];
         trace?: never;
     };
+    "/api/inbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Inbound messages of every number, newest first
+         * @description The inbound messages of every number the organization you act in (X-Organization-Id, else your first; an API key's own) is attached to now, as that organization sees them, newest (highest id) first. Pages are keyset pages: pass `meta.next_before` as `before` for older ones; messages arriving meanwhile do not shift them.
+         */
+        get: operations["getApiInbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/messages": {
         parameters: {
             query?: never;
@@ -4263,6 +4283,99 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiInbox: {
+        parameters: {
+            query?: {
+                /** @description list messages with a lower id than this (the previous page's `meta.next_before`); default: from the newest */
+                before?: string | number;
+                /** @description 1 to 100, default 50 */
+                per_page?: string | number;
+                /** @description exact sender */
+                from?: string;
+                /** @description text contains, case-insensitive */
+                q?: string;
+                /** @description true: only messages carrying a one-time code (`code` not null); false: only those without */
+                has_code?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: number;
+                            hosted_sim_id: number | null;
+                            number: string;
+                            /** @enum {string} */
+                            direction: "inbound" | "outbound";
+                            from: string;
+                            to: string;
+                            text: string;
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                            status: string;
+                            /** @enum {string} */
+                            source: "provider" | "device" | "api";
+                            device_id: number | null;
+                            sim_slot: number | null;
+                            external_id: string | null;
+                            team_id: number | null;
+                            locked: boolean;
+                            error: string | null;
+                            /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                            code: string | null;
+                            /** Format: date-time */
+                            received_at: string | null;
+                            /** Format: date-time */
+                            sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                        meta: {
+                            per_page: number;
+                            /** @description pass as `before` for the next (older) page; null when this page is the last */
+                            next_before: number | null;
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
