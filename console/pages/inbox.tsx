@@ -178,8 +178,11 @@ function Messages(props: { numberIds: number[]; single: boolean; filters: Filter
   const list = useVirtualList({ count: messages.length, scroller: () => scroller.current, estimate: 96, key: (i) => messages[i]?.id ?? i });
   const rows = list.getVirtualItems();
 
+  // One page at a time: effects may ask again before the `loading` state of the first ask renders.
+  const inFlight = useRef(false);
   const loadMore = async () => {
-    if (loading || (loaded && source.done())) return;
+    if (inFlight.current || (loaded && source.done())) return;
+    inFlight.current = true;
     setLoading(true);
     try {
       const older = await source.more();
@@ -189,6 +192,7 @@ function Messages(props: { numberIds: number[]; single: boolean; filters: Filter
     } catch (e) {
       setError(e);
     } finally {
+      inFlight.current = false;
       setLoading(false);
     }
   };
