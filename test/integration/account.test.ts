@@ -3,7 +3,7 @@ import { passwordUserKey } from "../../server/auth/limits";
 import { createApiKey, createTenant, createUser, sessionFor, TEST_PASSWORD } from "../fixtures";
 import { registerDevice } from "../fixtures-devices";
 import { createSharedNumber } from "../fixtures-numbers";
-import { createTestContext, expectErrorShape, freshDatabase, sharedTestContext, type TestContext } from "../helpers";
+import { expectErrorShape, sharedTestContext, type TestContext, twoInstances } from "../helpers";
 
 let ctx: TestContext;
 // Password checks verify argon2id hashes: slow on a busy machine.
@@ -114,10 +114,7 @@ describe("the user's sessions", () => {
   test.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)(
     "across two instances (Redis): tokens signed out on B answer 401 on A on the very next request",
     async () => {
-      const url = await freshDatabase(process.env.DATABASE_URL!);
-      const prefix = `simhost-test-${crypto.randomUUID().slice(0, 8)}:`;
-      const a = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix });
-      const b = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix });
+      const { a, b, close } = await twoInstances();
       try {
         const t = await createTenant(a.sql);
         const other = await sessionFor(a.sql, t.user.id);
@@ -127,8 +124,7 @@ describe("the user's sessions", () => {
         expect((await a.request("GET", "/api/me", { token: other })).status).toBe(401);
         expect((await a.request("GET", "/api/me", { token: t.token })).status).toBe(200);
       } finally {
-        await a.close();
-        await b.close();
+        await close();
       }
     },
     30_000,
