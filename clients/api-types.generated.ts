@@ -78,6 +78,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/auth/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change your password
+         * @description Needs the current password (a wrong one is 422 on `current_password` and counts as a failure: 10 per user in 15 minutes, then 429 with Retry-After). On success every other session and OAuth token of the user stops working on every instance before the answer; the token of this request keeps working.
+         */
+        post: operations["postApiAuthPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your active session and OAuth tokens
+         * @description Unexpired tokens of the signed-in user, most recently used first, at most 100; `current` marks the token of this request.
+         */
+        get: operations["getApiAuthSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/sessions/revoke-others": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign out every other session
+         * @description Every session and OAuth token of the user but this one stops working on every instance before the answer.
+         */
+        post: operations["postApiAuthSessionsRevoke-others"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/sessions/{session}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Sign out one session
+         * @description One of your own tokens (404 for any other id); it stops working on every instance before the answer.
+         */
+        delete: operations["deleteApiAuthSessionsBySession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/me": {
         parameters: {
             query?: never;
@@ -524,6 +604,26 @@ export interface paths {
         head?: never;
         /** Set your organization's alias for a number */
         patch: operations["patchApiNumbersByIdAlias"];
+        trace?: never;
+    };
+    "/api/inbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Inbound messages of every number, newest first
+         * @description The inbound messages of every number the organization you act in (X-Organization-Id, else your first; an API key's own) is attached to now, as that organization sees them, newest (highest id) first. Pages are keyset pages: pass `meta.next_before` as `before` for older ones; messages arriving meanwhile do not shift them.
+         */
+        get: operations["getApiInbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/messages": {
@@ -1278,6 +1378,26 @@ export interface paths {
          * @description The team view of the organization's webhook integrations (API.md §3): integrations mapped to the team. Members read; changes need the admin or owner role or webhooks.receive.
          */
         post: operations["postApiTeamsByTeamWebhooksByWebhookReplay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Plan usage of the organization
+         * @description Devices and this month's outbound messages against the plan's limits, for the organization the caller acts in (X-Organization-Id, else the first membership; an API key's own). Any member or API key may read it.
+         */
+        get: operations["getApiUsage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2233,6 +2353,160 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiAuthPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    current_password: string;
+                    /** @description 8 to 1024 characters */
+                    new_password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description how many other session and OAuth tokens stopped working */
+                        signed_out: number;
+                    };
+                };
+            };
+            /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiAuthSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: number;
+                            /** @enum {string} */
+                            kind: "session" | "oauth";
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            last_used_at: string | null;
+                            /** Format: date-time */
+                            expires_at: string;
+                            /** @description the token of this request */
+                            current: boolean;
+                        }[];
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "postApiAuthSessionsRevoke-others": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description how many other session and OAuth tokens stopped working */
+                        signed_out: number;
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiAuthSessionsBySession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                session: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4009,6 +4283,99 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiInbox: {
+        parameters: {
+            query?: {
+                /** @description list messages with a lower id than this (the previous page's `meta.next_before`); default: from the newest */
+                before?: string | number;
+                /** @description 1 to 100, default 50 */
+                per_page?: string | number;
+                /** @description exact sender */
+                from?: string;
+                /** @description text contains, case-insensitive */
+                q?: string;
+                /** @description true: only messages carrying a one-time code (`code` not null); false: only those without */
+                has_code?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: number;
+                            hosted_sim_id: number | null;
+                            number: string;
+                            /** @enum {string} */
+                            direction: "inbound" | "outbound";
+                            from: string;
+                            to: string;
+                            text: string;
+                            /** @description received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished) */
+                            status: string;
+                            /** @enum {string} */
+                            source: "provider" | "device" | "api";
+                            device_id: number | null;
+                            sim_slot: number | null;
+                            external_id: string | null;
+                            team_id: number | null;
+                            locked: boolean;
+                            error: string | null;
+                            /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
+                            code: string | null;
+                            /** Format: date-time */
+                            received_at: string | null;
+                            /** Format: date-time */
+                            sent_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: when a scheduled send goes out; null: at once, and for inbound messages
+                             */
+                            send_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description outbound: after it an unsent message ends `expired`; null: none
+                             */
+                            expires_at: string | null;
+                            /** @description outbound: the bulk send the message belongs to; null for a single send */
+                            batch_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description when `status` last changed
+                             */
+                            status_updated_at: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                        meta: {
+                            per_page: number;
+                            /** @description pass as `before` for the next (older) page; null when this page is the last */
+                            next_before: number | null;
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7608,6 +7975,59 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            organization_id: number;
+                            plan: string;
+                            /** @description devices that are not revoked, against the plan's max_devices */
+                            devices: {
+                                used: number;
+                                limit: number;
+                                remaining: number;
+                            };
+                            /** @description outbound messages of this UTC month (not cancelled or expired), against the plan's monthly_messages */
+                            monthly_messages: {
+                                used: number;
+                                limit: number;
+                                remaining: number;
+                            };
+                            /** @description the UTC month counted */
+                            period: {
+                                /** Format: date-time */
+                                start: string;
+                                /** Format: date-time */
+                                end: string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

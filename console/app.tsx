@@ -6,6 +6,7 @@ import { ApiKeysPage } from "./pages/api-keys";
 import { DevicesPage } from "./pages/devices";
 import { InboxPage } from "./pages/inbox";
 import { NumbersPage } from "./pages/numbers";
+import { PlanPage } from "./pages/plan";
 import { SignIn } from "./pages/sign-in";
 import { TeamsPage } from "./pages/teams";
 import { WebhooksPage } from "./pages/webhooks";
@@ -20,6 +21,7 @@ const PAGES = [
   { path: "/webhooks", title: "Webhooks", view: WebhooksPage },
   { path: "/api-keys", title: "API keys", view: ApiKeysPage },
   { path: "/teams", title: "Teams", view: TeamsPage },
+  { path: "/plan", title: "Plan usage", view: PlanPage },
   { path: "/account", title: "Account", view: AccountPage },
 ];
 

@@ -13,6 +13,7 @@ import { providerRoutes } from "./provider/routes";
 import { realtimeRoutes } from "./realtime/routes";
 import type { Services } from "./services";
 import { teamRoutes } from "./teams/routes";
+import { usageRoutes } from "./usage/routes";
 import { webhookRoutes } from "./webhooks/routes";
 
 /** Every feature's routes, mounted under the app. One line per feature. */
@@ -29,7 +30,8 @@ export function featureRoutes(services: Services) {
     .use(oauthRoutes(services))
     .use(deviceRoutes(services))
     .use(providerRoutes(services))
-    .use(webhookRoutes(services));
+    .use(webhookRoutes(services))
+    .use(usageRoutes(services));
 }
 
 /**

@@ -119,6 +119,18 @@ export function sharedTestContext(): Promise<TestContext> {
   return shared;
 }
 
+/**
+ * Two app instances on one fresh database and one Redis prefix, as two servers of a deployment
+ * (needs DATABASE_URL and REDIS_URL); `close` closes both.
+ */
+export async function twoInstances() {
+  const url = await freshDatabase(process.env.DATABASE_URL!);
+  const prefix = `simhost-test-${crypto.randomUUID().slice(0, 8)}:`;
+  const a = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix });
+  const b = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix });
+  return { a, b, close: async () => void (await Promise.all([a.close(), b.close()])) };
+}
+
 /** Asserts the API.md §1 error shape and returns the body. */
 export function expectErrorShape(body: any, code?: string) {
   if (typeof body?.message !== "string" || typeof body?.code !== "string") throw new Error(`not an API error body: ${JSON.stringify(body)}`);

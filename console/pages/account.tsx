@@ -2,9 +2,9 @@ import { useState } from "preact/hooks";
 import { api, ok } from "../api";
 import { useSession } from "../context";
 import { forget } from "../session";
-import { ErrorBox, Field, useAction, When } from "../ui";
+import { Empty, ErrorBox, Field, useAction, useLoad, When } from "../ui";
 
-/** The signed-in user: two-factor authentication (QR code drawn in the browser) and this session. */
+/** The signed-in user: password, session and OAuth tokens, two-factor authentication (QR code drawn in the browser). */
 export function AccountPage() {
   const { identity } = useSession();
   const u = identity.user;
@@ -19,23 +19,9 @@ export function AccountPage() {
           Member since <When at={u.created_at} />. Organizations: {identity.organizations.map((o) => `${o.name} (${o.role ?? "no role"})`).join(", ")}.
         </p>
       </div>
+      <ChangePassword />
+      <Sessions />
       <TwoFactor />
-      <div class="card">
-        <h2>Password and sessions</h2>
-        <p>
-          The API offers no password change or session list yet; signing out here ends this session on the server at once. An operator can reset a password with{" "}
-          <code>simhost admin user create --email … --password …</code>.
-        </p>
-        <button
-          type="button"
-          onClick={async () => {
-            await api.POST("/api/auth/logout").catch(() => {});
-            forget();
-          }}
-        >
-          Sign out of this session
-        </button>
-      </div>
     </section>
   );
 }
@@ -101,6 +87,106 @@ function TwoFactor() {
         </form>
       )}
       <ErrorBox error={error} />
+    </div>
+  );
+}
+
+function ChangePassword() {
+  const [current, setCurrent] = useState("");
+  const [next, setNext] = useState("");
+  const [done, setDone] = useState<string | null>(null);
+  const { error, busy, run } = useAction();
+  const submit = (e: Event) => {
+    e.preventDefault();
+    setDone(null);
+    run(async () => {
+      const { signed_out } = await ok(api.POST("/api/auth/password", { body: { current_password: current, new_password: next } }));
+      setCurrent("");
+      setNext("");
+      setDone(`Password changed. ${signed_out === 1 ? "1 other session was" : `${signed_out} other sessions were`} signed out; this one stays signed in.`);
+    });
+  };
+  return (
+    <div class="card">
+      <h2>Change password</h2>
+      <form onSubmit={submit}>
+        <Field label="Current password" name="current-password" type="password" autoComplete="current-password" required value={current} onInput={setCurrent} />
+        <Field
+          label="New password"
+          name="new-password"
+          type="password"
+          autoComplete="new-password"
+          required
+          value={next}
+          onInput={setNext}
+          hint="At least 8 characters. Every other session of yours is signed out."
+        />
+        <button type="submit" disabled={busy}>
+          Change password
+        </button>
+      </form>
+      {done && (
+        <p role="status" class="ok">
+          {done}
+        </p>
+      )}
+      <ErrorBox error={error} />
+    </div>
+  );
+}
+
+/** Session and OAuth tokens of the user; signing one out ends it on every server instance before the answer. */
+function Sessions() {
+  const { data, error, reload } = useLoad(() => ok(api.GET("/api/auth/sessions")).then((r) => r.data), []);
+  const action = useAction();
+  const signOut = (id: number, current: boolean) =>
+    action.run(async () => {
+      await ok(api.DELETE("/api/auth/sessions/{session}", { params: { path: { session: id } } }));
+      if (current) forget();
+      else reload();
+    });
+  const others = data?.filter((s) => !s.current).length ?? 0;
+  return (
+    <div class="card">
+      <h2>Active sessions</h2>
+      <ErrorBox error={error ?? action.error} />
+      {data && (
+        <>
+          <ul class="rows" aria-label="Active sessions">
+            {data.map((s) => (
+              <li key={s.id} class="row">
+                <span>
+                  <strong>{s.kind === "oauth" ? "OAuth app" : "Session"}</strong> {s.current && <span class="badge">this browser</span>}
+                  <br />
+                  <span class="meta">
+                    Signed in <When at={s.created_at} />, last used <When at={s.last_used_at} />, expires <When at={s.expires_at} />
+                  </span>
+                </span>
+                <button type="button" disabled={action.busy} onClick={() => signOut(s.id, s.current)}>
+                  {s.current ? "Sign out" : "Sign out session"}
+                  <span class="visually-hidden"> {s.id}</span>
+                </button>
+              </li>
+            ))}
+          </ul>
+          {others === 0 ? (
+            <Empty>No other sessions: only this browser is signed in.</Empty>
+          ) : (
+            <button
+              type="button"
+              disabled={action.busy}
+              onClick={() =>
+                action.run(async () => {
+                  await ok(api.POST("/api/auth/sessions/revoke-others"));
+                  reload();
+                })
+              }
+            >
+              Sign out all other sessions ({others})
+            </button>
+          )}
+        </>
+      )}
     </div>
   );
 }

@@ -1,16 +1,17 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, type Message, ok } from "../api";
 import { useSession } from "../context";
 import { listen, onReconnect } from "../realtime";
 import { CopyButton, Empty, ErrorBox, useLoad } from "../ui";
+import { useVirtualList } from "../virtual";
 
 const PER_PAGE = 50;
 type Filters = { q: string; from: string; hasCode: boolean };
 
 /**
- * Messages of one number (or the latest of every number), newest first, arriving live; pages
- * load as the list scrolls (a number's history may hold thousands), and after a dropped
- * connection the first page is read again so nothing received meanwhile is missed.
+ * Messages of one number or of every number, newest first, arriving live; pages load as the
+ * list scrolls (a history may hold thousands, only the rows in view are rendered), and after a
+ * dropped connection the first page is read again so nothing received meanwhile is missed.
  */
 export function InboxPage() {
   const { orgId } = useSession();
@@ -50,7 +51,7 @@ export function InboxPage() {
         <div class="field">
           <label for="inbox-number">Number</label>
           <select id="inbox-number" value={numberId ? String(numberId) : ""} onChange={(e) => choose(Number((e.target as HTMLSelectElement).value) || null)}>
-            <option value="">All numbers (latest)</option>
+            <option value="">All numbers</option>
             {list.map((n) => (
               <option key={n.id} value={String(n.id)}>
                 {n.number}
@@ -96,22 +97,55 @@ export function InboxPage() {
   );
 }
 
-async function fetchPage(hostedSim: number, page: number, f: Filters, perPage = PER_PAGE) {
-  return ok(
-    api.GET("/api/messages", {
-      params: {
-        query: {
-          hosted_sim: hostedSim,
-          page,
-          per_page: perPage,
-          direction: "inbound",
-          ...(f.q ? { q: f.q } : {}),
-          ...(f.from ? { from: f.from } : {}),
-          ...(f.hasCode ? { has_code: "true" as const } : {}),
-        },
-      },
-    }),
-  );
+const filterQuery = (f: Filters) => ({
+  ...(f.q ? { q: f.q } : {}),
+  ...(f.from ? { from: f.from } : {}),
+  ...(f.hasCode ? { has_code: "true" as const } : {}),
+});
+
+/** Where older messages come from as the list scrolls: a number's history (pages) or every number's inbox (keyset). */
+type Source = { more(): Promise<Message[]>; first(): Promise<Message[]>; done(): boolean; total(): number | null };
+
+function numberSource(hostedSim: number, f: Filters): Source {
+  let page = 0;
+  let last = 1;
+  let total: number | null = null;
+  const fetchPage = async (n: number) => {
+    const answer = await ok(
+      api.GET("/api/messages", { params: { query: { hosted_sim: hostedSim, page: n, per_page: PER_PAGE, direction: "inbound", ...filterQuery(f) } } }),
+    );
+    total = answer.meta.total;
+    last = answer.meta.last_page;
+    return answer.data;
+  };
+  return {
+    async more() {
+      const rows = await fetchPage(page + 1);
+      page += 1;
+      return rows;
+    },
+    first: () => fetchPage(1),
+    done: () => page >= last,
+    total: () => total,
+  };
+}
+
+function inboxSource(f: Filters): Source {
+  let before: number | null | undefined;
+  const fetchPage = async (from: number | undefined) => {
+    const answer = await ok(api.GET("/api/inbox", { params: { query: { per_page: PER_PAGE, ...(from ? { before: from } : {}), ...filterQuery(f) } } }));
+    return answer;
+  };
+  return {
+    async more() {
+      const answer = await fetchPage(before ?? undefined);
+      before = answer.meta.next_before;
+      return answer.data;
+    },
+    first: async () => (await fetchPage(undefined)).data,
+    done: () => before === null,
+    total: () => null,
+  };
 }
 
 const time = (m: Message) => Date.parse(m.received_at ?? m.created_at);
@@ -128,80 +162,59 @@ function matches(m: Message, numberIds: number[], f: Filters) {
   return !(f.hasCode && !m.code);
 }
 
+/**
+ * The message list, virtualised: however many messages were loaded, only the rows in view are in
+ * the page, and the next page is fetched when the last loaded rows come into view.
+ */
 function Messages(props: { numberIds: number[]; single: boolean; filters: Filters; orgId: number }) {
+  const source = useMemo(() => (props.single ? numberSource(props.numberIds[0]!, props.filters) : inboxSource(props.filters)), []);
   const [messages, setMessages] = useState<Message[]>([]);
-  const [page, setPage] = useState(0);
-  const [lastPage, setLastPage] = useState(1);
+  const [loaded, setLoaded] = useState(false);
   const [total, setTotal] = useState<number | null>(null);
+  const [latest, setLatest] = useState("");
   const [error, setError] = useState<unknown>(null);
   const [loading, setLoading] = useState(false);
-  const sentinel = useRef<HTMLLIElement>(null);
+  const scroller = useRef<HTMLElement>(null);
+  const list = useVirtualList({ count: messages.length, scroller: () => scroller.current, estimate: 96, key: (i) => messages[i]?.id ?? i });
+  const rows = list.getVirtualItems();
 
-  const firstPages = async () => {
-    const targets = props.single ? props.numberIds : props.numberIds.slice(0, 25);
-    const pages = await Promise.all(targets.map((id) => fetchPage(id, 1, props.filters, props.single ? PER_PAGE : 20)));
-    return pages;
-  };
-
+  // One page at a time: effects may ask again before the `loading` state of the first ask renders.
+  const inFlight = useRef(false);
   const loadMore = async () => {
-    if (loading || page >= lastPage || (!props.single && page >= 1)) return;
+    if (inFlight.current || (loaded && source.done())) return;
+    inFlight.current = true;
     setLoading(true);
     try {
-      if (page === 0) {
-        const pages = await firstPages();
-        setMessages((old) =>
-          merge(
-            old,
-            pages.flatMap((p) => p.data),
-          ),
-        );
-        if (props.single) {
-          setLastPage(pages[0]!.meta.last_page);
-          setTotal(pages[0]!.meta.total);
-        }
-        setPage(1);
-      } else {
-        const next = await fetchPage(props.numberIds[0]!, page + 1, props.filters);
-        setMessages((old) => merge(old, next.data));
-        setLastPage(next.meta.last_page);
-        setTotal(next.meta.total);
-        setPage(page + 1);
-      }
+      const older = await source.more();
+      setMessages((old) => merge(old, older));
+      setTotal(source.total());
+      setLoaded(true);
     } catch (e) {
       setError(e);
     } finally {
+      inFlight.current = false;
       setLoading(false);
     }
   };
 
+  // The first page, then the next one whenever the last loaded rows come into view.
+  const lastShown = rows.at(-1)?.index ?? -1;
   useEffect(() => {
-    loadMore();
-  }, []);
-
-  useEffect(() => {
-    const el = sentinel.current;
-    if (!el || !props.single) return;
-    const seen = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && loadMore());
-    seen.observe(el);
-    return () => seen.disconnect();
-  });
+    if (!loaded || lastShown >= messages.length - 10) loadMore();
+  }, [lastShown, messages.length, loaded]);
 
   useEffect(() => {
     const off = listen<{ message: Message }>(`private-organization.${props.orgId}`, "message.received", ({ message }) => {
       if (!matches(message, props.numberIds, props.filters)) return;
       setMessages((old) => merge([message], old));
       setTotal((t) => (t === null ? t : t + 1));
+      setLatest(`New message from ${message.from}${message.code ? ` with code ${message.code}` : ""}.`);
     });
+    // After a dropped connection, the newest page again: what arrived meanwhile.
     const offReconnect = onReconnect(() => {
-      firstPages()
-        .then((pages) =>
-          setMessages((old) =>
-            merge(
-              old,
-              pages.flatMap((p) => p.data),
-            ),
-          ),
-        )
+      source
+        .first()
+        .then((rows) => setMessages((old) => merge(old, rows)))
         .catch(setError);
     });
     return () => {
@@ -210,38 +223,48 @@ function Messages(props: { numberIds: number[]; single: boolean; filters: Filter
     };
   }, []);
 
+  const filtered = props.filters.q || props.filters.from || props.filters.hasCode;
   return (
     <>
       <ErrorBox error={error} />
       <p class="meta" role="status">
-        {total !== null ? `${total} messages` : props.single ? "" : "The latest messages of each number; choose a number to scroll its whole history."}
+        {total !== null ? `${total} messages` : loaded ? `${messages.length}${source.done() ? "" : "+"} messages of every number, newest first` : ""}
       </p>
-      {page > 0 && messages.length === 0 && (
+      <p class="visually-hidden" role="status" aria-live="polite">
+        {latest}
+      </p>
+      {loaded && messages.length === 0 && (
         <Empty>
-          <p>No messages yet{props.filters.q || props.filters.from || props.filters.hasCode ? " matching these filters" : ""}.</p>
-          <p>They appear here as soon as an SMS arrives on the number; leave this page open.</p>
+          <p>No messages yet{filtered ? " matching these filters" : ""}.</p>
+          <p>They appear here as soon as an SMS arrives on {props.single ? "the number" : "one of your numbers"}; leave this page open.</p>
         </Empty>
       )}
-      <ol class="messages" aria-label="Messages" aria-live="polite">
-        {messages.map((m) => (
-          <MessageItem key={m.id} message={m} />
-        ))}
-        {props.single && page < lastPage && (
-          <li ref={sentinel} class="more">
-            <button type="button" onClick={loadMore} disabled={loading}>
-              {loading ? "Loading…" : "Load older messages"}
-            </button>
-          </li>
-        )}
-      </ol>
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region takes focus so that a keyboard can scroll it (axe scrollable-region-focusable) */}
+      <section ref={scroller} class="scroller" tabIndex={0} aria-label="Messages, scroll for older ones">
+        <ol class="messages" aria-label="Messages" style={{ height: `${list.getTotalSize()}px` }}>
+          {rows.map((row) => (
+            <MessageItem key={row.key} message={messages[row.index]!} index={row.index} start={row.start} measure={list.measureElement} setSize={total ?? -1} />
+          ))}
+        </ol>
+        {loading && <p class="more">Loading older messages…</p>}
+      </section>
     </>
   );
 }
 
-function MessageItem({ message: m }: { message: Message }) {
+function MessageItem(props: { message: Message; index: number; start: number; measure: (el: Element | null) => void; setSize: number }) {
+  const m = props.message;
   const at = m.received_at ?? m.created_at;
   return (
-    <li class="message" data-message-id={m.id}>
+    <li
+      class="message"
+      data-message-id={m.id}
+      data-index={props.index}
+      ref={props.measure}
+      aria-posinset={props.index + 1}
+      aria-setsize={props.setSize}
+      style={{ transform: `translateY(${props.start}px)` }}
+    >
       <div class="head">
         <span>
           From <span class="mono">{m.from}</span> to <span class="mono">{m.number}</span>

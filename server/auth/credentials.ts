@@ -1,5 +1,5 @@
 import { type ApiKeyRow, deleteApiKey, insertApiKey, replaceApiKeySecret, updateApiKey } from "../api-keys/store";
-import type { Pool } from "../db/client";
+import type { Pool, Sql } from "../db/client";
 import { unauthenticated } from "../errors";
 import { type Clock, systemClock } from "../lib/clock";
 import { sha256 } from "../lib/crypto";
@@ -11,7 +11,7 @@ import { type BUS_TIMING, createRevocationBus } from "./revocation-bus";
 import { createRevocationFeed, type FEED_TIMING } from "./revocation-feed";
 import type { LoggedInvalidation } from "./revocation-log";
 import { createRevoker } from "./revoker";
-import { deleteSession } from "./store";
+import { deleteSession, deleteUserSessions, type SessionChoice } from "./store";
 import { API_KEY_PREFIX_LENGTH, newApiKey } from "./tokens";
 
 export type Credentials = ReturnType<typeof createCredentials>;
@@ -109,6 +109,17 @@ export function createCredentials(opts: CredentialOptions) {
       revoker.change(async (tx, record) => {
         await deleteSession(tx, sessionId);
         record.revoke({ sessionId });
+      }),
+    /**
+     * Ends some of a user's session and OAuth tokens (one, or all but one) on every instance
+     * before it resolves; `alongside` runs in the same transaction (a password change).
+     */
+    endUserSessions: (userId: number, which: SessionChoice, alongside?: (tx: Sql) => Promise<void>) =>
+      revoker.change(async (tx, record) => {
+        await alongside?.(tx);
+        const ids = await deleteUserSessions(tx, userId, which);
+        for (const sessionId of ids) record.revoke({ sessionId });
+        return ids;
       }),
     cacheSize: cache.size,
     /** Whether this instance serves callers from its cache now (false: every request resolves against the database). */

@@ -1,7 +1,7 @@
 import { AppError } from "../errors";
 import type { RateLimiter } from "../lib/rate-limit";
 
-/** A hard cap: 10 failures in 15 minutes (2FA enable/disable per user; sign-ins use login-limits.ts). */
+/** A hard cap: 10 failures in 15 minutes (2FA enable/disable and password changes per user; sign-ins use login-limits.ts). */
 export const MAX_FAILURES = 10;
 export const WINDOW_SECONDS = 15 * 60;
 
@@ -9,6 +9,7 @@ export const emailKey = (email: string) => `login:email:${email.trim().toLowerCa
 export const addressKey = (address: string) => `login:ip:${address}`;
 export const pairKey = (email: string, address: string) => `login:pair:${email.trim().toLowerCase()}|${address}`;
 export const totpUserKey = (userId: number) => `totp:user:${userId}`;
+export const passwordUserKey = (userId: number) => `password:user:${userId}`;
 
 export function rateLimited(retryAfter: number) {
   const seconds = Math.max(1, retryAfter);

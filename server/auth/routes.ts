@@ -1,5 +1,6 @@
 import { Elysia, t } from "elysia";
 import type { Services } from "../services";
+import { accountRoutes } from "./account-routes";
 import { createLoginFlow } from "./login";
 import { callerPlugin } from "./plugin";
 import { presentIdentity, presentUser } from "./present";
@@ -45,6 +46,7 @@ export function authRoutes(services: Deps) {
 
   return new Elysia()
     .use(signIn)
+    .use(accountRoutes(services))
     .use(callerPlugin(services.auth))
     .get("/api/me", async ({ caller: c }) => presentIdentity(c, c.apiKey ? await findApiKeyUser(services.sql, c.apiKey.id) : c.user), {
       auth: { apiKey: "any" },

@@ -41,3 +41,20 @@ export const MeResponse = t.Object({
   organization: Organization,
   api_key: t.Optional(t.Object({ id: t.Integer(), name: t.String(), permissions: t.Array(t.String()) })),
 });
+
+export const PasswordBody = Type.Object({
+  current_password: Text({ minLength: 1, maxLength: 1024 }),
+  new_password: Text({ minLength: 8, maxLength: 1024, description: "8 to 1024 characters" }),
+});
+
+export const SignedOutResponse = t.Object({ signed_out: t.Integer({ description: "how many other session and OAuth tokens stopped working" }) });
+
+export const Session = t.Object({
+  id: t.Integer(),
+  kind: t.Union([t.Literal("session"), t.Literal("oauth")]),
+  created_at: DateTime,
+  last_used_at: t.Union([DateTime, t.Null()]),
+  expires_at: DateTime,
+  current: t.Boolean({ description: "the token of this request" }),
+});
+export const SessionList = t.Object({ data: t.Array(Session) });

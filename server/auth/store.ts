@@ -95,3 +95,31 @@ export async function findApiKeyUser(sql: Sql, apiKeyId: number): Promise<UserRo
     limit 1`;
   return row;
 }
+
+export async function findPasswordHash(sql: Sql, userId: number): Promise<string | undefined> {
+  const [row] = await sql<{ password_hash: string }[]>`select password_hash from users where id = ${userId}`;
+  return row?.password_hash;
+}
+
+export async function setPasswordHash(sql: Sql, userId: number, passwordHash: string) {
+  await sql`update users set password_hash = ${passwordHash}, updated_at = now() where id = ${userId}`;
+}
+
+export type SessionRow = { id: number; kind: "session" | "oauth"; created_at: Date; last_used_at: Date | null; expires_at: Date };
+
+/** A user's live session and OAuth tokens, most recently used first. */
+export async function listUserSessions(sql: Sql, userId: number, limit: number): Promise<SessionRow[]> {
+  return sql<SessionRow[]>`
+    select id, kind, created_at, last_used_at, expires_at from sessions
+    where user_id = ${userId} and expires_at > now()
+    order by coalesce(last_used_at, created_at) desc, id desc limit ${limit}`;
+}
+
+export type SessionChoice = { only: number } | { except: number };
+
+/** Deletes one of the user's tokens, or every one but one; answers the ids deleted (never another user's). */
+export async function deleteUserSessions(sql: Sql, userId: number, which: SessionChoice): Promise<number[]> {
+  const filter = "only" in which ? sql`id = ${which.only}` : sql`id <> ${which.except}`;
+  const rows = await sql<{ id: number }[]>`delete from sessions where user_id = ${userId} and ${filter} returning id`;
+  return rows.map((r) => r.id);
+}

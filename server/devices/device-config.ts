@@ -1,8 +1,7 @@
 import type { Sql } from "../db/client";
 import { iso } from "../lib/clock";
-import { monthlyOutboundCount } from "../messages/store";
+import { planUsage } from "../usage/usage";
 import type { DeviceRow } from "./store";
-import { countLiveDevices, planOf } from "./store";
 
 /** API.md device config defaults. */
 export const CONFIG_REFRESH_SECONDS = 3600;
@@ -10,11 +9,7 @@ export const RETRY_BACKOFF_SECONDS = [5, 15, 60, 300];
 
 /** SPEC.md 2.12, limits counted from the database at the time of the request. */
 export async function buildDeviceConfig(sql: Sql, device: DeviceRow, o: { heartbeatSeconds: number; now: number }) {
-  const [plan, devices, used] = await Promise.all([
-    planOf(sql, device.organization_id),
-    countLiveDevices(sql, device.organization_id),
-    monthlyOutboundCount(sql, device.organization_id),
-  ]);
+  const { plan, devices, messages: used } = await planUsage(sql, device.organization_id);
   return {
     device: { id: device.id, phone_number: device.phone_number, status: device.status },
     intervals: { heartbeat_seconds: o.heartbeatSeconds, config_refresh_seconds: CONFIG_REFRESH_SECONDS, retry_backoff_seconds: RETRY_BACKOFF_SECONDS },

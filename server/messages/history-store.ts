@@ -164,3 +164,24 @@ export async function findNextMessage(sql: Sql, q: NextQuery): Promise<Message |
     order by v.message_id, array_position(${q.viewers}::bigint[], v.organization_id) limit 1`;
   return row ? asMessage(row) : null;
 }
+
+type InboxQuery = { organizationId: number; filter: Omit<HistoryFilter, "direction" | "since" | "until">; before?: number; limit: number };
+
+/**
+ * Inbound messages of every number the organization is attached to now, newest (highest id)
+ * first, `limit` of them with ids below `before`: a keyset page, so messages arriving while a
+ * client scrolls never shift the pages it has not read yet.
+ */
+export async function inboxPage(sql: Sql, q: InboxQuery): Promise<Message[]> {
+  const f = q.filter;
+  const rows = await sql<Row[]>`
+    select ${messageColumns(sql)}, v.team_id as viewer_team_id
+    from message_visibility v
+    join hosted_sim_organizations a on a.hosted_sim_id = v.hosted_sim_id and a.organization_id = v.organization_id
+    join messages m on m.id = v.message_id
+    where v.organization_id = ${q.organizationId} and not v.outbound
+      ${q.before !== undefined ? sql`and v.message_id < ${q.before}` : sql``}
+      ${viewConditions(sql, f)} ${messageConditions(sql, f)}
+    order by v.message_id desc limit ${q.limit}`;
+  return rows.map(asMessage);
+}

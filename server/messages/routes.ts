@@ -5,6 +5,7 @@ import { idempotencyPlugin } from "../lib/idempotency";
 import { paginate } from "../lib/pagination";
 import type { Services } from "../services";
 import { findVisibleMessage, type HistoryFilter, historyViewer, messageHistory } from "./history-store";
+import { inboxRoutes } from "./inbox-routes";
 import { cancelMessage, reportDeviceStatus, sendMessage } from "./outbound";
 import { batchPage, batchSummary } from "./outbound-store";
 import { BatchParams, BatchSummaryData, HistoryQuery, MessageData, MessagePage, MessageParams, SendBody, SendData, StatusBody, StatusParams } from "./schema";
@@ -20,6 +21,7 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
   const outbound = { ...services, deviceTimeoutSeconds: services.config.OUTBOUND_DEVICE_TIMEOUT_SECONDS };
 
   return new Elysia()
+    .use(inboxRoutes(services))
     .use(callerPlugin(services.auth))
     .use(idempotencyPlugin(services))
     .get(

@@ -158,3 +158,21 @@ export const MessagePage = PageOf(Message);
 export const NextMessageData = t.Object({
   data: t.Union([Message, t.Null()], { description: "the first matching message, or null when none arrived within the timeout" }),
 });
+
+export const InboxQuery = t.Object({
+  before: t.Optional({
+    ...IdParam(),
+    description: "list messages with a lower id than this (the previous page's `meta.next_before`); default: from the newest",
+  }),
+  per_page: t.Optional(IntegerParam(1, 100, { description: "1 to 100, default 50" })),
+  from: HistoryQuery.properties.from,
+  q: HistoryQuery.properties.q,
+  has_code: HistoryQuery.properties.has_code,
+});
+export const InboxPage = t.Object({
+  data: t.Array(Message),
+  meta: t.Object({
+    per_page: t.Integer(),
+    next_before: t.Union([t.Integer(), t.Null()], { description: "pass as `before` for the next (older) page; null when this page is the last" }),
+  }),
+});

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generate } from "otplib";
 import { sendThroughProvider } from "../../device-sim/provider";
+import { storeInboundMessages } from "../../server/messages/inbound";
 import { createOrg } from "../fixtures";
 import { attachNumber, createPoolNumber, receiveSms } from "../fixtures-numbers";
 import { CHROMIUM, warnIfNoChromium } from "./browser";
@@ -139,4 +140,57 @@ describe.skipIf(!CHROMIUM)("sign-in, organizations, numbers, live inbox", () => 
     expect(await page.getByRole("alert").textContent()).toMatch(/email|password|credentials/i);
     await context.close();
   }, 60_000);
+
+  test("all numbers, 10,000 messages: scrolling fetches older pages while the page holds only the rows in view", async () => {
+    const { orgId, user } = await createMember(w.ctx.sql);
+    const sims = [await createPoolNumber(w.ctx.sql), await createPoolNumber(w.ctx.sql)];
+    for (const sim of sims) await attachNumber(w.ctx.sql, sim.id, orgId);
+    const COUNT = 10_000;
+    const start = Date.now() - COUNT * 1000;
+    for (let i = 0; i < COUNT; i += 1000) {
+      const batch = Array.from({ length: 1000 }, (_, k) => ({
+        hostedSimId: sims[(i + k) % 2]!.id,
+        from: "+15550004444",
+        text: `Message number ${i + k + 1}`,
+        source: "provider" as const,
+        externalId: `SMscroll${orgId}-${i + k}`,
+        receivedAt: new Date(start + (i + k) * 1000),
+      }));
+      await w.ctx.sql.begin((tx) => storeInboundMessages(tx, batch));
+    }
+
+    const context = await newContext(w, 375);
+    const page = await context.newPage();
+    const pagesFetched: string[] = [];
+    page.on("request", (r) => {
+      if (new URL(r.url()).pathname === "/api/inbox") pagesFetched.push(r.url());
+    });
+    await signIn(page, user.email, undefined, "/inbox");
+    const messages = page.getByRole("list", { name: "Messages" });
+    await messages.getByText("Message number 10000", { exact: true }).waitFor();
+    await expectAccessible(page, "inbox, all numbers (375 px)");
+    const rendered = () => page.locator("li.message").count();
+    const bound = 40;
+    expect(await rendered()).toBeLessThanOrEqual(bound);
+
+    // Scroll to the end of what is loaded, again and again: each time the next page comes.
+    const scroller = page.getByRole("region", { name: "Messages, scroll for older ones" });
+    for (let n = 1; n <= 4; n++) {
+      await scroller.evaluate((el) => {
+        el.scrollTop = el.scrollHeight;
+      });
+      await page.getByText(`${(n + 1) * 50}+ messages of every number`, { exact: false }).waitFor({ timeout: 15_000 });
+      expect(await rendered()).toBeLessThanOrEqual(bound);
+    }
+    // The 250th newest is on screen at the bottom now; the newest rows are no longer in the page.
+    await scroller.evaluate((el) => {
+      el.scrollTop = el.scrollHeight;
+    });
+    await messages.getByText(`Message number ${COUNT - 249}`, { exact: true }).waitFor();
+    expect(await messages.getByText("Message number 10000", { exact: true }).count()).toBe(0);
+    expect(pagesFetched.length).toBeLessThan(10);
+    expect(pagesFetched.filter((u) => u.includes("before=")).length).toBeGreaterThanOrEqual(4);
+    expect(await noHorizontalScroll(page)).toBe(true);
+    await context.close();
+  }, 180_000);
 });

@@ -29,6 +29,7 @@ try {
   await receiveSms(w.ctx.sql, login.id, { from: "ACME", text: "Your Acme login code is 318 204" });
   await createApiKey(w.ctx.sql, orgId, ["numbers.read", "messages.read"]);
   await w.ctx.sql`update api_keys set name = 'CI signup tests' where organization_id = ${orgId}`;
+  // A second session (another browser), listed on the account page.
   const token = await sessionFor(w.ctx.sql, user.id);
   const hook = await fetch(`${w.base}/api/webhook-integrations`, {
     method: "POST",
@@ -54,7 +55,9 @@ try {
     ["webhooks", "/webhooks", "CI receiver"],
     ["api-keys", "/api-keys", "CI signup tests"],
     ["teams", "/teams", "Checkout"],
-    ["account", "/account", "Two-factor authentication"],
+    ["account", "/account", "Sign out all other sessions"],
+    ["plan", "/plan", "Messages sent in"],
+    ["inbox-all", "/inbox", "318 204"],
   ];
   for (const [name, path, text] of shots) {
     await page.goto(path);

@@ -3,7 +3,7 @@ import type { Caller } from "../../server/auth/caller";
 import { createCallerCache } from "../../server/auth/caller-cache";
 import { createFakeClock } from "../fake-clock";
 import { createApiKey, createTenant } from "../fixtures";
-import { createTestContext, freshDatabase, sharedTestContext } from "../helpers";
+import { sharedTestContext, twoInstances } from "../helpers";
 
 const caller = (over: Partial<Caller>): Caller =>
   ({ kind: "session", organization: { id: 1 }, user: { id: 7 }, role: "owner", apiKey: null, sessionId: 3, ...over }) as Caller;
@@ -55,10 +55,7 @@ describe("revocations take effect at once", () => {
   test.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)(
     "across two instances (Redis): a key regenerated on B stops working on A at once",
     async () => {
-      const url = await freshDatabase(process.env.DATABASE_URL!);
-      const prefix = `simhost-test-${crypto.randomUUID().slice(0, 8)}:`;
-      const a = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix });
-      const b = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix });
+      const { a, b, close } = await twoInstances();
       try {
         const tenant = await createTenant(a.sql);
         const key = await createApiKey(a.sql, tenant.org.id, ["numbers.read"]);
@@ -75,8 +72,7 @@ describe("revocations take effect at once", () => {
         }
         expect(status).toBe(401);
       } finally {
-        await a.close();
-        await b.close();
+        await close();
       }
     },
   );

@@ -48,6 +48,8 @@ export function idsFor(t: Tenant & { messageIds: number[] }, path: string, param
       return [t.hook.mappingId];
     case "log":
       return [t.hook.logId];
+    case "session":
+      return t.sessionIds;
     case "id":
       if (path.startsWith("/api/numbers/")) return [t.byosSim.id];
       if (path.startsWith("/api/messages/batches/")) return [t.batchId];

@@ -41,6 +41,9 @@ export async function buildTenant(ctx: TestContext, label: string, sharedSimId: 
   }
   const owner = users.owner.token;
   const oauthMember = await oauthTokenFor(ctx, users.member.email, TEST_PASSWORD);
+  const sessionIds = (await ctx.sql<{ id: number }[]>`select id from sessions where user_id = any(${Object.values(users).map((u) => u.id)}::bigint[])`).map(
+    (r) => r.id,
+  );
   const team = (await ok(ctx.request("POST", "/api/teams", { token: owner, body: { name: `Team ${tag}` } }), 201, "team")).data;
   await ok(ctx.request("POST", `/api/teams/${team.id}/members`, { token: owner, body: { user_id: users.member.id } }), 201, "team member");
 
@@ -98,6 +101,7 @@ export async function buildTenant(ctx: TestContext, label: string, sharedSimId: 
   );
 
   return {
+    sessionIds,
     label,
     tag,
     org,
