@@ -616,7 +616,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A device reports on an SMS it sends */
+        /**
+         * A device reports on an SMS it sends
+         * @description Moves the message on (`message.sending` / `sent` / `delivered` / `failed` events). A repeated report, or one of a step the message has already passed (e.g. `sent` after `delivered`), answers the message unchanged; a report that contradicts a final status (e.g. `sent` after the pick-up timeout failed it) is 409 `invalid_state`. A status never moves backwards.
+         */
         post: operations["postApiByosDevicesByDeviceMessagesByMessageStatus"];
         delete?: never;
         options?: never;
@@ -942,6 +945,26 @@ export interface paths {
         put?: never;
         /** Inbound SMS callback of the messaging provider (form data, X-Provider-Signature) */
         post: operations["postApiProviderSms"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/provider/messages/{id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Status callback of the messaging provider for a message it was handed (form data, X-Provider-Signature)
+         * @description The `status_callback` the server gives the provider with each pool-number send. Form fields MessageSid, MessageStatus (sent, delivered, undelivered, failed; others are accepted and ignored), optional ErrorCode and ErrorMessage; signed like the inbound callback (403 `invalid_signature` otherwise). A repeated or late status changes nothing (docs/api-notes.md "Delivery reports").
+         */
+        post: operations["postApiProviderMessagesByIdStatus"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1314,7 +1337,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1372,7 +1398,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1430,7 +1459,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1488,7 +1520,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1546,7 +1581,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1604,7 +1642,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1662,7 +1703,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1720,7 +1764,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1778,7 +1825,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -4077,7 +4127,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -4199,7 +4252,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -4249,7 +4305,10 @@ export interface operations {
                                 external_id: string | null;
                                 team_id: number | null;
                                 locked: boolean;
+                                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                                 error: string | null;
+                                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                                attempts: number;
                                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                                 code: string | null;
                                 /** Format: date-time */
@@ -4357,7 +4416,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -4437,7 +4499,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -4571,7 +4636,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -4672,7 +4740,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -6084,6 +6155,39 @@ export interface operations {
             query?: never;
             header?: never;
             path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/plain": string;
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiProviderMessagesByIdStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
             cookie?: never;
         };
         requestBody: {
