@@ -618,7 +618,7 @@ export interface paths {
         put?: never;
         /**
          * A device reports on an SMS it sends
-         * @description Moves the message on (`message.sending` / `sent` / `delivered` / `failed` events). A repeated report, or one of a step the message has already passed (e.g. `sent` after `delivered`), answers the message unchanged; a report that contradicts a final status (e.g. `sent` after the pick-up timeout failed it) is 409 `invalid_state`. A status never moves backwards.
+         * @description Moves the message on, with its status event. A repeated report, or one of a step the message has already passed (e.g. `sent` after `delivered`), answers the message unchanged; a report that contradicts a final status (e.g. `sent` after the pick-up timeout failed it) is 409 `invalid_state`. A status never moves backwards.
          */
         post: operations["postApiByosDevicesByDeviceMessagesByMessageStatus"];
         delete?: never;

@@ -136,7 +136,7 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
           tags: ["BYOS devices"],
           summary: "A device reports on an SMS it sends",
           description:
-            "Moves the message on (`message.sending` / `sent` / `delivered` / `failed` events). A repeated report, or one of a step the message has already passed (e.g. `sent` after `delivered`), answers the message unchanged; a report that contradicts a final status (e.g. `sent` after the pick-up timeout failed it) is 409 `invalid_state`. A status never moves backwards.",
+            "Moves the message on, with its status event. A repeated report, or one of a step the message has already passed (e.g. `sent` after `delivered`), answers the message unchanged; a report that contradicts a final status (e.g. `sent` after the pick-up timeout failed it) is 409 `invalid_state`. A status never moves backwards.",
         },
       },
     );
