@@ -18,7 +18,7 @@ export type OutboundFigures = {
   failed: number;
   expired: number;
   cancelled: number;
-  /** `message.send` orders for a message a phone already had, plus messages sent on air by more than one phone. */
+  /** `message.send` orders for a message a phone had already taken, plus messages sent on air by more than one phone. */
   duplicated: number;
   /** Accepted but not in a final status when the run settled. */
   lost: number;

@@ -22,7 +22,7 @@ export type SenderOptions = {
   /** The SMS over the air; throws when the network refuses it. */
   transmit(order: SendOrder): Promise<void>;
   events?: {
-    /** An order for a message this phone already has (pending, cancelled or sent): the server dispatched it twice. */
+    /** An order for a message this phone has already taken (reported `sending`): the server dispatched it twice. */
     onDuplicateOrder?(id: number): void;
     onTransmitted?(id: number): void;
   };
@@ -36,7 +36,8 @@ const RADIO_ERRORS = ["RESULT_ERROR_GENERIC_FAILURE", "RESULT_ERROR_NO_SERVICE",
  * radio does. Each is reported `sending` before it goes on air, so a message the server has
  * ended meanwhile (cancelled, expired, failed by the pick-up timeout: 409) is never sent; then
  * `sent` or `failed`, and `delivered` when the network's delivery report comes. An order is
- * taken once: a repeated one is counted as the server's duplicate and ignored. While the data
+ * taken once: a repeat is ignored, and counted as the server's duplicate when the message was
+ * already taken. While the data
  * network is down, orders wait (`resume` when it is back); `message.send_cancelled` drops an
  * order not yet on air.
  */
@@ -48,11 +49,16 @@ export function createSender(o: SenderOptions) {
   let stopped = false;
 
   function order(next: SendOrder) {
-    if (known.has(next.id)) {
+    const was = known.get(next.id);
+    // An order repeated before the phone took the message (e.g. sent again when the phone came
+    // back online) is harmless; one for a message already on its way means the server would have
+    // it sent twice by a phone that kept no record.
+    if (was === "taken") {
       o.stats.count("outbound.duplicate_orders");
       o.events?.onDuplicateOrder?.(next.id);
       return;
     }
+    if (was !== undefined) return o.stats.count("outbound.reordered");
     known.set(next.id, "pending");
     o.stats.count("outbound.ordered");
     queue.push(next);

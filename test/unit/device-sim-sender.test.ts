@@ -45,13 +45,15 @@ describe("device-sim sender (the phone's outbound radio)", () => {
     expect(p.onAir).toEqual([1]);
   });
 
-  test("a repeated order is counted as a duplicate and never sent twice", async () => {
+  test("a repeated order is never sent twice; once the message was taken, it is counted as a duplicate", async () => {
     const p = phone();
     p.order(2);
     p.order(2);
+    expect(p.stats.get("outbound.reordered")).toBe(1);
     expect(await p.settled(() => p.reports.includes("2 delivered"))).toBe(true);
+    expect(p.duplicates).toEqual([]);
     p.order(2);
-    expect(p.duplicates).toEqual([2, 2]);
+    expect(p.duplicates).toEqual([2]);
     expect(p.onAir).toEqual([2]);
   });
 
