@@ -109,7 +109,8 @@ export function providerRoutes(services: Deps) {
       {
         parse: "text",
         body: t.Optional(t.String()),
-        params: t.Object({ id: t.String() }),
+        // Read after the signature (as every field of a provider callback): a malformed id is then 404.
+        params: t.Object({ id: t.String({ description: "the message id, as in the status_callback URL the server gave" }) }),
         detail: {
           tags: ["Provider"],
           summary: "Status callback of the messaging provider for a message it was handed (form data, X-Provider-Signature)",
