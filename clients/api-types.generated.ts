@@ -6186,6 +6186,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the message id, as in the status_callback URL the server gave */
                 id: string;
             };
             cookie?: never;
