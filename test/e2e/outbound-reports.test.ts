@@ -65,7 +65,13 @@ describe("provider status callbacks on the real server", () => {
     for (const m of failed) expect(m.error).toBe("Unreachable destination handset (provider error 30003)");
     for (const m of messages!) expect(m.attempts).toBe(1);
 
-    const listed = (await call(server, tenant.token, "GET", "/api/events?types=message.sent,message.delivered,message.failed&per_page=100")).data as Listed[];
+    // Listed once every transaction begun before them has ended: a moment after the commit on a busy server.
+    let listed: Listed[] = [];
+    const allListed = async () => {
+      listed = (await call(server, tenant.token, "GET", "/api/events?types=message.sent,message.delivered,message.failed&per_page=100")).data as Listed[];
+      return messages!.every((m) => listed.some((e) => e.data.message.id === m.id && e.type === `message.${m.status}`));
+    };
+    expect(await waitFor(allListed, 15_000, 250)).toBe(true);
     for (const m of messages!) {
       const own = listed.filter((e) => e.data.message.id === m.id).map((e) => e.type);
       expect([m.id, own]).toEqual([m.id, ["message.sent", `message.${m.status}`]]);
