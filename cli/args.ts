@@ -41,6 +41,22 @@ export function instant(value: string): string {
   return date.toISOString();
 }
 
+/** A time ahead: an ISO 8601 date-time, or a delay from now such as `10m`, `2h`, `1d`. */
+export function ahead(value: string): string {
+  const delay = value.match(/^(\d+)([smhdw])$/);
+  if (delay) return new Date(Date.now() + durationMs(value)).toISOString();
+  const date = /^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : new Date(Number.NaN);
+  if (Number.isNaN(date.getTime())) throw new InvalidArgumentError("Not a date-time (2026-11-21T10:00:00Z) or a delay (10m, 2h, 1d).");
+  return date.toISOString();
+}
+
+/** A length of time: `90s`, `30m`, `2h`, `1d`, `1w`, in milliseconds. */
+export function durationMs(value: string): number {
+  const m = value.match(/^(\d+)([smhdw])$/);
+  if (!m || Number(m[1]) < 1) throw new InvalidArgumentError("Not a duration (90s, 30m, 2h, 1d).");
+  return Number(m[1]) * UNIT_SECONDS[m[2]!]! * 1000;
+}
+
 /** A hosted SIM given by id or by its E.164 number. */
 export function numberRef(value: string): number | string {
   if (/^\d+$/.test(value)) return positiveInt(value);

@@ -716,7 +716,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A device reports on an SMS it sends */
+        /**
+         * A device reports on an SMS it sends
+         * @description Moves the message on, with its status event. A repeated report, or one of a step the message has already passed (e.g. `sent` after `delivered`), answers the message unchanged; a report that contradicts a final status (e.g. `sent` after the pick-up timeout failed it) is 409 `invalid_state`. A status never moves backwards.
+         */
         post: operations["postApiByosDevicesByDeviceMessagesByMessageStatus"];
         delete?: never;
         options?: never;
@@ -1042,6 +1045,26 @@ export interface paths {
         put?: never;
         /** Inbound SMS callback of the messaging provider (form data, X-Provider-Signature) */
         post: operations["postApiProviderSms"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/provider/messages/{id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Status callback of the messaging provider for a message it was handed (form data, X-Provider-Signature)
+         * @description The `status_callback` the server gives the provider with each pool-number send. Form fields MessageSid, MessageStatus (sent, delivered, undelivered, failed; others are accepted and ignored), optional ErrorCode and ErrorMessage; signed like the inbound callback (403 `invalid_signature` otherwise). A repeated or late status changes nothing (docs/api-notes.md "Delivery reports").
+         */
+        post: operations["postApiProviderMessagesByIdStatus"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1434,7 +1457,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1492,7 +1518,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1550,7 +1579,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1608,7 +1640,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1666,7 +1701,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1724,7 +1762,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1782,7 +1823,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1840,7 +1884,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -1898,7 +1945,10 @@ export interface components {
                 external_id: string | null;
                 team_id: number | null;
                 locked: boolean;
+                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                 error: string | null;
+                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                attempts: number;
                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                 code: string | null;
                 /** Format: date-time */
@@ -4337,7 +4387,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -4444,7 +4497,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -4566,7 +4622,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -4616,7 +4675,10 @@ export interface operations {
                                 external_id: string | null;
                                 team_id: number | null;
                                 locked: boolean;
+                                /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                                 error: string | null;
+                                /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                                attempts: number;
                                 /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                                 code: string | null;
                                 /** Format: date-time */
@@ -4724,7 +4786,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -4804,7 +4869,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -4938,7 +5006,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -5039,7 +5110,10 @@ export interface operations {
                             external_id: string | null;
                             team_id: number | null;
                             locked: boolean;
+                            /** @description why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise */
                             error: string | null;
+                            /** @description outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages */
+                            attempts: number;
                             /** @description the one-time code an inbound message carries (digits without separators, letter-prefixed and alphanumeric codes as shown), extracted when it is stored; null when none, and for outbound messages */
                             code: string | null;
                             /** Format: date-time */
@@ -6451,6 +6525,40 @@ export interface operations {
             query?: never;
             header?: never;
             path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/plain": string;
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiProviderMessagesByIdStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the message id, as in the status_callback URL the server gave */
+                id: string;
+            };
             cookie?: never;
         };
         requestBody: {

@@ -116,13 +116,17 @@ export function createApi(opts: ApiOptions) {
     reissueCode: async (id: number, sim: number) =>
       (await call("reissue", () => client.POST("/api/byos/devices/{device}/sims/{simCard}/reissue-code", { params: { path: { device: id, simCard: sim } } })))
         .data,
-    reportStatus: (id: number, message: number, status: "sent" | "delivered" | "failed", error?: string) =>
+    reportStatus: (id: number, message: number, status: "sending" | "sent" | "delivered" | "failed", error?: string) =>
       call("status", () =>
         client.POST("/api/byos/devices/{device}/messages/{message}/status", {
           params: { path: { device: id, message } },
           body: error ? { status, error } : { status },
         }),
       ),
+    /** POST /api/messages with an Idempotency-Key: a retry after a lost answer sends nothing twice. */
+    sendMessage: (body: ApiBody<"/api/messages", "post">, idempotencyKey: string) =>
+      call("send", () => client.POST("/api/messages", { body, params: { header: { "Idempotency-Key": idempotencyKey } } })),
+    message: async (id: number) => (await call("message", () => client.GET("/api/messages/{id}", { params: { path: { id } } }))).data,
     messages: (query: { hosted_sim: number; per_page?: number; page?: number; direction?: "inbound" | "outbound" }) =>
       call("messages", () => client.GET("/api/messages", { params: { query } })),
     connection: () => call("connection", () => client.GET("/api/broadcasting/connection")),

@@ -3,6 +3,7 @@ import type { Outbox, ReceivedSms } from "./outbox";
 import { sendThroughProvider } from "./provider";
 import type { SendEvent } from "./pusher";
 import type { Random } from "./random";
+import { createSender, type ReportResult } from "./sender";
 import type { Stats } from "./stats";
 import { randomSender, randomText } from "./texts";
 import { numberForSlot, type Registration, registerDevice, verifySims } from "./verify";
@@ -17,6 +18,10 @@ export type DeviceEvents = {
   onAcknowledged?(sms: ReceivedSms): void;
   /** The server refused it for good (revoked or disabled device, validation): not lost, but not delivered. */
   onRefused?(sms: ReceivedSms, reason: string): void;
+  /** The data network went down or came back (a listener drops or reopens its socket). */
+  onNetwork?(up: boolean): void;
+  onDuplicateOrder?(messageId: number): void;
+  onTransmitted?(messageId: number): void;
 };
 
 export type DeviceOptions = {
@@ -31,6 +36,8 @@ export type DeviceOptions = {
   /** Multiplies every wait the server asks for (heartbeats, backoff): 0.1 makes a minute six seconds. */
   timeScale?: number;
   verifyTimeoutMs?: number;
+  /** Share of outbound sends the radio fails (reported `failed` with an SmsManager reason). */
+  outboundFailRate?: number;
   events?: DeviceEvents;
 };
 
@@ -221,21 +228,35 @@ export function createDevice(o: DeviceOptions) {
     configTimer.cancel();
   }
 
-  /** `message.send`: text the recipient from the SIM (through the emulated network), then report sent and delivered. */
-  async function sendOutbound(event: SendEvent) {
-    const msg = event.message ?? { id: event.id ?? event.message_id!, to: event.to!, text: event.text!, sim_slot: event.sim_slot };
-    if (!device || !msg.id || !msg.to) return;
-    const from = numberForSlot(o.reg, msg.sim_slot ?? null)!;
+  /** A status report on an outbound message; a 409 or 404 means the server has ended it (cancelled, expired, failed). */
+  async function report(id: number, status: "sending" | "sent" | "delivered" | "failed", error?: string): Promise<ReportResult> {
     try {
-      await sendThroughProvider(o.providerUrl, { from, to: msg.to, body: msg.text ?? "" });
-      await persist(() => o.api.reportStatus(device!.id, msg.id, "sent"));
-      o.stats.count("outbound.sent");
-      await persist(() => o.api.reportStatus(device!.id, msg.id, "delivered"));
-      o.stats.count("outbound.delivered");
+      await persist(() => o.api.reportStatus(device!.id, id, status, error));
+      return "ok";
     } catch (e) {
-      o.stats.count("outbound.failed");
-      await o.api.reportStatus(device.id, msg.id, "failed", (e as Error).message.slice(0, 200)).catch(() => undefined);
+      if (e instanceof ApiError && (e.status === 409 || e.status === 404)) return "refused";
+      throw e;
     }
+  }
+
+  const sender = createSender({
+    rng: o.rng.fork("sender"),
+    stats: o.stats,
+    failRate: o.outboundFailRate ?? 0,
+    holdMs: () => o.rng.int(100, 600) * scale,
+    deliveryMs: () => o.rng.int(200, 2000) * scale,
+    isUp: () => networkUp && alive() && device !== undefined,
+    report,
+    transmit: (order) =>
+      sendThroughProvider(o.providerUrl, { from: numberForSlot(o.reg, order.sim_slot ?? null)!, to: order.to, body: order.text }).then(() => {}),
+    events: { onDuplicateOrder: o.events?.onDuplicateOrder, onTransmitted: o.events?.onTransmitted },
+  });
+
+  /** `message.send` on the device channel: queued for the radio (sender.ts). */
+  function sendOutbound(event: SendEvent) {
+    const msg = event.message ?? { id: event.id ?? event.message_id!, to: event.to!, text: event.text!, sim_slot: event.sim_slot };
+    if (!msg.id || !msg.to) return;
+    sender.order({ id: msg.id, to: msg.to, text: msg.text ?? "", sim_slot: msg.sim_slot });
   }
 
   return {
@@ -243,19 +264,25 @@ export function createDevice(o: DeviceOptions) {
     start,
     receive,
     sendOutbound,
+    /** `message.cancelled` on the device channel (a `message.send_cancelled` event): drop the order if not yet on air. */
+    cancelOutbound: (id: number) => sender.cancel(id),
     refreshConfig,
     /** Data network up or down; SMS keep arriving into the outbox meanwhile. */
     setNetwork(up: boolean) {
+      if (networkUp === up) return;
       networkUp = up;
+      o.events?.onNetwork?.(up);
       if (!up) return cancelTimers();
       void beat();
       void flush();
+      sender.resume();
     },
     setDoze(on: boolean) {
       doze = on;
     },
     stop() {
       cancelTimers();
+      sender.stop();
       if (alive()) setState("stopped");
     },
     id: () => device?.id,
@@ -268,6 +295,7 @@ export function createDevice(o: DeviceOptions) {
       lastHeartbeatAt,
       cards: device?.sim_cards ?? [],
       pending: o.outbox.pending(key).length,
+      outboundPending: sender.pending(),
     }),
     /** Re-reads the device (after verification the cards carry their hosted SIM ids). */
     reload: async () => (device = await o.api.getDevice(device!.id)),

@@ -1,5 +1,6 @@
 import { type Api, hostedSimOf } from "./api";
 import type { SimDevice } from "./device";
+import type { OutboundFigures } from "./fleet-outbound";
 import type { ReceivedSms } from "./outbox";
 import type { Stats } from "./stats";
 
@@ -71,7 +72,7 @@ export type FleetReport = {
   };
   sms: { received: number; acknowledged: number; refused: number; pending: number; visible: number; not_visible: number; lost: number };
   heartbeats: number;
-  outbound: { sent: number; delivered: number; failed: number };
+  outbound: OutboundFigures;
   errors: Record<string, number>;
   latency_ms: Record<string, { count: number; p50: number; p95: number; p99: number; max: number }>;
   failures: string[];
@@ -79,11 +80,14 @@ export type FleetReport = {
 };
 
 export function formatReport(r: FleetReport): string {
+  const o = r.outbound;
   const lines = [
     `fleet run: seed ${r.seed}, ${r.duration_s}s, ${r.passed ? "PASSED" : `FAILED: ${r.failures.join("; ")}`}`,
     `devices   requested ${r.devices.requested}  registered ${r.devices.registered} (resumed ${r.devices.resumed})  verified ${r.devices.verified}  unverified ${r.devices.unverified}  online ${r.devices.online}  revoked ${r.devices.revoked}  failed to start ${r.devices.failed_to_start}`,
     `sms       received ${r.sms.received}  acknowledged ${r.sms.acknowledged}  refused ${r.sms.refused}  still queued ${r.sms.pending}  visible ${r.sms.visible}  not visible ${r.sms.not_visible}  LOST ${r.sms.lost}`,
-    `heartbeats ${r.heartbeats}   outbound sent ${r.outbound.sent} delivered ${r.outbound.delivered} failed ${r.outbound.failed}`,
+    `outbound  accepted ${o.accepted}  refused ${o.refused}  sent ${o.sent}  delivered ${o.delivered}  failed ${o.failed}  expired ${o.expired}  cancelled ${o.cancelled}  DUPLICATED ${o.duplicated}  LOST ${o.lost}`,
+    `phones    sent ${o.phones.sent}  delivered ${o.phones.delivered}  failed ${o.phones.failed}  cancelled ${o.phones.cancelled}  refused by the server ${o.phones.refused}`,
+    `heartbeats ${r.heartbeats}`,
     "latency (ms)        count     p50     p95     p99     max",
     ...Object.entries(r.latency_ms).map(
       ([op, l]) => `  ${op.padEnd(16)} ${String(l.count).padStart(7)} ${fmt(l.p50)} ${fmt(l.p95)} ${fmt(l.p99)} ${fmt(l.max)}`,
@@ -110,10 +114,16 @@ export function progressLine(elapsedS: number, devices: SimDevice[], stats: Stat
   );
 }
 
-/** Why a run counts as failed: anything lost, and any device that did not come up as a real phone would. */
+/**
+ * Why a run counts as failed: anything lost (an SMS received, or an outbound message accepted
+ * and never finished), anything sent twice, and any device that did not come up as a real
+ * phone would. Failed and expired sends are outcomes, not failures of the run.
+ */
 export function failuresOf(r: FleetReport): string[] {
   const d = r.devices;
   const failures: string[] = [];
+  if (r.outbound.duplicated > 0) failures.push(`${r.outbound.duplicated} outbound messages ordered or sent twice`);
+  if (r.outbound.lost > 0) failures.push(`${r.outbound.lost} accepted outbound messages never reached a final status`);
   if (r.sms.pending > 0) failures.push(`${r.sms.pending} SMS never acknowledged`);
   if (r.sms.not_visible > 0) failures.push(`${r.sms.not_visible} acknowledged SMS not visible through GET /api/messages`);
   if (d.failed_to_start > 0) failures.push(`${d.failed_to_start} devices failed to start`);

@@ -1,5 +1,6 @@
 import { type Api, ApiError, type Credentials, createApi, createLimiter, signIn } from "./api";
 import { createDevice, type SimDevice } from "./device";
+import { createOutboundTracker, type OutboundTracker } from "./fleet-outbound";
 import { checkVisibility, countOnline, type FleetReport, failuresOf, formatReport, progressLine, type Tracked } from "./fleet-report";
 import { type Outbox, openOutbox } from "./outbox";
 import { deviceRegistration } from "./phones";
@@ -32,10 +33,16 @@ export type FleetOptions = {
   concurrency?: number;
   timeScale?: number;
   settleMs?: number;
+  /** Outbound sends per second through the API from the fleet's numbers (0: none), and their expiry. */
+  sendRate?: number;
+  sendExpiresInMs?: number;
+  /** Share of outbound sends the phones' radios fail. */
+  sendFailRate?: number;
   progress?: (line: string) => void;
 };
 
-type Member = { device: SimDevice; api: Api; rng: Random; started: boolean };
+type Member = { device: SimDevice; api: Api; rng: Random; started: boolean; listener?: Listener };
+type Listener = Awaited<ReturnType<typeof listenDeviceChannel>>;
 
 export async function runFleet(o: FleetOptions): Promise<FleetReport> {
   const stats = createStats();
@@ -46,16 +53,19 @@ export async function runFleet(o: FleetOptions): Promise<FleetReport> {
   const providerUrl = o.providerUrl ?? provider!.url;
   const outbox = openOutbox(o.stateDir ? `${o.stateDir}/fleet-outbox.jsonl` : undefined);
   const tracked = new Map<string, Tracked>();
-  const members = createMembers(o, rng, apis, stats, outbox, providerUrl, tracked);
+  const outbound = createOutboundTracker(stats);
+  const members = createMembers(o, rng, apis, stats, outbox, providerUrl, tracked, outbound);
   const listeners: { close(): void }[] = [];
   const started = Date.now();
   const stopProgress = showProgress(o, members, stats, started);
 
   await startAll(o, members, stats, listeners);
   const stopLoad = startLoad(o, rng, members, started);
+  const stopSends = outbound.start({ rate: o.sendRate ?? 0, expiresInMs: o.sendExpiresInMs }, rng.fork("sends"), () => liveMembers(members));
   await Bun.sleep(Math.max(0, started + o.durationMs - Date.now()));
+  stopSends();
   stopLoad();
-  const report = await settle(o, members, tracked, stats, started);
+  const report = await settle(o, members, tracked, stats, started, outbound);
   stopProgress();
   for (const m of members) m.device.stop();
   for (const l of listeners) l.close();
@@ -86,7 +96,16 @@ function startEmbeddedProvider(o: FleetOptions) {
   });
 }
 
-function createMembers(o: FleetOptions, rng: Random, apis: Api[], stats: Stats, outbox: Outbox, providerUrl: string, tracked: Map<string, Tracked>) {
+function createMembers(
+  o: FleetOptions,
+  rng: Random,
+  apis: Api[],
+  stats: Stats,
+  outbox: Outbox,
+  providerUrl: string,
+  tracked: Map<string, Tracked>,
+  outbound: OutboundTracker,
+) {
   return Array.from({ length: o.devices }, (_, i): Member => {
     const drng = rng.fork(`device-${i}`);
     const api = apis[i % apis.length]!;
@@ -95,9 +114,12 @@ function createMembers(o: FleetOptions, rng: Random, apis: Api[], stats: Stats, 
       const t = tracked.get(sms.message_id);
       if (t) Object.assign(t, { state, reason });
     };
+    // A phone off the data network has no socket either: its listener closes and reopens with it.
+    const onNetwork = (up: boolean) => (up ? member.listener?.pusher.connect() : member.listener?.pusher.disconnect());
     const device = createDevice({
       reg,
       doze: drng.chance(o.dozeRatio),
+      outboundFailRate: o.sendFailRate,
       api,
       providerUrl,
       outbox,
@@ -109,9 +131,13 @@ function createMembers(o: FleetOptions, rng: Random, apis: Api[], stats: Stats, 
         onReceived: (sms) => void (tracked.has(sms.message_id) || tracked.set(sms.message_id, { device, api, sms, state: "queued" })),
         onAcknowledged: (sms) => track(sms, "acknowledged"),
         onRefused: (sms, reason) => track(sms, "refused", reason),
+        onNetwork,
+        onDuplicateOrder: outbound.onDuplicateOrder,
+        onTransmitted: outbound.onTransmitted,
       },
     });
-    return { device, api, rng: drng, started: false };
+    const member: Member = { device, api, rng: drng, started: false };
+    return member;
   });
 }
 
@@ -124,7 +150,7 @@ async function startAll(o: FleetOptions, members: Member[], stats: Stats, listen
       try {
         await m.device.start();
         m.started = true;
-        if (o.listen) listeners.push(await listen(m));
+        if (o.listen) listeners.push((m.listener = await listen(m)));
       } catch (e) {
         stats.count("devices.failed_to_start");
         stats.error("start", e instanceof ApiError ? e.kind : (e as Error).message.slice(0, 80));
@@ -137,17 +163,20 @@ async function startAll(o: FleetOptions, members: Member[], stats: Stats, listen
 async function listen(m: Member) {
   const d = m.device;
   const l = await listenDeviceChannel(m.api, d.id()!, {
-    onSend: (data) => void d.sendOutbound(data as never),
+    onSend: (data) => d.sendOutbound(data as never),
+    onCancel: (id) => d.cancelOutbound(id),
     onConfigChanged: () => void d.refreshConfig(),
   });
   await l.subscribed;
   return l;
 }
 
+const liveMembers = (members: Member[]) => members.filter((m) => m.started && ["active", "verifying"].includes(m.device.snapshot().state));
+
 /** SMS arrivals, churn and the scenario, until stopped. */
 function startLoad(o: FleetOptions, rng: Random, members: Member[], started: number) {
   const load = rng.fork("load");
-  const live = () => members.filter((m) => m.started && ["active", "verifying"].includes(m.device.snapshot().state));
+  const live = () => liveMembers(members);
   let arrival: ReturnType<typeof setTimeout> | undefined;
   const nextArrival = () => {
     if (o.smsRate <= 0) return;
@@ -226,13 +255,20 @@ function showProgress(o: FleetOptions, members: Member[], stats: Stats, started:
 }
 
 /** Waits for outboxes to drain, then checks every acknowledged SMS through the API and counts what is missing. */
-async function settle(o: FleetOptions, members: Member[], tracked: Map<string, Tracked>, stats: Stats, started: number): Promise<FleetReport> {
+async function settle(
+  o: FleetOptions,
+  members: Member[],
+  tracked: Map<string, Tracked>,
+  stats: Stats,
+  started: number,
+  outbound: OutboundTracker,
+): Promise<FleetReport> {
   const deadline = Date.now() + (o.settleMs ?? 60_000);
   while (members.some((m) => m.device.snapshot().pending > 0) && Date.now() < deadline) await Bun.sleep(250);
   await Promise.all(members.filter((m) => m.device.id()).map((m) => m.device.reload().catch(() => undefined)));
   const all = [...tracked.values()];
   const acknowledged = all.filter((t) => t.state === "acknowledged");
-  const visibility = await checkVisibility(acknowledged, deadline);
+  const [visibility, sends] = await Promise.all([checkVisibility(acknowledged, deadline), outbound.settle(deadline)]);
   const online = await countOnline(members);
   const snaps = members.map((m) => m.device.snapshot());
   const pending = all.filter((t) => t.state === "queued").length;
@@ -263,7 +299,7 @@ async function settle(o: FleetOptions, members: Member[], tracked: Map<string, T
       lost: pending + notVisible,
     },
     heartbeats: stats.get("heartbeats"),
-    outbound: { sent: stats.get("outbound.sent"), delivered: stats.get("outbound.delivered"), failed: stats.get("outbound.failed") },
+    outbound: sends,
     errors: stats.errors(),
     latency_ms: stats.latencies(),
     failures: [],

@@ -26,6 +26,11 @@ const num =
     if (!Number.isFinite(n) || n < min) throw new InvalidArgumentError(`${name} must be a number ≥ ${min}`);
     return n;
   };
+const share = (name: string) => (v: string) => {
+  const n = num(name)(v);
+  if (n > 1) throw new InvalidArgumentError(`${name} must be a share between 0 and 1`);
+  return n;
+};
 const duration = (v: string) => {
   try {
     return parseDuration(/^\d+(\.\d+)?$/.test(v) ? Number(v) : v);
@@ -54,7 +59,8 @@ provider
   .option("--token <token>", "PROVIDER_AUTH_TOKEN", DEFAULT_TOKEN)
   .option("--number <e164>", "PROVIDER_NUMBER", DEFAULT_NUMBER)
   .option("--account-sid <sid>", "AccountSid sent in callbacks", defaultAccountSid)
-  .option("--fail-rate <share>", "share of outbound API calls answered 503", num("fail-rate"), 0)
+  .option("--fail-rate <share>", "share of outbound API calls answered 503", share("fail-rate"), 0)
+  .option("--undelivered-rate <share>", "share of accepted outbound messages reported undelivered (status callback, error 30003)", share("undelivered-rate"), 0)
   .option("--seed <seed>", "seed for message sids")
   .option("--json", "machine-readable output")
   .action((opts) => {
@@ -67,6 +73,7 @@ provider
       providerNumber: opts.number,
       accountSid: opts.accountSid,
       failRate: opts.failRate,
+      undeliveredRate: opts.undeliveredRate,
       seed: resolveSeed(opts.seed),
     });
     const info = { url: p.url, provider_number: opts.number, server: opts.server, public_url: publicUrlFor(opts.server, opts.publicUrl) };
@@ -116,6 +123,7 @@ program
   .option("--numbers <list>", "the SIMs' numbers, comma separated (E.164)", (v) => v.split(","))
   .option("--doze", "report doze mode", false)
   .option("--no-listen", "do not open the private-device channel")
+  .option("--send-fail-rate <share>", "share of outbound sends (message.send) the radio fails", share("send-fail-rate"), 0)
   .option("--sms-every <duration>", "mean gap between random incoming SMS (e.g. 30s); 0 for none", duration, 0)
   .option("--sms <count>", "stop after this many incoming SMS", num("sms", 0))
   .option("--script <file>", "JSON array of scripted SMS: { at, from?, body?, sim_slot? }")
@@ -136,6 +144,7 @@ program
       numbers: opts.numbers,
       doze: opts.doze,
       listen: opts.listen,
+      outboundFailRate: opts.sendFailRate,
       smsEveryMs: opts.smsEvery,
       smsCount: opts.sms,
       script,
@@ -171,7 +180,10 @@ program
   .option("--listen", "open a pusher connection per device for message.send and config.changed", false)
   .option("--concurrency <n>", "HTTP requests in flight at most", num("concurrency", 1), 64)
   .option("--time-scale <factor>", "multiply server-given waits (heartbeat, backoff)", num("time-scale"), 1)
-  .option("--settle <duration>", "how long to wait for queued SMS and visibility at the end", duration, 60_000)
+  .option("--settle <duration>", "how long to wait for queued SMS, visibility and outbound statuses at the end", duration, 60_000)
+  .option("--send-rate <r>", "outbound sends per second through POST /api/messages from the fleet's numbers (needs --listen to be sent)", num("send-rate"), 0)
+  .option("--send-fail-rate <share>", "share of outbound sends the phones' radios fail", share("send-fail-rate"), 0)
+  .option("--send-expires-in <duration>", "give each outbound send an expires_at this long ahead", duration)
   .option("--json", "print the report as JSON")
   .action(async (opts) => {
     const scenario = opts.scenario ? await loadScenario(opts.scenario) : undefined;
@@ -198,6 +210,9 @@ program
       concurrency: opts.concurrency,
       timeScale: opts.timeScale,
       settleMs: opts.settle,
+      sendRate: opts.sendRate,
+      sendFailRate: opts.sendFailRate,
+      sendExpiresInMs: opts.sendExpiresIn,
       progress: (line) => process.stderr.write(tty ? `\r\x1b[2K${line}` : `${line}\n`),
     });
     if (tty) process.stderr.write("\n");

@@ -18,12 +18,18 @@ export type ProviderOptions = {
   accountSid?: string;
   /** Share of outbound API calls answered 503, to exercise the server's retries. */
   failRate?: number;
+  /** Share of accepted outbound messages the network does not deliver (status callback `undelivered`, error 30003). */
+  undeliveredRate?: number;
+  /** Delay before each status callback (ms); default 50. */
+  callbackDelayMs?: number;
   seed?: number;
 };
 
 export type InboundSms = { from: string; to: string; body: string };
 export type ForwardResult = { sid: string; status: number; body: string };
 export type SentSms = { sid: string; from: string; to: string; body: string; status_callback?: string; created_at: string };
+/** A status callback the emulator made, and how the server answered it (0: not reached). */
+export type StatusCallback = { sid: string; status: string; url: string; answered: number };
 
 export type CallbackTarget = { serverUrl: string; publicUrl?: string; authToken: string; accountSid: string };
 
@@ -32,21 +38,35 @@ export const defaultAccountSid = `AC${"5".repeat(32)}`;
 
 /** Calls POST /api/provider/sms as the provider would; retries while the server is away, as providers do. */
 export async function forwardToServer(target: CallbackTarget, sms: InboundSms, sid: string, attempts = 3): Promise<ForwardResult> {
-  const path = "/api/provider/sms";
   const params = { From: sms.from, To: sms.to, Body: sms.body, MessageSid: sid, AccountSid: target.accountSid };
-  const signature = providerSignature(target.authToken, `${(target.publicUrl ?? target.serverUrl).replace(/\/+$/, "")}${path}`, params);
+  return { sid, ...(await postSigned(target, "/api/provider/sms", params, attempts)) };
+}
+
+/**
+ * A signed form POST to one of the server's callback paths: signed over the URL as the server
+ * believes it was called (its PUBLIC_URL), sent where it is reached. Retried on 5xx and network
+ * errors; `status` 0 when it was never reached.
+ */
+async function postSigned(
+  target: CallbackTarget,
+  pathAndQuery: string,
+  params: Record<string, string>,
+  attempts = 3,
+): Promise<{ status: number; body: string }> {
+  const base = (url: string) => url.replace(/\/+$/, "");
+  const signature = providerSignature(target.authToken, `${base(target.publicUrl ?? target.serverUrl)}${pathAndQuery}`, params);
   for (let attempt = 1; ; attempt++) {
     try {
-      const res = await fetch(`${target.serverUrl.replace(/\/+$/, "")}${path}`, {
+      const res = await fetch(`${base(target.serverUrl)}${pathAndQuery}`, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded", "x-provider-signature": signature },
         body: new URLSearchParams(params).toString(),
         signal: AbortSignal.timeout(10_000),
       });
       const body = await res.text();
-      if (res.status < 500 || attempt >= attempts) return { sid, status: res.status, body };
+      if (res.status < 500 || attempt >= attempts) return { status: res.status, body };
     } catch (e) {
-      if (attempt >= attempts) return { sid, status: 0, body: (e as Error).message };
+      if (attempt >= attempts) return { status: 0, body: (e as Error).message };
     }
     await Bun.sleep(250 * 2 ** attempt);
   }
@@ -62,6 +82,7 @@ export function startProvider(opts: ProviderOptions) {
   };
   const forwarded: (InboundSms & ForwardResult & { created_at: string })[] = [];
   const sent: SentSms[] = [];
+  const callbacks: StatusCallback[] = [];
   const sid = () => `SM${rng.hex(32)}`;
 
   async function receive(req: Request) {
@@ -93,7 +114,10 @@ export function startProvider(opts: ProviderOptions) {
       created_at: new Date().toISOString(),
     };
     sent.push(record);
-    if (record.status_callback) void reportDelivered(target, record);
+    if (record.status_callback) {
+      const outcome = opts.undeliveredRate && rng.chance(opts.undeliveredRate) ? UNDELIVERED : DELIVERED;
+      void reportStatuses(target, record, outcome, opts.callbackDelayMs ?? 50).then((made) => callbacks.push(...made));
+    }
     return Response.json({ sid: record.sid, status: "queued" }, { status: 201 });
   }
 
@@ -104,23 +128,36 @@ export function startProvider(opts: ProviderOptions) {
       "/health": () => Response.json({ status: "ok", provider_number: opts.providerNumber }),
       "/sms": { POST: receive, GET: () => Response.json({ data: forwarded }) },
       "/messages": { POST: acceptOutbound, GET: () => Response.json({ data: sent }) },
+      "/callbacks": { GET: () => Response.json({ data: callbacks }) },
     },
     fetch: () => Response.json({ message: "No such route.", code: "not_found" }, { status: 404 }),
   });
-  return { url: `http://${server.hostname}:${server.port}`, port: server.port as number, sent, forwarded, stop: () => server.stop(true) };
+  return { url: `http://${server.hostname}:${server.port}`, port: server.port as number, sent, forwarded, callbacks, stop: () => server.stop(true) };
 }
 export type Provider = ReturnType<typeof startProvider>;
 
-/** Delivery receipt to the status_callback the server gave, signed like the inbound callback. */
-async function reportDelivered(target: CallbackTarget, sms: SentSms) {
-  await Bun.sleep(50);
-  const params = { MessageSid: sms.sid, MessageStatus: "delivered", From: sms.from, To: sms.to, AccountSid: target.accountSid };
-  const signature = providerSignature(target.authToken, sms.status_callback!, params);
-  await fetch(sms.status_callback!, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded", "x-provider-signature": signature },
-    body: new URLSearchParams(params).toString(),
-  }).catch(() => undefined);
+/** The statuses the provider reports for a message, in order, with the error fields of a failure. */
+type Outcome = { status: string; fields?: Record<string, string> }[];
+const DELIVERED: Outcome = [{ status: "sent" }, { status: "delivered" }];
+const UNDELIVERED: Outcome = [{ status: "sent" }, { status: "undelivered", fields: { ErrorCode: "30003", ErrorMessage: "Unreachable destination handset" } }];
+
+/**
+ * Status callbacks to the status_callback the server gave (MessageStatus sent, then delivered or
+ * undelivered with ErrorCode), signed like the inbound callback, each retried while the server is
+ * away (5xx or unreachable), as providers do. The server's PUBLIC_URL is expected to be the base of
+ * the URL it gave.
+ */
+async function reportStatuses(target: CallbackTarget, sms: SentSms, outcome: Outcome, delayMs: number): Promise<StatusCallback[]> {
+  const made: StatusCallback[] = [];
+  for (const step of outcome) {
+    await Bun.sleep(delayMs);
+    const params = { MessageSid: sms.sid, MessageStatus: step.status, From: sms.from, To: sms.to, AccountSid: target.accountSid, ...step.fields };
+    // The server names its own URL; it is reached where the emulator reaches it, signed as the server believes it was called.
+    const { pathname, search } = new URL(sms.status_callback!);
+    const answer = await postSigned(target, `${pathname}${search}`, params);
+    made.push({ sid: sms.sid, status: step.status, url: sms.status_callback!, answered: answer.status });
+  }
+  return made;
 }
 
 /** The phone side: "send" an SMS through a running emulator. */

@@ -17,6 +17,8 @@ export type SendEvent = {
 
 export type DeviceChannelHandlers = {
   onSend?(data: unknown): void;
+  /** `message.cancelled` (the catalog's `message.send_cancelled`): a send ordered before was cancelled. */
+  onCancel?(messageId: number): void;
   onConfigChanged?(data: unknown): void;
   onOther?(event: string, data: unknown): void;
 };
@@ -45,6 +47,7 @@ export async function listenDeviceChannel(api: Api, deviceId: number, handlers: 
   const channel = pusher.subscribe(`private-device.${deviceId}`);
   channel.bind_global((event: string, data: unknown) => {
     if (event === "message.send") handlers.onSend?.(data);
+    else if (event === "message.cancelled") handlers.onCancel?.((data as { message?: { id?: number } })?.message?.id ?? 0);
     else if (event === "config.changed") handlers.onConfigChanged?.(data);
     else if (!event.startsWith("pusher:")) handlers.onOther?.(event, data);
   });

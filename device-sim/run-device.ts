@@ -19,6 +19,8 @@ export type DeviceRunOptions = {
   numbers?: string[];
   doze: boolean;
   listen: boolean;
+  /** Share of outbound sends the radio fails. */
+  outboundFailRate?: number;
   /** Mean gap between random incoming SMS; 0 for none. */
   smsEveryMs: number;
   /** Stop making SMS after this many (scripted ones included). */
@@ -63,6 +65,7 @@ export async function runDevice(o: DeviceRunOptions) {
     rng: rng.fork("device"),
     stats,
     timeScale: o.timeScale,
+    outboundFailRate: o.outboundFailRate,
     events: {
       onState: (s) => o.log(`state ${s}`),
       onReceived: (sms) => o.log(`sms ${sms.message_id} received from ${sms.from} on slot ${sms.sim_slot}`),
@@ -112,7 +115,11 @@ async function startListening(api: ReturnType<typeof createApi>, device: ReturnT
   const l = await listenDeviceChannel(api, device.id()!, {
     onSend: (data) => {
       o.log(`message.send ${JSON.stringify(data)}`);
-      void device.sendOutbound(data as never);
+      device.sendOutbound(data as never);
+    },
+    onCancel: (id) => {
+      o.log(`message.cancelled ${id}`);
+      device.cancelOutbound(id);
     },
     onConfigChanged: () => void device.refreshConfig(),
     onOther: (event) => o.log(`event ${event}`),

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import type { ApiAnswer } from "../../clients/api";
 import { createApiClient } from "../api-client";
-import { E164, e164, each, globals, instant, numberRef, orgOption, positiveInt } from "../args";
+import { ahead, durationMs, E164, e164, each, globals, instant, numberRef, orgOption, positiveInt } from "../args";
 import { parseCsv } from "../csv";
 import { CliError, colors, emit, statusColor, table } from "../output";
 import { subscribe, untilStopped } from "../realtime";
@@ -32,6 +32,7 @@ const tailLine = (event: string, m: Message) =>
     `${m.from} → ${m.to}`,
     statusColor(m.status),
     event === "message.received" ? oneLine(m.text, 120) : colors.dim(oneLine(m.text, 60)),
+    ...(m.error ? [colors.dim(`(${m.error})`)] : []),
   ].join("  ");
 
 type SendOptions = {
@@ -40,19 +41,19 @@ type SendOptions = {
   toFile?: string;
   text: string;
   sendAt?: string;
+  at?: string;
   expiresAt?: string;
+  expiresIn?: number;
   idempotencyKey?: string;
 };
 
-const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
-
-/** A time ahead: an ISO 8601 date-time, or a delay from now such as `10m`, `2h`, `1d`. */
-function ahead(value: string): string {
-  const delay = value.match(/^(\d+)([smhdw])$/);
-  if (delay) return new Date(Date.now() + Number(delay[1]) * UNIT_SECONDS[delay[2]!]! * 1000).toISOString();
-  const date = /^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : new Date(Number.NaN);
-  if (Number.isNaN(date.getTime())) throw new InvalidArgumentError("Not a date-time (2026-11-21T10:00:00Z) or a delay (10m, 2h, 1d).");
-  return date.toISOString();
+/** --at is --send-at; --expires-in counts from when the message is due (send_at, else now). One of each pair. */
+function timesOf(o: SendOptions): { send_at?: string; expires_at?: string } {
+  if (o.at && o.sendAt) throw new CliError("Give --at or --send-at, not both.");
+  if (o.expiresIn && o.expiresAt) throw new CliError("Give --expires-in or --expires-at, not both.");
+  const sendAt = o.at ?? o.sendAt;
+  const due = sendAt ? Date.parse(sendAt) : Date.now();
+  return { send_at: sendAt, expires_at: o.expiresIn ? new Date(due + o.expiresIn).toISOString() : o.expiresAt };
 }
 
 type Recipient = string | { to: string; vars: Record<string, string> };
@@ -82,6 +83,21 @@ function readRecipients(path: string): Recipient[] {
     const vars = Object.fromEntries(names.map((name, j) => [name, row[j] ?? ""]).filter(([name], j) => j !== at && name !== ""));
     return Object.keys(vars).length > 0 ? { to, vars } : to;
   });
+}
+
+function describeMessage(m: Message): string {
+  const lines = [
+    `Message ${m.id} (${m.direction === "inbound" ? "received" : "sent"}) ${m.from} → ${m.to}`,
+    `status    ${statusColor(m.status)} since ${m.status_updated_at}`,
+  ];
+  if (m.direction === "outbound") {
+    lines.push(`attempts  ${m.attempts}`);
+    if (m.send_at) lines.push(`send at   ${m.send_at}`);
+    if (m.expires_at) lines.push(`expires   ${m.expires_at}`);
+  }
+  if (m.error) lines.push(`error     ${m.error}`);
+  lines.push(`text      ${oneLine(m.text, 200)}`);
+  return lines.join("\n");
 }
 
 type WaitOptions = { number: number | string; from?: string; contains?: string; code?: boolean; after?: string; timeout: number };
@@ -148,21 +164,25 @@ export function registerMessages(program: Command): void {
     .option("--to <phone>", "recipient, E.164; repeat for a bulk send", each(e164))
     .option("--to-file <csv>", "recipients from a CSV file with a header line: a `to` column, and a column per {{variable}} of the text")
     .requiredOption("--text <text>", "message text (1 to 1600 characters)")
-    .option("--send-at <time>", "send later: an ISO 8601 date-time, or a delay (10m, 2h, 1d) from now; at most 30 days ahead", ahead)
+    .option("--at <time>", "send later: an ISO 8601 date-time, or a delay (10m, 2h, 1d) from now; at most 30 days ahead", ahead)
+    .option("--send-at <time>", "the same as --at", ahead)
+    .option("--expires-in <duration>", "give up unsent this long after it is due (--at, else now): 30m, 2h, 1d", durationMs)
     .option("--expires-at <time>", "give up unsent after this: an ISO 8601 date-time, or a delay (30m, 2h) from now", ahead)
     .option("--idempotency-key <key>", "send the Idempotency-Key header: a retry with the same key and body sends nothing twice")
     .action(async (_opts, cmd: Command) => {
       const o = globals<SendOptions>(cmd);
       let to: ReturnType<typeof recipientsOf>;
+      let times: ReturnType<typeof timesOf>;
       try {
         to = recipientsOf(o);
+        times = timesOf(o);
       } catch (e) {
         cmd.error(`error: ${(e as Error).message}`, { exitCode: 2 });
       }
       const api = createApiClient(o);
       const hostedSim = await resolveNumberId(api, o.number);
       const headers = o.idempotencyKey ? { "idempotency-key": o.idempotencyKey } : undefined;
-      const request = { hosted_sim: hostedSim, to, text: o.text, send_at: o.sendAt, expires_at: o.expiresAt };
+      const request = { hosted_sim: hostedSim, to, text: o.text, ...times };
       const body = await api.ok(api.POST("/api/messages", { body: request, headers }));
       const data = body.data;
       emit(o, body, () => {
@@ -182,6 +202,16 @@ export function registerMessages(program: Command): void {
       const api = createApiClient(o);
       const body = await api.ok(api.POST("/api/messages/{id}/cancel", { params: { path: { id } } }));
       emit(o, body, () => `Message ${body.data.id} to ${body.data.to} is ${body.data.status}.`);
+    });
+
+  orgOption(messages.command("show"))
+    .description("one message: for a send, its status, when that last changed, how many times it was handed over, and why it failed")
+    .argument("<id>", "message id", positiveInt)
+    .action(async (id: number, _opts, cmd: Command) => {
+      const o = globals(cmd);
+      const api = createApiClient(o);
+      const body = await api.ok(api.GET("/api/messages/{id}", { params: { path: { id } } }));
+      emit(o, body, () => describeMessage(body.data));
     });
 
   orgOption(messages.command("wait"))

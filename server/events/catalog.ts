@@ -95,7 +95,7 @@ const status = (s: string) =>
     realtime: "message.status_changed",
     channels: ["organization", "number"],
     audience: STATUS_AUDIENCE,
-    cause: `an outbound message became ${s} (provider send job, device status report, device pick-up timeout)`,
+    cause: `an outbound message became ${s} (provider send job, provider status callback, device status report, device pick-up timeout)`,
   }) as const;
 
 const device = (realtime: string, cause: string) =>

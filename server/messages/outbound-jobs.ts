@@ -6,7 +6,7 @@ import { RetryAfter } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import { changeStatus, dispatchScheduled } from "./outbound";
-import { findOutbound } from "./outbound-store";
+import { countAttempt, findOutbound } from "./outbound-store";
 import { createProviderClient, type ProviderClient } from "./provider-client";
 
 type Deps = { sql: Pool; events: Pick<EventTail, "notify">; logger: Logger; clock?: Clock };
@@ -37,8 +37,10 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
     return;
   }
   // Not moved: cancelled (or expired) meanwhile, and so never handed to the provider.
-  if (m.status === "queued" && !(await changeStatus(deps, m.organization_id, m.id, "sending", ["queued"]))) return;
-  const outcome = await provider.send({ from: m.from, to: m.to, body: m.text });
+  // Each provider call is an attempt: the first counted with the move to `sending`, a retry alone.
+  if (m.status === "sending") await countAttempt(deps.sql, m.id);
+  else if (!(await changeStatus(deps, m.organization_id, m.id, "sending", ["queued"], { attempt: true }))) return;
+  const outcome = await provider.send({ id: m.id, from: m.from, to: m.to, body: m.text });
   if (outcome.kind === "accepted") {
     await changeStatus(deps, m.organization_id, m.id, "sent", ["queued", "sending"], { externalId: outcome.sid || null });
     return;
@@ -77,7 +79,8 @@ export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "events">,
 /** The handlers of the outbound queues (registered by server/jobs/workers.ts), with the provider sends' backoff. */
 export function outboundHandlers(deps: Deps & { config: Config; jobs: JobQueue; provider?: ProviderClient }) {
   const { config } = deps;
-  const provider = deps.provider ?? createProviderClient({ baseUrl: config.PROVIDER_API_URL, authToken: config.PROVIDER_AUTH_TOKEN });
+  const provider =
+    deps.provider ?? createProviderClient({ baseUrl: config.PROVIDER_API_URL, authToken: config.PROVIDER_AUTH_TOKEN, publicUrl: config.PUBLIC_URL });
   const backoff = providerBackoff(config.OUTBOUND_PROVIDER_RETRY_SECONDS);
   const send: JobHandler<Payload> = (job) => sendThroughProvider(deps, provider, job, backoff);
   const deviceTimeout: JobHandler<Payload> = async (job) =>

@@ -81,12 +81,20 @@ export async function findDeviceOutbound(sql: Sql, q: { messageId: number; devic
 }
 
 /**
+ * What a status move also records: the failure reason (failed, expired), the provider's id of
+ * the message, and `attempt`: the move is the message being handed over (a provider call, a
+ * device taking it), counted once when it leaves scheduled or queued.
+ */
+export type StatusExtra = { error?: string | null; externalId?: string | null; attempt?: boolean };
+
+/**
  * Moves an outbound message to `to` only from one of `from` (a conditional UPDATE: concurrent
  * reports cannot both win a transition). Returns false when the message was not in such a state.
  */
-export async function moveStatus(sql: Sql, id: number, to: string, from: string[], extra: { error?: string | null; externalId?: string | null } = {}) {
+export async function moveStatus(sql: Sql, id: number, to: string, from: string[], extra: StatusExtra = {}) {
   const rows = await sql`
     update messages set status = ${to}, status_updated_at = now(),
+      attempts = attempts + case when ${extra.attempt ?? false}::boolean and status in ('scheduled', 'queued') then 1 else 0 end,
       error = case when ${to} in ('failed', 'expired') then ${extra.error ?? null} else error end,
       external_id = coalesce(${extra.externalId ?? null}, external_id),
       sent_at = case when ${to} in ('sent', 'delivered') then coalesce(sent_at, now()) else sent_at end,
@@ -94,6 +102,11 @@ export async function moveStatus(sql: Sql, id: number, to: string, from: string[
     where id = ${id} and direction = 'outbound' and status = any(${from})
     returning 1`;
   return rows.length > 0;
+}
+
+/** One more provider call for a message already `sending` (a retry: its first call moved it there). */
+export async function countAttempt(sql: Sql, id: number) {
+  await sql`update messages set attempts = attempts + 1, updated_at = now() where id = ${id} and status = 'sending'`;
 }
 
 /** The messages of a batch the organization sent, in recipient order; null when it has none (unknown or another's batch). */

@@ -10,18 +10,9 @@ import type { Clock } from "../lib/clock";
 import { numberLocked, requireNumber } from "../numbers/locks";
 import { attachmentOf, byosDeviceOf } from "../numbers/store";
 import { findVisibleMessage } from "./history-store";
-import {
-  findDeviceOutbound,
-  findOutbound,
-  findOutboundMessages,
-  insertOutbound,
-  liveLockHolder,
-  lockOrganizationQuota,
-  monthlyLimit,
-  moveStatus,
-} from "./outbound-store";
+import { findOutbound, findOutboundMessages, insertOutbound, liveLockHolder, lockOrganizationQuota, monthlyLimit, moveStatus } from "./outbound-store";
 import { planSend, type SendRequest } from "./send-request";
-import { CANCELLABLE, canMove, statesBefore } from "./status";
+import { CANCELLABLE } from "./status";
 import { type Message, monthlyOutboundCount, organizationView } from "./store";
 
 export type OutboundDeps = { sql: Pool; jobs: JobQueue; events: Pick<EventTail, "notify">; deviceTimeoutSeconds: number; clock?: Clock };
@@ -203,25 +194,4 @@ export async function cancelMessage(deps: Pick<OutboundDeps, "sql" | "events">, 
   }
   deps.events.notify();
   return (await findVisibleMessage(deps.sql, org, messageId))!;
-}
-
-/** A device's report on an outbound message it was asked to send. Repeating the current status is a no-op. */
-export async function reportDeviceStatus(
-  deps: Pick<OutboundDeps, "sql" | "events">,
-  c: Caller,
-  q: { deviceId: number; messageId: number; status: string; error?: string },
-): Promise<Message> {
-  const org = c.organization.id;
-  const found = await findDeviceOutbound(deps.sql, { messageId: q.messageId, deviceId: q.deviceId, organizationId: org });
-  if (!found) throw notFound("Message");
-  if (found.status !== q.status) {
-    if (!canMove(found.status, q.status)) throw invalidState(`A ${found.status} message cannot become ${q.status}.`);
-    const error = q.status === "failed" ? (q.error ?? "The device reported a failure.") : null;
-    const moved = await changeStatus(deps, org, q.messageId, q.status, statesBefore(q.status), { error });
-    if (!moved) {
-      const now = await findVisibleMessage(deps.sql, org, q.messageId);
-      if (now?.status !== q.status) throw invalidState(`The message is ${now?.status ?? "gone"} now and cannot become ${q.status}.`);
-    }
-  }
-  return (await findVisibleMessage(deps.sql, org, q.messageId))!;
 }

@@ -4,7 +4,15 @@ export type ProviderOutcome =
   | { kind: "rejected"; error: string }
   | { kind: "retry"; error: string; retryAfterMs?: number };
 
-export type ProviderClient = { send(message: { from: string; to: string; body: string }): Promise<ProviderOutcome> };
+/** `id`: our message id, which names the message in the status callback URL the provider is given. */
+export type ProviderClient = { send(message: { id: number; from: string; to: string; body: string }): Promise<ProviderOutcome> };
+
+/**
+ * Where the provider reports a message's delivery (server/provider/routes.ts): a URL per
+ * message, so a report finds its message even before the send job recorded the provider's sid,
+ * and signed whole by the provider, so the id in it cannot be forged.
+ */
+export const statusCallbackUrl = (publicUrl: string, messageId: number) => `${publicUrl.replace(/\/+$/, "")}/api/provider/messages/${messageId}/status`;
 
 function retryAfterMs(header: string | null): number | undefined {
   if (!header) return undefined;
@@ -27,19 +35,21 @@ async function describe(res: Response): Promise<string> {
 }
 
 /**
- * `POST {baseUrl}/messages` with the provider's Bearer token. 2xx is accepted; 429, 5xx and
+ * `POST {baseUrl}/messages` with the provider's Bearer token, and with `publicUrl` the message's
+ * `status_callback`. 2xx is accepted; 429, 5xx and
  * network errors or timeouts are worth retrying; any other 4xx is a permanent refusal.
  */
-export function createProviderClient(opts: { baseUrl: string; authToken: string; timeoutMs?: number }): ProviderClient {
+export function createProviderClient(opts: { baseUrl: string; authToken: string; publicUrl?: string; timeoutMs?: number }): ProviderClient {
   const url = `${opts.baseUrl.replace(/\/+$/, "")}/messages`;
   return {
-    async send(message) {
+    async send({ id, ...message }) {
+      const callback = opts.publicUrl ? { status_callback: statusCallbackUrl(opts.publicUrl, id) } : {};
       let res: Response;
       try {
         res = await fetch(url, {
           method: "POST",
           headers: { "content-type": "application/json", authorization: `Bearer ${opts.authToken}` },
-          body: JSON.stringify(message),
+          body: JSON.stringify({ ...message, ...callback }),
           signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
           redirect: "manual",
         });

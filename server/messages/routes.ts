@@ -6,8 +6,9 @@ import { paginate } from "../lib/pagination";
 import type { Services } from "../services";
 import { findVisibleMessage, type HistoryFilter, historyViewer, messageHistory } from "./history-store";
 import { inboxRoutes } from "./inbox-routes";
-import { cancelMessage, reportDeviceStatus, sendMessage } from "./outbound";
+import { cancelMessage, sendMessage } from "./outbound";
 import { batchPage, batchSummary } from "./outbound-store";
+import { reportDeviceStatus } from "./reports";
 import { BatchParams, BatchSummaryData, HistoryQuery, MessageData, MessagePage, MessageParams, SendBody, SendData, StatusBody, StatusParams } from "./schema";
 
 const tags = ["Messages"];
@@ -133,7 +134,12 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
         params: StatusParams,
         body: StatusBody,
         response: { 200: MessageData },
-        detail: { tags: ["BYOS devices"], summary: "A device reports on an SMS it sends" },
+        detail: {
+          tags: ["BYOS devices"],
+          summary: "A device reports on an SMS it sends",
+          description:
+            "Moves the message on, with its status event. A repeated report, or one of a step the message has already passed (e.g. `sent` after `delivered`), answers the message unchanged; a report that contradicts a final status (e.g. `sent` after the pick-up timeout failed it) is 409 `invalid_state`. A status never moves backwards.",
+        },
       },
     );
 }

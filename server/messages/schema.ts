@@ -122,7 +122,15 @@ export const Message = t.Object({
   external_id: Nullable(t.String()),
   team_id: Nullable(t.Integer()),
   locked: t.Boolean(),
-  error: Nullable(t.String()),
+  error: Nullable(
+    t.String({
+      description: "why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise",
+    }),
+  ),
+  attempts: t.Integer({
+    description:
+      "outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages",
+  }),
   code: Nullable(
     t.String({
       description:

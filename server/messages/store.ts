@@ -17,6 +17,8 @@ export type Message = {
   team_id: number | null;
   locked: boolean;
   error: string | null;
+  /** Outbound: times handed to a phone or the provider (0 until then; inbound messages: 0). */
+  attempts: number;
   /** The one-time code of an inbound message (code.ts), null when it carries none and for outbound messages. */
   code: string | null;
   received_at: string | null;
@@ -34,7 +36,7 @@ export type Message = {
 /** Columns of `messages` (aliased `m`) as the API's message object. */
 export const messageColumns = (sql: Sql) => sql`
   m.id, m.hosted_sim_id, m.number, m.direction, m.from_number as "from", m.to_number as "to", m.text, m.status, m.source,
-  m.device_id, m.sim_slot, m.external_id, m.team_id, m.locked, m.error, m.code,
+  m.device_id, m.sim_slot, m.external_id, m.team_id, m.locked, m.error, m.attempts, m.code,
   to_char(m.received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as received_at,
   to_char(m.sent_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as sent_at,
   to_char(m.send_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as send_at,

@@ -1,8 +1,9 @@
 import { Elysia, t } from "elysia";
 import { findVerificationCode } from "../devices/codes";
 import { verifySimCard } from "../devices/verification";
-import { AppError, validationFailed } from "../errors";
+import { AppError, notFound, validationFailed } from "../errors";
 import { storeInboundMessage } from "../messages/inbound";
+import { type ProviderReport, reportProviderStatus } from "../messages/reports";
 import { findActiveHostedSimByNumber } from "../numbers/byos-store";
 import { createVerificationThrottle } from "../numbers/verification-throttle";
 import type { Services } from "../services";
@@ -54,39 +55,91 @@ export function providerRoutes(services: Deps) {
     if (stored) services.jobs.wake();
   }
 
-  return new Elysia().post(
-    "/api/provider/sms",
-    async ({ request, body }) => {
-      const params = parseForm(typeof body === "string" ? body : "");
-      const { pathname, search } = new URL(request.url);
-      if (
-        !isValidProviderSignature(config.PROVIDER_AUTH_TOKEN, `${config.PUBLIC_URL}${pathname}${search}`, params, request.headers.get("x-provider-signature"))
-      ) {
-        throw new AppError(403, "invalid_signature", "The X-Provider-Signature header is missing or does not match the request.");
-      }
-      const f = requiredFields(params);
-      if (f.To === config.PROVIDER_NUMBER) {
-        const code = findVerificationCode(f.Body);
-        const outcome = code
-          ? await verifySimCard(verification, code, f.From, (tx) => recordProviderMessage(tx, f.MessageSid, "verification"))
-          : (await recordProviderMessage(sql, f.MessageSid, "dropped")) && "no_code";
-        logger.info({ sid: f.MessageSid, outcome }, "provider verification SMS");
+  /** The form of a callback, once its X-Provider-Signature is checked: nothing else is read before. */
+  function signedForm(request: Request, body: unknown): FormParams {
+    const params = parseForm(typeof body === "string" ? body : "");
+    const { pathname, search } = new URL(request.url);
+    if (
+      !isValidProviderSignature(config.PROVIDER_AUTH_TOKEN, `${config.PUBLIC_URL}${pathname}${search}`, params, request.headers.get("x-provider-signature"))
+    ) {
+      throw new AppError(403, "invalid_signature", "The X-Provider-Signature header is missing or does not match the request.");
+    }
+    return params;
+  }
+
+  return new Elysia()
+    .post(
+      "/api/provider/sms",
+      async ({ request, body }) => {
+        const f = requiredFields(signedForm(request, body));
+        if (f.To === config.PROVIDER_NUMBER) {
+          const code = findVerificationCode(f.Body);
+          const outcome = code
+            ? await verifySimCard(verification, code, f.From, (tx) => recordProviderMessage(tx, f.MessageSid, "verification"))
+            : (await recordProviderMessage(sql, f.MessageSid, "dropped")) && "no_code";
+          logger.info({ sid: f.MessageSid, outcome }, "provider verification SMS");
+          return xml();
+        }
+        const sim = await findActiveHostedSimByNumber(sql, f.To);
+        if (sim) await inbound(f, sim.id);
+        else if (await recordProviderMessage(sql, f.MessageSid, "dropped"))
+          logger.info({ sid: f.MessageSid, to: f.To }, "provider SMS to an unknown number dropped");
         return xml();
-      }
-      const sim = await findActiveHostedSimByNumber(sql, f.To);
-      if (sim) await inbound(f, sim.id);
-      else if (await recordProviderMessage(sql, f.MessageSid, "dropped"))
-        logger.info({ sid: f.MessageSid, to: f.To }, "provider SMS to an unknown number dropped");
-      return xml();
-    },
-    {
-      parse: "text",
-      body: t.Optional(t.String()),
-      detail: {
-        tags: ["Provider"],
-        summary: "Inbound SMS callback of the messaging provider (form data, X-Provider-Signature)",
-        security: [],
       },
-    },
-  );
+      {
+        parse: "text",
+        body: t.Optional(t.String()),
+        detail: {
+          tags: ["Provider"],
+          summary: "Inbound SMS callback of the messaging provider (form data, X-Provider-Signature)",
+          security: [],
+        },
+      },
+    )
+    .post(
+      "/api/provider/messages/:id/status",
+      async ({ request, body, params }) => {
+        const form = signedForm(request, body);
+        const report = statusReport(form, params.id);
+        const applied = await reportProviderStatus(services, report);
+        if (!applied) throw notFound("Message");
+        logger.info({ message: report.messageId, sid: report.sid, status: report.status, outcome: applied.outcome }, "provider status callback");
+        return xml();
+      },
+      {
+        parse: "text",
+        body: t.Optional(t.String()),
+        // Read after the signature (as every field of a provider callback): a malformed id is then 404.
+        params: t.Object({ id: t.String({ description: "the message id, as in the status_callback URL the server gave" }) }),
+        detail: {
+          tags: ["Provider"],
+          summary: "Status callback of the messaging provider for a message it was handed (form data, X-Provider-Signature)",
+          description:
+            'The `status_callback` the server gives the provider with each pool-number send. Form fields MessageSid, MessageStatus (sent, delivered, undelivered, failed; others are accepted and ignored), optional ErrorCode and ErrorMessage; signed like the inbound callback (403 `invalid_signature` otherwise). A repeated or late status changes nothing (docs/api-notes.md "Delivery reports").',
+          security: [],
+        },
+      },
+    );
+}
+
+const SID = /^[A-Za-z0-9]{1,64}$/;
+const MESSAGE_ID = /^[1-9][0-9]{0,15}$/;
+
+/** A status callback's fields, checked after its signature; the message id comes from the signed URL. */
+function statusReport(form: FormParams, id: string): ProviderReport {
+  const field = (name: string) => (typeof form[name] === "string" ? (form[name] as string) : undefined);
+  const errors: Record<string, string[]> = {};
+  const sid = field("MessageSid");
+  const status = field("MessageStatus");
+  if (!sid || !SID.test(sid)) errors.MessageSid = ["is required: the provider's message id (letters and digits, up to 64)"];
+  if (!status || status.length > 32) errors.MessageStatus = ["is required (up to 32 characters)"];
+  if (!MESSAGE_ID.test(id)) throw notFound("Message");
+  if (Object.keys(errors).length > 0) throw validationFailed(errors);
+  return {
+    messageId: Number(id),
+    sid: sid!,
+    status: status!.toLowerCase(),
+    errorCode: field("ErrorCode")?.slice(0, 32),
+    errorMessage: field("ErrorMessage")?.slice(0, 500),
+  };
 }

@@ -75,3 +75,56 @@ describe("simhost messages send (scheduled, bulk) and cancel", () => {
     expect((await server.run(token, ["messages", "list", "--number", sim.number, "--batch", batch_id])).code).toBe(2);
   });
 });
+
+describe("simhost messages send --at, --expires-in, --idempotency-key; messages show", () => {
+  test("--at schedules and --expires-in counts from it; the same --idempotency-key sends once; show prints status and attempts", async () => {
+    const { org, token } = await createTenant(server.ctx.sql);
+    const sim = await attachNumber(server.ctx, org.id);
+    const base = ["messages", "send", "--number", sim.number, "--to", "+15551230041"];
+    const args = [...base, "--text", "once", "--at", "2h", "--expires-in", "30m"];
+    const first = await server.run(token, [...args, "--idempotency-key", "cli-key-1", "--json"]);
+    expect(first.code).toBe(0);
+    const m = first.json().data;
+    expect(m.status).toBe("scheduled");
+    expect(Date.parse(m.expires_at) - Date.parse(m.send_at)).toBe(30 * 60_000);
+    expect(Date.parse(m.send_at)).toBeGreaterThan(Date.now() + 119 * 60_000);
+
+    // The same key and body: the original answer, no second message. The same key with another body: 422.
+    const again = await server.run(token, [
+      ...base,
+      "--text",
+      "once",
+      "--at",
+      m.send_at,
+      "--expires-at",
+      m.expires_at,
+      "--idempotency-key",
+      "cli-key-1",
+      "--json",
+    ]);
+    expect(again.code).toBe(0);
+    expect(again.json().data.id).toBe(m.id);
+    const [count] = await server.ctx.sql<{ n: number }[]>`select count(*)::int as n from messages where organization_id = ${org.id}`;
+    expect(count!.n).toBe(1);
+    const reused = await server.run(token, [...base, "--text", "another", "--idempotency-key", "cli-key-1"]);
+    expect(reused.code).toBe(1);
+    expect(reused.stderr).toContain("Idempotency-Key");
+
+    const shown = await server.run(token, ["messages", "show", String(m.id)]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(`Message ${m.id} (sent) ${sim.number} → +15551230041`);
+    expect(shown.stdout).toMatch(/status\s+scheduled since /);
+    expect(shown.stdout).toMatch(/attempts\s+0/);
+    expect(shown.stdout).toContain(`expires   ${m.expires_at}`);
+    expect((await server.run(token, ["messages", "show", String(m.id), "--json"])).json().data).toMatchObject({ id: m.id, attempts: 0, error: null });
+
+    // One of each pair; a duration that is not one: usage errors (exit 2) before anything is sent.
+    for (const bad of [
+      ["--at", "1h", "--send-at", "2h"],
+      ["--expires-in", "1h", "--expires-at", "2h"],
+      ["--expires-in", "soon"],
+    ])
+      expect((await server.run(token, [...base, "--text", "x", ...bad])).code).toBe(2);
+    expect((await server.run(token, ["messages", "show", "999999999"])).code).toBe(1);
+  });
+});

@@ -125,7 +125,7 @@ describe("device-sim fleet against the real server", () => {
     expect(report.latency_ms.config!.count).toBeGreaterThan(DEVICES);
 
     expect(outboundId).toBeDefined();
-    expect(report.outbound.delivered).toBe(1);
+    expect(report.outbound.phones.delivered).toBe(1);
     const outbound = await call(server, tenant.token, "GET", `/api/messages/${outboundId}`);
     expect(outbound.data.status).toBe("delivered");
 

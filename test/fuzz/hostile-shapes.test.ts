@@ -51,6 +51,11 @@ describe("hostile shapes on every route", () => {
         for (const id of HOSTILE_IDS) {
           const path = fill(op, { [name]: id });
           const res = await ctx.request(op.method, path, { token, body: hasBody(op) ? {} : undefined });
+          // The provider's callbacks check their signature before reading anything (a token is none).
+          if (op.path.startsWith("/api/provider/")) {
+            await expectRefused(res, 403, "invalid_signature", `${op.method} ${path}`, failures);
+            continue;
+          }
           await expectRefused(res, 422, "validation_failed", `${op.method} ${path}`, failures);
           if (res.status === 422 && !res.body.errors?.[name]) failures.push(`${op.method} ${path}: errors do not name ${name}: ${res.text}`);
         }

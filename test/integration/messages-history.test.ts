@@ -139,6 +139,7 @@ describe("GET /api/messages filters", () => {
         "team_id",
         "locked",
         "error",
+        "attempts",
         "code",
         "received_at",
         "sent_at",

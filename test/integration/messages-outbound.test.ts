@@ -9,7 +9,7 @@ import { createTestContext, expectErrorShape, type TestContext } from "../helper
  * Outbound SMS through both paths, with the job queue running: pool numbers through a tiny
  * local provider API (docs/api-notes.md contract), BYOS numbers through their device.
  */
-type Sent = { from: string; to: string; body: string; authorization: string | null };
+type Sent = { from: string; to: string; body: string; status_callback?: string; authorization: string | null };
 const received: Sent[] = [];
 /** Answers the provider gives, per recipient, in order; the last one repeats. 201 when none is set. */
 const script = new Map<string, number[]>();
@@ -68,7 +68,16 @@ describe("POST /api/messages through the provider API (pool numbers)", () => {
     const sent = await settled(t.token, res.body.data.id, "sent");
     expect(sent.external_id).toMatch(/^SM/);
     expect(sent.sent_at).not.toBeNull();
-    expect(received.filter((r) => r.to === to)).toEqual([{ from: sim.number, to, body: "hello from the pool", authorization: "Bearer outbound-test-token" }]);
+    expect(sent.attempts).toBe(1);
+    expect(received.filter((r) => r.to === to)).toEqual([
+      {
+        from: sim.number,
+        to,
+        body: "hello from the pool",
+        status_callback: `${ctx.config.PUBLIC_URL}/api/provider/messages/${sent.id}/status`,
+        authorization: "Bearer outbound-test-token",
+      },
+    ]);
     const seen = await eventually(() => {
       const list = statusEvents(res.body.data.id).filter((e) => e.channel === `private-organization.${t.org.id}`);
       return list.length >= 3 && list;
@@ -98,8 +107,9 @@ describe("POST /api/messages through the provider API (pool numbers)", () => {
     const to = randomNumber();
     script.set(to, [503, 429, 201]);
     const res = await send(t.token, { hosted_sim: sim.id, to, text: "eventually" });
-    await settled(t.token, res.body.data.id, "sent");
+    const sent = await settled(t.token, res.body.data.id, "sent");
     expect(received.filter((r) => r.to === to)).toHaveLength(3);
+    expect(sent.attempts).toBe(3);
   });
 
   test("a provider that never recovers fails the message after the last attempt", async () => {
@@ -111,6 +121,7 @@ describe("POST /api/messages through the provider API (pool numbers)", () => {
     const failed = await settled(t.token, res.body.data.id, "failed");
     expect(failed.error).toContain("500");
     expect(received.filter((r) => r.to === to)).toHaveLength(6);
+    expect(failed.attempts).toBe(6);
   }, 30_000);
 });
 
@@ -136,9 +147,11 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     expect(sent.body.data.sent_at).not.toBeNull();
     expect((await report("delivered")).body.data.status).toBe("delivered");
     expect((await report("delivered")).status).toBe(200);
+    // A late or repeated report (a step already passed) changes nothing and is not an error.
     const back = await report("sent");
-    expect(back.status).toBe(409);
-    expectErrorShape(back.body, "invalid_state");
+    expect(back.status).toBe(200);
+    expect(back.body.data).toMatchObject({ status: "delivered", attempts: 1 });
+    expect((await report("failed", { error: "late" })).status).toBe(409);
     expect((await report("sent", {}, t.token, byos.deviceId + 100_000)).status).toBe(404);
     expect((await report("bogus")).status).toBe(422);
     const key = await createApiKey(ctx.sql, t.org.id, ["numbers.read", "numbers.lock", "messages.read", "webhooks.receive"]);
@@ -169,6 +182,7 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     const id = (await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770003", text: "nobody home" })).body.data.id;
     const failed = await settled(t.token, id, "failed");
     expect(failed.error).toContain("No device picked up");
+    expect(failed.attempts).toBe(0);
     const late = await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, { token: t.token, body: { status: "sent" } });
     expect(late.status).toBe(409);
     expectErrorShape(late.body, "invalid_state");

@@ -54,6 +54,8 @@ export function idsFor(t: Tenant & { messageIds: number[] }, path: string, param
       if (path.startsWith("/api/numbers/")) return [t.byosSim.id];
       if (path.startsWith("/api/messages/batches/")) return [t.batchId];
       if (path.startsWith("/api/messages/")) return t.messageIds;
+      // The provider's status callback: a tenant's credential is no signature (403 invalid_signature).
+      if (path.startsWith("/api/provider/messages/")) return t.messageIds;
   }
   throw new Error(`no ids for {${param}} in ${path}: a new route? teach test/isolation/probe.ts its ids`);
 }

@@ -30,7 +30,8 @@ type Probed = Tenant & { messageIds: number[]; events: { channel: string; event:
 let a: Probed;
 let b: Probed;
 
-const DENIED_403 = new Set(["permission_denied", "api_key_not_allowed"]);
+// invalid_signature: the provider's callbacks take no tenant credential, only the provider's signature.
+const DENIED_403 = new Set(["permission_denied", "api_key_not_allowed", "invalid_signature"]);
 const others = (t: Tenant) => ({ strings: secretsOf(t), orgIds: [t.org.id] });
 
 async function messageTexts(t: Tenant, simId: number): Promise<string[]> {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { providerBackoff } from "../../server/messages/outbound-jobs";
-import { canMove, statesBefore } from "../../server/messages/status";
+import { canMove, judgeReport, statesBefore } from "../../server/messages/status";
 
 describe("outbound status moves", () => {
   test("only forward: queued → sending → sent → delivered, failed from any unfinished state", () => {
@@ -44,5 +44,28 @@ describe("provider retry backoff", () => {
       expect(d).toBeLessThanOrEqual(base * 1.2);
     }
     expect(backoff(30)).toBeLessThanOrEqual(600_000 * 1.2);
+  });
+});
+
+describe("delivery reports (judgeReport): a status never moves backwards", () => {
+  test("the next step moves; a repeat or a step already passed is stale; one against a final state conflicts", () => {
+    expect(judgeReport("queued", "sending")).toBe("move");
+    expect(judgeReport("sending", "delivered")).toBe("move");
+    expect(judgeReport("sent", "failed")).toBe("move");
+    for (const [current, reported] of [
+      ["sent", "sent"],
+      ["delivered", "sent"],
+      ["delivered", "sending"],
+      ["sent", "sending"],
+      ["failed", "failed"],
+    ])
+      expect([current, reported, judgeReport(current!, reported!)]).toEqual([current, reported, "stale"]);
+    for (const [current, reported] of [
+      ["failed", "sent"],
+      ["expired", "delivered"],
+      ["cancelled", "sending"],
+      ["delivered", "failed"],
+    ])
+      expect([current, reported, judgeReport(current!, reported!)]).toEqual([current, reported, "conflict"]);
   });
 });
