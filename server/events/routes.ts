@@ -1,13 +1,12 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
-import { AppError } from "../errors";
+import { refusedError, shuttingDown } from "../lib/waiters";
 import type { Services } from "../services";
 import { EVENT_PERMISSIONS, readableTypes, refuseUnheldTypes } from "./access";
 import { decodeCursor, encodeCursor, ORIGIN, type Position } from "./cursor";
 import { readEventPage } from "./list-store";
 import { highWaterPosition, type StoredEvent } from "./log";
 import { EventPage, EventsQuery } from "./schema";
-import type { Refusal } from "./waiters";
 
 const DEFAULT_PER_PAGE = 100;
 
@@ -19,14 +18,6 @@ const render = (e: StoredEvent) => ({
   data: e.payload,
 });
 
-function refusedError(refusal: Refusal, limit: number): AppError {
-  if (refusal === "closed") return shuttingDown();
-  const scope = refusal === "organization_full" ? `for this organization (${limit} on this server)` : "on this server";
-  return new AppError(429, "rate_limited", `Too many calls are waiting ${scope}; try again when some have been answered.`, {
-    headers: { "retry-after": "1" },
-  });
-}
-
 type Page = { events: StoredEvent[]; hasMore: boolean };
 
 /** The answer: the events, and the cursor to call again with (the last event's id, else `emptyCursor`). */
@@ -34,9 +25,6 @@ const pageAnswer = (page: Page, perPage: number, emptyCursor: string) => ({
   data: page.events.map(render),
   meta: { next_cursor: page.events.at(-1)?.cursor ?? emptyCursor, per_page: perPage, has_more: page.hasMore },
 });
-
-const shuttingDown = () =>
-  new AppError(503, "unavailable", "The server is shutting down; call again (another instance answers).", { headers: { "retry-after": "1" } });
 
 /** `GET /api/events`: the caller's events after a cursor, optionally waiting for the first (issue 16, docs/events.md "Catching up and waiting"). */
 export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWaiters">) {
@@ -71,7 +59,7 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
           return page.events.length > 0 ? page : null;
         },
       );
-      if ("refused" in outcome) throw refusedError(outcome.refused, eventWaiters.limits.perOrganization);
+      if ("refused" in outcome) throw refusedError(outcome.refused, eventWaiters.limits);
       if ("found" in outcome) return answer(outcome.found);
       if ("woken" in outcome) return answer({ events: outcome.woken.slice(0, perPage), hasMore: outcome.woken.length > perPage });
       if (outcome.ended === "shutdown") throw shuttingDown();
