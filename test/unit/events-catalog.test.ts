@@ -47,4 +47,13 @@ describe("the event catalog", () => {
     }
     expect(offenders).toEqual([]);
   });
+
+  test("no server file outside server/events/ writes the events table (writers use appendEvents or the appendEventsFrom fragment)", async () => {
+    const writers: string[] = [];
+    for await (const file of new Glob("server/**/*.ts").scan(root)) {
+      if (/\b(insert\s+into|update|delete\s+from)\s+events\b/i.test(await Bun.file(`${root}${file}`).text())) writers.push(file);
+    }
+    expect(writers.filter((f) => !f.startsWith("server/events/"))).toEqual([]);
+    expect(writers).toContain("server/events/log.ts");
+  });
 });
