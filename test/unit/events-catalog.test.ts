@@ -1,11 +1,16 @@
 import { describe, expect, test } from "bun:test";
 import { Glob } from "bun";
+import { generatedFiles } from "../../.ci/events-docs";
 import { CATALOG, EVENT_TYPES, realtimeOf } from "../../server/events/catalog";
 import { catalogMarkdown } from "../../server/events/catalog-doc";
 
 const root = new URL("../../", import.meta.url).pathname;
 
 describe("the event catalog", () => {
+  test("every file generated from the catalog is current: docs/events.md, console/webhook-event-types.ts (`bun run events:docs`)", async () => {
+    for (const { path, text } of generatedFiles()) expect(await Bun.file(path).text()).toBe(text);
+  });
+
   test("docs/events.md holds the catalog's current table (regenerate with `bun run events:docs`)", async () => {
     const doc = await Bun.file(`${root}docs/events.md`).text();
     expect(doc).toContain(catalogMarkdown());
