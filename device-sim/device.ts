@@ -223,11 +223,11 @@ export function createDevice(o: DeviceOptions) {
 
   /** `message.send`: text the recipient from the SIM (through the emulated network), then report sent and delivered. */
   async function sendOutbound(event: SendEvent) {
-    const msg = event.message ?? { id: event.id ?? event.message_id!, to: event.to!, text: event.text!, sim_slot: event.sim_slot };
-    if (!device || !msg.id || !msg.to) return;
+    const msg = event.message;
+    if (!device) return;
     const from = numberForSlot(o.reg, msg.sim_slot ?? null)!;
     try {
-      await sendThroughProvider(o.providerUrl, { from, to: msg.to, body: msg.text ?? "" });
+      await sendThroughProvider(o.providerUrl, { from, to: msg.to, body: msg.text });
       await persist(() => o.api.reportStatus(device!.id, msg.id, "sent"));
       o.stats.count("outbound.sent");
       await persist(() => o.api.reportStatus(device!.id, msg.id, "delivered"));

@@ -137,7 +137,7 @@ async function startAll(o: FleetOptions, members: Member[], stats: Stats, listen
 async function listen(m: Member) {
   const d = m.device;
   const l = await listenDeviceChannel(m.api, d.id()!, {
-    onSend: (data) => void d.sendOutbound(data as never),
+    onSend: (data) => void d.sendOutbound(data),
     onConfigChanged: () => void d.refreshConfig(),
   });
   await l.subscribed;

@@ -112,7 +112,7 @@ async function startListening(api: ReturnType<typeof createApi>, device: ReturnT
   const l = await listenDeviceChannel(api, device.id()!, {
     onSend: (data) => {
       o.log(`message.send ${JSON.stringify(data)}`);
-      void device.sendOutbound(data as never);
+      void device.sendOutbound(data);
     },
     onConfigChanged: () => void device.refreshConfig(),
     onOther: (event) => o.log(`event ${event}`),
