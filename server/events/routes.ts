@@ -26,6 +26,25 @@ const pageAnswer = (page: Page, perPage: number, emptyCursor: string) => ({
   meta: { next_cursor: page.events.at(-1)?.cursor ?? emptyCursor, per_page: perPage, has_more: page.hasMore },
 });
 
+/**
+ * The answer of waiters woken by the tail, as JSON text built from each event's JSON rendered once:
+ * one wake-up hands the same event objects to every waiter it wakes (1,000 waiters of one
+ * organization: one rendering, not a thousand), and the text skips the per-answer validation and
+ * cleaning of the response schema, which `render` meets by construction (test/integration/events-wait.test.ts
+ * compares it with the listed answer).
+ */
+const renderedJson = new WeakMap<StoredEvent, string>();
+function wokenAnswer(events: StoredEvent[], perPage: number): Response {
+  const shown = events.slice(0, perPage);
+  const json = shown.map((e) => {
+    let text = renderedJson.get(e);
+    if (text === undefined) renderedJson.set(e, (text = JSON.stringify(render(e))));
+    return text;
+  });
+  const meta = { next_cursor: shown.at(-1)!.cursor, per_page: perPage, has_more: events.length > perPage };
+  return new Response(`{"data":[${json.join(",")}],"meta":${JSON.stringify(meta)}}`, { headers: { "content-type": "application/json;charset=utf-8" } });
+}
+
 /** `GET /api/events`: the caller's events after a cursor, optionally waiting for the first (issue 16, docs/events.md "Catching up and waiting"). */
 export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWaiters">) {
   const { sql, eventWaiters } = services;
@@ -61,7 +80,8 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
       );
       if ("refused" in outcome) throw refusedError(outcome.refused, eventWaiters.limits);
       if ("found" in outcome) return answer(outcome.found);
-      if ("woken" in outcome) return answer({ events: outcome.woken.slice(0, perPage), hasMore: outcome.woken.length > perPage });
+      // The same body as `answer` would give, already serialized (see wokenAnswer).
+      if ("woken" in outcome) return wokenAnswer(outcome.woken, perPage) as unknown as ReturnType<typeof answer>;
       if (outcome.ended === "shutdown") throw shuttingDown();
       return answer({ events: [], hasMore: false });
     },
