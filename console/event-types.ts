@@ -1,31 +1,9 @@
 /**
- * Event types a webhook can subscribe to (server/webhooks/subscriptions.ts SUBSCRIBABLE, from
- * server/events/catalog.ts), without `webhook.test`: test deliveries reach every integration.
- * The server is the judge (422 on an unknown name); test/e2e/console-webhooks.test.ts checks this
- * list against the catalog.
+ * Event types as the console's webhook pages offer them. The list itself is generated from the
+ * server's catalog (console/webhook-event-types.ts, `bun run events:docs`): the console bundle
+ * imports no server module.
  */
-export const WEBHOOK_EVENT_TYPES = [
-  "message.received",
-  "message.scheduled",
-  "message.queued",
-  "message.sending",
-  "message.sent",
-  "message.delivered",
-  "message.failed",
-  "message.cancelled",
-  "message.expired",
-  "device.online",
-  "device.offline",
-  "device.disabled",
-  "device.enabled",
-  "device.revoked",
-  "device.updated",
-  "sim.verified",
-  "sim.deactivated",
-  "config.changed",
-  "number.locked",
-  "number.unlocked",
-] as const;
+export { WEBHOOK_EVENT_TYPES } from "./webhook-event-types";
 
 export const ALL_EVENTS = "*";
 export const DEFAULT_EVENT_TYPES = ["message.received"];

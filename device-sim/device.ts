@@ -254,8 +254,8 @@ export function createDevice(o: DeviceOptions) {
 
   /** `message.send` on the device channel: queued for the radio (sender.ts). */
   function sendOutbound(event: SendEvent) {
-    const msg = event.message ?? { id: event.id ?? event.message_id!, to: event.to!, text: event.text!, sim_slot: event.sim_slot };
-    if (!msg.id || !msg.to) return;
+    const msg = event.message;
+    if (!msg?.id || !msg.to) return;
     sender.order({ id: msg.id, to: msg.to, text: msg.text ?? "", sim_slot: msg.sim_slot });
   }
 

@@ -163,7 +163,7 @@ async function startAll(o: FleetOptions, members: Member[], stats: Stats, listen
 async function listen(m: Member) {
   const d = m.device;
   const l = await listenDeviceChannel(m.api, d.id()!, {
-    onSend: (data) => d.sendOutbound(data as never),
+    onSend: (data) => d.sendOutbound(data),
     onCancel: (id) => d.cancelOutbound(id),
     onConfigChanged: () => void d.refreshConfig(),
   });

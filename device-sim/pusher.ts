@@ -1,25 +1,15 @@
 import Pusher from "pusher-js/worker";
+import type { RealtimePayload } from "../clients/api";
 import type { Api, ConnectionDetails } from "./api";
 
-/**
- * `message.send` on private-device.{id}: an outbound SMS the phone must send. Realtime payloads
- * are not part of the OpenAPI document (docs/events.md declares them), so this one is read as
- * the event catalog gives it.
- */
-export type SendEvent = {
-  id?: number;
-  message_id?: number;
-  message?: { id: number; to: string; text: string; sim_slot?: number | null };
-  to?: string;
-  text?: string;
-  sim_slot?: number | null;
-};
+/** `message.send` on private-device.{id}: an outbound SMS the phone must send (the catalog's payload). */
+export type SendEvent = RealtimePayload<"message.send">;
 
 export type DeviceChannelHandlers = {
-  onSend?(data: unknown): void;
+  onSend?(data: SendEvent): void;
   /** `message.cancelled` (the catalog's `message.send_cancelled`): a send ordered before was cancelled. */
   onCancel?(messageId: number): void;
-  onConfigChanged?(data: unknown): void;
+  onConfigChanged?(data: RealtimePayload<"config.changed">): void;
   onOther?(event: string, data: unknown): void;
 };
 
@@ -46,9 +36,10 @@ export async function listenDeviceChannel(api: Api, deviceId: number, handlers: 
   });
   const channel = pusher.subscribe(`private-device.${deviceId}`);
   channel.bind_global((event: string, data: unknown) => {
-    if (event === "message.send") handlers.onSend?.(data);
-    else if (event === "message.cancelled") handlers.onCancel?.((data as { message?: { id?: number } })?.message?.id ?? 0);
-    else if (event === "config.changed") handlers.onConfigChanged?.(data);
+    // The server sends each event's catalog payload on its realtime name (docs/events.md).
+    if (event === "message.send") handlers.onSend?.(data as SendEvent);
+    else if (event === "message.cancelled") handlers.onCancel?.((data as RealtimePayload<"message.send_cancelled">).message.id);
+    else if (event === "config.changed") handlers.onConfigChanged?.(data as RealtimePayload<"config.changed">);
     else if (!event.startsWith("pusher:")) handlers.onOther?.(event, data);
   });
   const subscribed = new Promise<void>((resolve, reject) => {

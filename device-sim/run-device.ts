@@ -115,7 +115,7 @@ async function startListening(api: ReturnType<typeof createApi>, device: ReturnT
   const l = await listenDeviceChannel(api, device.id()!, {
     onSend: (data) => {
       o.log(`message.send ${JSON.stringify(data)}`);
-      device.sendOutbound(data as never);
+      device.sendOutbound(data);
     },
     onCancel: (id) => {
       o.log(`message.cancelled ${id}`);

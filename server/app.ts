@@ -153,7 +153,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
         logger.info({ requestId: t.id, method: request.method, route: path, status, ms: Math.round(seconds * 10000) / 10 }, "request");
     })
     .use(openApiDocument())
-    .use(docsRoutes())
+    .use(docsRoutes(() => document30()))
     .get("/changelog", () => new Response(Bun.file(CHANGELOG), { headers: { "content-type": "text/markdown; charset=utf-8" } }), {
       detail: { hide: true },
     })
@@ -162,6 +162,9 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
     .use(featureRoutes(services))
     .use(v2Routes(services));
   bodies.learn(app.routes);
+  // Typed, like onError's answer, so the app's type does not depend on itself through `app.handle`.
+  const document30 = async (): Promise<Record<string, unknown>> =>
+    (await (app.handle(new Request(`${services.config.PUBLIC_URL}/openapi.json`)) as Promise<Response>)).json() as Promise<Record<string, unknown>>;
   return app;
 }
 

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { type Command, InvalidArgumentError } from "commander";
-import type { ApiAnswer, ApiErrorBody, ApiQuery } from "../../clients/api";
+import { type ApiAnswer, type ApiErrorBody, type ApiQuery, asLoggedEvent } from "../../clients/api";
 import { type ApiClient, createApiClient } from "../api-client";
 import { globals, numberRef, orgOption, positiveInt } from "../args";
 import { CliError, colors, emit, table } from "../output";
@@ -33,12 +33,17 @@ const compact = (value: unknown, max = 100) => {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 };
 
-/** One line saying what happened, from the payloads of docs/events.md. */
-function summary(e: Event): string {
-  const d = e.data as { message?: { from?: string; to?: string; text?: string; status?: string }; device_id?: number; status?: string };
-  if (d.message) return `${d.message.from ?? "?"} → ${d.message.to ?? "?"}  ${d.message.status ?? ""}  ${compact(d.message.text ?? "", 60)}`;
-  if (d.device_id !== undefined) return `device ${d.device_id}${d.status ? ` ${d.status}` : ""}`;
-  return compact(e.data);
+/** One line saying what happened, from the event's payload (its type decides the shape: docs/events.md). */
+function summary(listed: Event): string {
+  const { data } = asLoggedEvent(listed);
+  if ("message" in data && typeof data.message === "object") {
+    const m = data.message;
+    if (!("to" in m)) return `message ${m.id}`;
+    const from = "from" in m ? m.from : m.number;
+    return `${from} → ${m.to}  ${"status" in m ? m.status : ""}  ${compact(m.text, 60)}`;
+  }
+  if ("device_id" in data) return `device ${data.device_id}${"status" in data ? ` ${data.status}` : ""}`;
+  return compact(data);
 }
 
 const columns = [

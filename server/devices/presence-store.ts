@@ -1,5 +1,6 @@
 import type { Sql } from "../db/client";
 import { event } from "../events/catalog";
+import { appendEventsFrom } from "../events/log";
 import type { HeartbeatMetrics, PresenceSnapshot } from "./actor";
 import type { DeviceStatus } from "./transitions";
 
@@ -110,9 +111,7 @@ export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]): Promis
       returning d.id, d.online_tx <> pg_current_xact_id() as was_online, d.status, d.organization_id, d.last_seen_at, d.config_version, v.seen),
     -- device.online for the writes that brought a device back, in this statement's transaction (no work for the others)
     came_online as (
-      insert into events (organization_id, type, device_id, payload)
-      select m.organization_id, ${event.deviceOnline.type}, m.id, ${deviceEventJson(sql, true, sql`m.seen`)}
-      from moved m where not m.was_online
+      ${appendEventsFrom(sql, event.deviceOnline.type, sql`select m.organization_id, null::bigint, m.id, ${deviceEventJson(sql, true, sql`m.seen`)} from moved m where not m.was_online`)}
       returning 1),
     live as (
       select c.id, c.device_id, c.phone_number, c.status, c.signal_strength as had, c.missed_heartbeats as missed,
@@ -163,9 +162,7 @@ export async function markOffline(sql: Sql, id: number, at: number, timing: { of
         and last_seen_at <= ${now}::timestamptz - make_interval(secs => case when is_in_doze_mode then ${timing.dozeOfflineAfterSeconds}::int else ${timing.offlineAfterSeconds}::int end)
       returning id, organization_id, status, last_seen_at, config_version),
     went_offline as (
-      insert into events (organization_id, type, device_id, payload)
-      select m.organization_id, ${event.deviceOffline.type}, m.id, ${deviceEventJson(sql, false, sql`${now}::timestamptz`)}
-      from moved m
+      ${appendEventsFrom(sql, event.deviceOffline.type, sql`select m.organization_id, null::bigint, m.id, ${deviceEventJson(sql, false, sql`${now}::timestamptz`)} from moved m`)}
       returning 1)
     select id from moved`;
   return { won: moved.length > 0, snapshot: await loadPresence(sql, id) };

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { Elysia } from "elysia";
+import { toOpenApi31 } from "./openapi-31";
 
 /**
  * The API reference at /docs (Scalar), served whole from this server: the browser bundle of
@@ -62,8 +63,11 @@ const START = `Scalar.createApiReference("#reference", ${JSON.stringify(CONFIGUR
 
 const headers = (type: string, extra: Record<string, string> = {}) => ({ "content-type": type, "x-content-type-options": "nosniff", ...extra });
 
-/** Registered after the OpenAPI plugin, whose own /docs page this one replaces. */
-export function docsRoutes() {
+/**
+ * Registered after the OpenAPI plugin, whose own /docs page this one replaces. `document30`: the
+ * 3.0 document as /openapi.json serves it, which /docs/openapi-3.1.json upgrades (./openapi-31.ts).
+ */
+export function docsRoutes(document30: () => Promise<Record<string, unknown>>) {
   const hidden = { detail: { hide: true } };
   return new Elysia()
     .get("/docs", () => new Response(PAGE, { headers: headers("text/html; charset=utf-8", { "content-security-policy": DOCS_CSP }) }), hidden)
@@ -72,5 +76,6 @@ export function docsRoutes() {
       BUNDLE_PATH,
       () => new Response(Bun.file(BUNDLE), { headers: headers("text/javascript; charset=utf-8", { "cache-control": "public, max-age=86400" }) }),
       hidden,
-    );
+    )
+    .get("/docs/openapi-3.1.json", async () => Response.json(toOpenApi31(await document30())), hidden);
 }

@@ -1,3 +1,4 @@
+import type postgres from "postgres";
 import type { Sql } from "../db/client";
 import type { EventType } from "./catalog";
 import { encodeCursor, type Position } from "./cursor";
@@ -72,6 +73,19 @@ export async function appendEvents(sql: Sql, events: NewEvent[]): Promise<void> 
   await sql`
     insert into events ${sql(rows as unknown as Record<string, string | number | null>[], "organization_id", "type", "hosted_sim_id", "device_id", "team_id", "dedupe_key", "payload")}
     on conflict (organization_id, type, dedupe_key) where dedupe_key is not null do nothing`;
+}
+
+/**
+ * The part of a statement that appends events of one `type` from a query, for writers that store
+ * a change and its events in one statement (the heartbeat, the offline transition: one round
+ * trip, one commit), as a CTE (`came_online as (${appendEventsFrom(sql, type, sql`select ... from moved`)})`).
+ * `rows` selects, in this order, organization_id, hosted_sim_id, device_id and the jsonb payload.
+ * The only other way into `events` is `appendEvents`; like it, the events are the transaction's.
+ */
+export function appendEventsFrom(sql: Sql, type: EventType, rows: postgres.Fragment): postgres.Fragment {
+  return sql`insert into events (organization_id, type, hosted_sim_id, device_id, payload)
+    select r.organization_id, ${type}, r.hosted_sim_id, r.device_id, r.payload
+    from (${rows}) as r(organization_id, hosted_sim_id, device_id, payload)`;
 }
 
 export type EventFilter = {

@@ -9,8 +9,9 @@ export const eventSchemaName = (type: string) => `Event.${type}`;
 /**
  * Lists every event payload in the OpenAPI document so receivers can generate types: each as
  * `components.schemas["Event.<type>"]`, and under `x-webhooks` (OpenAPI 3.1's `webhooks`, which a
- * 3.0 document cannot carry: docs/api-notes.md "Event payloads in the OpenAPI document") as the
- * body a webhook receiver gets, `{ id, type, created_at, data }`.
+ * 3.0 document cannot carry; /docs/openapi-3.1.json serves it as `webhooks`, server/docs/openapi-31.ts:
+ * docs/api-notes.md "Event payloads in the OpenAPI document") as the body a webhook receiver gets,
+ * `{ id, type, created_at, data }`.
  */
 export function addEventPayloads<T extends Doc>(doc: T): T {
   doc.components ??= {};

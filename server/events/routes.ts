@@ -1,13 +1,12 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
-import { AppError } from "../errors";
+import { refusedError, shuttingDown } from "../lib/waiters";
 import type { Services } from "../services";
 import { EVENT_PERMISSIONS, readableTypes, refuseUnheldTypes } from "./access";
 import { decodeCursor, encodeCursor, ORIGIN, type Position } from "./cursor";
 import { readEventPage } from "./list-store";
 import { highWaterPosition, type StoredEvent } from "./log";
 import { EventPage, EventsQuery } from "./schema";
-import type { Refusal } from "./waiters";
 
 const DEFAULT_PER_PAGE = 100;
 
@@ -19,14 +18,6 @@ const render = (e: StoredEvent) => ({
   data: e.payload,
 });
 
-function refusedError(refusal: Refusal, limit: number): AppError {
-  if (refusal === "closed") return shuttingDown();
-  const scope = refusal === "organization_full" ? `for this organization (${limit} on this server)` : "on this server";
-  return new AppError(429, "rate_limited", `Too many calls are waiting ${scope}; try again when some have been answered.`, {
-    headers: { "retry-after": "1" },
-  });
-}
-
 type Page = { events: StoredEvent[]; hasMore: boolean };
 
 /** The answer: the events, and the cursor to call again with (the last event's id, else `emptyCursor`). */
@@ -35,8 +26,24 @@ const pageAnswer = (page: Page, perPage: number, emptyCursor: string) => ({
   meta: { next_cursor: page.events.at(-1)?.cursor ?? emptyCursor, per_page: perPage, has_more: page.hasMore },
 });
 
-const shuttingDown = () =>
-  new AppError(503, "unavailable", "The server is shutting down; call again (another instance answers).", { headers: { "retry-after": "1" } });
+/**
+ * The answer of waiters woken by the tail, as JSON text built from each event's JSON rendered once:
+ * one wake-up hands the same event objects to every waiter it wakes (1,000 waiters of one
+ * organization: one rendering, not a thousand), and the text skips the per-answer validation and
+ * cleaning of the response schema, which `render` meets by construction (test/integration/events-wait.test.ts
+ * compares it with the listed answer).
+ */
+const renderedJson = new WeakMap<StoredEvent, string>();
+function wokenAnswer(events: StoredEvent[], perPage: number): Response {
+  const shown = events.slice(0, perPage);
+  const json = shown.map((e) => {
+    let text = renderedJson.get(e);
+    if (text === undefined) renderedJson.set(e, (text = JSON.stringify(render(e))));
+    return text;
+  });
+  const meta = { next_cursor: shown.at(-1)!.cursor, per_page: perPage, has_more: events.length > perPage };
+  return new Response(`{"data":[${json.join(",")}],"meta":${JSON.stringify(meta)}}`, { headers: { "content-type": "application/json;charset=utf-8" } });
+}
 
 /** `GET /api/events`: the caller's events after a cursor, optionally waiting for the first (issue 16, docs/events.md "Catching up and waiting"). */
 export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWaiters">) {
@@ -71,9 +78,10 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
           return page.events.length > 0 ? page : null;
         },
       );
-      if ("refused" in outcome) throw refusedError(outcome.refused, eventWaiters.limits.perOrganization);
+      if ("refused" in outcome) throw refusedError(outcome.refused, eventWaiters.limits);
       if ("found" in outcome) return answer(outcome.found);
-      if ("woken" in outcome) return answer({ events: outcome.woken.slice(0, perPage), hasMore: outcome.woken.length > perPage });
+      // The same body as `answer` would give, already serialized (see wokenAnswer).
+      if ("woken" in outcome) return wokenAnswer(outcome.woken, perPage) as unknown as ReturnType<typeof answer>;
       if (outcome.ended === "shutdown") throw shuttingDown();
       return answer({ events: [], hasMore: false });
     },

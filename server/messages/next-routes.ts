@@ -1,28 +1,17 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
-import { AppError, notFound } from "../errors";
+import { notFound } from "../errors";
+import { refusedError, shuttingDown } from "../lib/waiters";
 import { findHostedSim } from "../numbers/store";
 import type { Services } from "../services";
 import { findNextMessage, type WaitStart } from "./history-store";
 import { NextMessageData, NextParams, NextQuery } from "./schema";
 import { lastMessageId } from "./store";
-import type { Refusal } from "./waiters";
 
 const DEFAULT_TIMEOUT_SECONDS = 30;
 
 /** The query's `after` was checked by its schema (schema.ts `isWaitStart`): digits are an id. */
 const startAfter = (after: string): WaitStart => (/^\d+$/.test(after) ? { afterId: Number(after) } : { afterTime: new Date(after) });
-
-function refusedError(refusal: Refusal, limit: number): AppError {
-  if (refusal === "closed") return shuttingDown();
-  const scope = refusal === "organization_full" ? `for this organization (${limit} on this server)` : "on this server";
-  return new AppError(429, "rate_limited", `Too many calls are waiting ${scope}; try again when some have been answered.`, {
-    headers: { "retry-after": "1" },
-  });
-}
-
-const shuttingDown = () =>
-  new AppError(503, "unavailable", "The server is shutting down; call again (another instance answers).", { headers: { "retry-after": "1" } });
 
 /** `GET /api/numbers/{id}/messages/next`: wait for the next message on a number (issue 17, docs/api-notes.md "Waiting for a message"). */
 export function nextMessageRoutes(services: Pick<Services, "auth" | "sql" | "waiters">) {
@@ -44,7 +33,7 @@ export function nextMessageRoutes(services: Pick<Services, "auth" | "sql" | "wai
         { hostedSimId: sim.id, viewers, quotaOrganization: c.organization.id, timeoutMs: timeout * 1000, signal: request.signal },
         (among) => findNextMessage(sql, { viewers, hostedSimId: sim.id, start, filter, among }),
       );
-      if ("refused" in outcome) throw refusedError(outcome.refused, waiters.limits.perOrganization);
+      if ("refused" in outcome) throw refusedError(outcome.refused, waiters.limits);
       if ("found" in outcome) return { data: outcome.found };
       if (outcome.ended === "shutdown") throw shuttingDown();
       return { data: null };

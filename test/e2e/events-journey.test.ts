@@ -3,12 +3,14 @@ import { join } from "node:path";
 import type Pusher from "pusher-js";
 import { Webhook } from "standardwebhooks";
 import { createTenant } from "../fixtures";
+import { activeDevice } from "../fixtures-devices";
 import { createByosNumber, createSharedNumber, createTeam, eventually } from "../fixtures-numbers";
 import type { TestContext } from "../helpers";
 import { type ConnectionDetails, connected, connectPusher, startServer, stopServer, subscribed } from "./realtime-client";
 
 /**
- * One journey per event type: raised by its real cause (an API call, a provider callback), then
+ * One journey per event type: raised by its real cause (an API call, a provider callback, a
+ * device's heartbeat and status report, a deadline passing), then
  * seen exactly once in GET /api/events, once on a Standard Webhooks receiver (integration with
  * event_types ["*"]) and once on a pusher-js client of private-organization.{orgId}, with the same payload.
  */
@@ -30,9 +32,10 @@ const live: Live[] = [];
 const seen = new Map<string, string>();
 
 beforeAll(async () => {
-  ctx = await startServer({ WEBHOOK_ALLOW_PRIVATE: "true" });
+  // Short deadlines instead of waiting for the defaults: offline after 1 s without a heartbeat.
+  ctx = await startServer({ WEBHOOK_ALLOW_PRIVATE: "true", OFFLINE_AFTER_SECONDS: "1" });
   ctx.services.start();
-  tenant = await createTenant(ctx.sql);
+  tenant = await createTenant(ctx.sql, { plan: "enterprise" }); // more devices than the free plan allows
   team = await createTeam(ctx.sql, tenant.org.id);
 
   let verifier: Webhook | undefined;
@@ -129,6 +132,28 @@ async function deactivatedSimCard(before?: (deviceId: number) => Promise<void>) 
   await ok("POST", `/api/byos/devices/${deviceId}/sims/${card!.id}/deactivate`);
   return { deviceId, simCardId: card!.id };
 }
+
+/** A BYOS number of the mapped team; its device is created active and never heartbeats unless told. */
+async function byosNumberOfTeam() {
+  const byos = await createByosNumber(ctx.sql, tenant.org.id);
+  await ctx.sql`update hosted_sim_organizations set team_id = ${team.id} where hosted_sim_id = ${byos.hostedSimId}`;
+  return byos;
+}
+
+/** An outbound send through a BYOS device, which then reports `reports` (the device's status reports). */
+async function deviceSend(reports: { status: string; error?: string }[], extra: Record<string, unknown> = {}) {
+  const byos = await byosNumberOfTeam();
+  const body = await ok("POST", "/api/messages", { hosted_sim: byos.hostedSimId, to: "+15550008888", text: "journey via the phone", ...extra });
+  const id = (body.data as { id: number }).id;
+  for (const report of reports) await ok("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, report);
+  return (status: string) => (d: Record<string, any>) => d.message?.id === id && d.message?.status === status;
+}
+
+const heartbeat = (deviceId: number) => ok("POST", `/api/byos/devices/${deviceId}/heartbeat`, {});
+
+/** Waits until the log holds an event of `type` for the device (the offline deadline is 1 s). */
+const loggedForDevice = (type: string, deviceId: number) =>
+  eventually(async () => (await listEvents()).some((e) => e.type === type && e.data.device_id === deviceId), 15_000, `${type} of device ${deviceId}`);
 
 type Row = {
   type: string;
@@ -242,6 +267,57 @@ const ROWS: Row[] = [
       const { deviceId } = await deactivatedSimCard(listenOnDevice);
       return (d) => d.device_id === deviceId;
     },
+  },
+  {
+    type: "device.offline",
+    realtime: "device.status_changed",
+    // A heartbeat brings it online; the offline deadline passes without another.
+    raise: async () => {
+      const { deviceId } = await createByosNumber(ctx.sql, tenant.org.id);
+      await heartbeat(deviceId);
+      return (d) => d.device_id === deviceId && d.is_online === false;
+    },
+  },
+  {
+    type: "device.online",
+    realtime: "device.status_changed",
+    // The heartbeat after the offline deadline (the row after device.offline, not the first heartbeat's).
+    raise: async () => {
+      const { deviceId } = await createByosNumber(ctx.sql, tenant.org.id);
+      await heartbeat(deviceId);
+      await loggedForDevice("device.offline", deviceId);
+      const back = new Date().toISOString();
+      await heartbeat(deviceId);
+      return (d) => d.device_id === deviceId && d.is_online === true && d.changed_at >= back;
+    },
+  },
+  {
+    type: "sim.verified",
+    realtime: "sim.verified",
+    // The provider's callback carries the verification SMS the phone sent (test/fixtures-devices.ts).
+    raise: async () => {
+      const { device } = await activeDevice(ctx, tenant.token);
+      return (d) => d.device_id === device.id && d.sim_card?.status === "active";
+    },
+  },
+  { type: "message.queued", realtime: "message.status_changed", raise: async () => (await deviceSend([]))("queued") },
+  { type: "message.sending", realtime: "message.status_changed", raise: async () => (await deviceSend([{ status: "sending" }]))("sending") },
+  { type: "message.sent", realtime: "message.status_changed", raise: async () => (await deviceSend([{ status: "sending" }, { status: "sent" }]))("sent") },
+  {
+    type: "message.delivered",
+    realtime: "message.status_changed",
+    raise: async () => (await deviceSend([{ status: "sending" }, { status: "sent" }, { status: "delivered" }]))("delivered"),
+  },
+  {
+    type: "message.failed",
+    realtime: "message.status_changed",
+    raise: async () => (await deviceSend([{ status: "sending" }, { status: "failed", error: "RESULT_ERROR_NO_SERVICE" }]))("failed"),
+  },
+  {
+    type: "message.expired",
+    realtime: "message.status_changed",
+    // No device picks it up before its expires_at (a second from now): the pick-up job ends it expired.
+    raise: async () => (await deviceSend([], { expires_at: new Date(Date.now() + 1000).toISOString() }))("expired"),
   },
 ];
 

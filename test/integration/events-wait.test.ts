@@ -75,6 +75,12 @@ describe("GET /api/events?wait=", () => {
     const res = await waiting.answer;
     expect(ns(res.body)).toEqual([1, 2]);
     expect(res.body.meta).toEqual({ next_cursor: res.body.data[1]!.id, per_page: 2, has_more: true });
+    // The woken answer (serialized once per wake-up) is the answer a listing gives, headers included.
+    const listed = await ctx.request("GET", `/api/events?after=${now}&per_page=2`, { token: t.token });
+    expect(res.body).toEqual(listed.body);
+    expect(JSON.stringify(res.body)).toBe(JSON.stringify(listed.body));
+    expect(res.headers.get("content-type")).toBe(listed.headers.get("content-type"));
+    expect(res.headers.get("x-request-id")).toBeTruthy();
     expect(ns((await ctx.request("GET", `/api/events?after=${res.body.meta.next_cursor}`, { token: t.token })).body)).toEqual([3]);
   }, 30_000);
 

@@ -1,11 +1,16 @@
 import { describe, expect, test } from "bun:test";
 import { Glob } from "bun";
+import { generatedFiles } from "../../.ci/events-docs";
 import { CATALOG, EVENT_TYPES, realtimeOf } from "../../server/events/catalog";
 import { catalogMarkdown } from "../../server/events/catalog-doc";
 
 const root = new URL("../../", import.meta.url).pathname;
 
 describe("the event catalog", () => {
+  test("every file generated from the catalog is current: docs/events.md, console/webhook-event-types.ts (`bun run events:docs`)", async () => {
+    for (const { path, text } of generatedFiles()) expect(await Bun.file(path).text()).toBe(text);
+  });
+
   test("docs/events.md holds the catalog's current table (regenerate with `bun run events:docs`)", async () => {
     const doc = await Bun.file(`${root}docs/events.md`).text();
     expect(doc).toContain(catalogMarkdown());
@@ -46,5 +51,14 @@ describe("the event catalog", () => {
       });
     }
     expect(offenders).toEqual([]);
+  });
+
+  test("no server file outside server/events/ writes the events table (writers use appendEvents or the appendEventsFrom fragment)", async () => {
+    const writers: string[] = [];
+    for await (const file of new Glob("server/**/*.ts").scan(root)) {
+      if (/\b(insert\s+into|update|delete\s+from)\s+events\b/i.test(await Bun.file(`${root}${file}`).text())) writers.push(file);
+    }
+    expect(writers.filter((f) => !f.startsWith("server/events/"))).toEqual([]);
+    expect(writers).toContain("server/events/log.ts");
   });
 });
