@@ -85,7 +85,26 @@ export async function seedDevices(sql: Sql, n: number) {
   return { orgId: org!.id, token, deviceIds: ids.map((r) => r.id) };
 }
 
-export type LoadResult = { requests: number; errors: number; seconds: number; rps: number; p50: number; p99: number; statuses: Record<number, number> };
+export type LoadResult = {
+  requests: number;
+  errors: number;
+  seconds: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  statuses: Record<number, number>;
+  /** Server CPU time (user + system) per request, in µs, when the server's pid was given: far less load-sensitive than rps. */
+  cpuUsPerRequest?: number;
+};
+
+/** CPU seconds (user + system) process `pid` has used so far, from /proc (Linux). */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await Bun.file(`/proc/${pid}/stat`).text();
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
 
 function summarize(latencies: number[], statuses: Record<number, number>, errors: number, seconds: number): LoadResult {
   latencies.sort((a, b) => a - b);
@@ -95,7 +114,8 @@ function summarize(latencies: number[], statuses: Record<number, number>, errors
 }
 
 /** Closed loop: `concurrency` workers, each sending its next request when the last one answered. */
-export async function closedLoop(make: (i: number) => Request, o: { concurrency: number; seconds: number }): Promise<LoadResult> {
+export async function closedLoop(make: (i: number) => Request, o: { concurrency: number; seconds: number; serverPid?: number }): Promise<LoadResult> {
+  const cpuBefore = o.serverPid ? await cpuSeconds(o.serverPid) : 0;
   const latencies: number[] = [];
   const statuses: Record<number, number> = {};
   let errors = 0;
@@ -117,7 +137,10 @@ export async function closedLoop(make: (i: number) => Request, o: { concurrency:
       }
     }),
   );
-  return summarize(latencies, statuses, errors, (performance.now() - start) / 1000);
+  const result = summarize(latencies, statuses, errors, (performance.now() - start) / 1000);
+  if (o.serverPid && result.requests > 0)
+    result.cpuUsPerRequest = +((((await cpuSeconds(o.serverPid)) - cpuBefore) * 1e6) / result.requests).toFixed(1);
+  return result;
 }
 
 /** Open loop: `rate` requests per second whatever the answers, latency from the scheduled send time. */
