@@ -39,10 +39,14 @@ export async function freePort() {
   return port;
 }
 
-/** Spawns `bun <script>` and waits until `readyPath` answers. */
+/**
+ * Spawns `bun <script>` and waits until `readyPath` answers. With BENCH_CPU_PROF=<dir> the server
+ * writes a CPU profile (.cpuprofile and markdown) there when it exits (stop it with SIGTERM).
+ */
 export async function spawnServer(script: string, env: Record<string, string>, readyPath: string) {
   const port = await freePort();
-  const proc = Bun.spawn([process.execPath, script], {
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const proc = Bun.spawn([process.execPath, ...profile, script], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "error", PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
     stdout: "ignore",
@@ -138,8 +142,7 @@ export async function closedLoop(make: (i: number) => Request, o: { concurrency:
     }),
   );
   const result = summarize(latencies, statuses, errors, (performance.now() - start) / 1000);
-  if (o.serverPid && result.requests > 0)
-    result.cpuUsPerRequest = +((((await cpuSeconds(o.serverPid)) - cpuBefore) * 1e6) / result.requests).toFixed(1);
+  if (o.serverPid && result.requests > 0) result.cpuUsPerRequest = +((((await cpuSeconds(o.serverPid)) - cpuBefore) * 1e6) / result.requests).toFixed(1);
   return result;
 }
 
