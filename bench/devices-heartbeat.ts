@@ -67,7 +67,7 @@ try {
         authOnly: me,
         ratio: +(real.rps / base.rps).toFixed(3),
         // Server CPU per request against the baseline's: the figure load from other processes barely moves.
-        cpuRatio: real.cpuUsPerRequest && base.cpuUsPerRequest ? +(base.cpuUsPerRequest / real.cpuUsPerRequest).toFixed(3) : null,
+        cpuRatio: real.cpuUsPerRequestNet && base.cpuUsPerRequestNet ? +(base.cpuUsPerRequestNet / real.cpuUsPerRequestNet).toFixed(3) : null,
         ratioToAuthOnly: +(real.rps / me.rps).toFixed(3),
         firstHeartbeatsPerSecond,
         devicesOnline: online!.n,

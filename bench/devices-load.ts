@@ -99,6 +99,12 @@ export type LoadResult = {
   statuses: Record<number, number>;
   /** Server CPU time (user + system) per request, in µs, when the server's pid was given: far less load-sensitive than rps. */
   cpuUsPerRequest?: number;
+  /**
+   * The same less what the server spends idle (its pollers, timers and writers' background work
+   * measured over one quiet second before the run, per second of the run): the requests' own cost,
+   * which does not grow when a busy machine lowers the request rate.
+   */
+  cpuUsPerRequestNet?: number;
 };
 
 /** CPU seconds (user + system) process `pid` has used so far, from /proc (Linux). */
@@ -119,6 +125,12 @@ function summarize(latencies: number[], statuses: Record<number, number>, errors
 
 /** Closed loop: `concurrency` workers, each sending its next request when the last one answered. */
 export async function closedLoop(make: (i: number) => Request, o: { concurrency: number; seconds: number; serverPid?: number }): Promise<LoadResult> {
+  let idlePerSecond = 0;
+  if (o.serverPid) {
+    const idleStart = await cpuSeconds(o.serverPid);
+    await Bun.sleep(1000);
+    idlePerSecond = (await cpuSeconds(o.serverPid)) - idleStart;
+  }
   const cpuBefore = o.serverPid ? await cpuSeconds(o.serverPid) : 0;
   const latencies: number[] = [];
   const statuses: Record<number, number> = {};
@@ -142,7 +154,11 @@ export async function closedLoop(make: (i: number) => Request, o: { concurrency:
     }),
   );
   const result = summarize(latencies, statuses, errors, (performance.now() - start) / 1000);
-  if (o.serverPid && result.requests > 0) result.cpuUsPerRequest = +((((await cpuSeconds(o.serverPid)) - cpuBefore) * 1e6) / result.requests).toFixed(1);
+  if (o.serverPid && result.requests > 0) {
+    const used = (await cpuSeconds(o.serverPid)) - cpuBefore;
+    result.cpuUsPerRequest = +((used * 1e6) / result.requests).toFixed(1);
+    result.cpuUsPerRequestNet = +((Math.max(0, used - idlePerSecond * result.seconds) * 1e6) / result.requests).toFixed(1);
+  }
   return result;
 }
 
