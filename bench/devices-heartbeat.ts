@@ -47,12 +47,13 @@ try {
   const firstHeartbeatsPerSecond = Math.round(deviceIds.length / ((performance.now() - t0) / 1000));
   await closedLoop(req(baseline.url), { concurrency: CONCURRENCY, seconds: 2 });
   await closedLoop(req(server.url), { concurrency: CONCURRENCY, seconds: 2 });
-  const base = await closedLoop(req(baseline.url), { concurrency: CONCURRENCY, seconds: SECONDS });
-  const real = await closedLoop(req(server.url), { concurrency: CONCURRENCY, seconds: SECONDS });
+  const base = await closedLoop(req(baseline.url), { concurrency: CONCURRENCY, seconds: SECONDS, serverPid: baseline.proc.pid });
+  const real = await closedLoop(req(server.url), { concurrency: CONCURRENCY, seconds: SECONDS, serverPid: server.proc.pid });
   // The same token on GET /api/me: what authentication alone costs on this server.
   const me = await closedLoop(() => new Request(`${server.url}/api/me`, { headers: { authorization: `Bearer ${token}` } }), {
     concurrency: CONCURRENCY,
     seconds: SECONDS,
+    serverPid: server.proc.pid,
   });
   const [online] = await sql<{ n: number }[]>`select count(*)::int as n from devices where is_online`;
   console.log(
@@ -65,6 +66,8 @@ try {
         heartbeat: real,
         authOnly: me,
         ratio: +(real.rps / base.rps).toFixed(3),
+        // Server CPU per request against the baseline's: the figure load from other processes barely moves.
+        cpuRatio: real.cpuUsPerRequestNet && base.cpuUsPerRequestNet ? +(base.cpuUsPerRequestNet / real.cpuUsPerRequestNet).toFixed(3) : null,
         ratioToAuthOnly: +(real.rps / me.rps).toFixed(3),
         firstHeartbeatsPerSecond,
         devicesOnline: online!.n,

@@ -39,10 +39,14 @@ export async function freePort() {
   return port;
 }
 
-/** Spawns `bun <script>` and waits until `readyPath` answers. */
+/**
+ * Spawns `bun <script>` and waits until `readyPath` answers. With BENCH_CPU_PROF=<dir> the server
+ * writes a CPU profile (.cpuprofile and markdown) there when it exits (stop it with SIGTERM).
+ */
 export async function spawnServer(script: string, env: Record<string, string>, readyPath: string) {
   const port = await freePort();
-  const proc = Bun.spawn([process.execPath, script], {
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const proc = Bun.spawn([process.execPath, ...profile, script], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "error", PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
     stdout: "ignore",
@@ -85,7 +89,32 @@ export async function seedDevices(sql: Sql, n: number) {
   return { orgId: org!.id, token, deviceIds: ids.map((r) => r.id) };
 }
 
-export type LoadResult = { requests: number; errors: number; seconds: number; rps: number; p50: number; p99: number; statuses: Record<number, number> };
+export type LoadResult = {
+  requests: number;
+  errors: number;
+  seconds: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  statuses: Record<number, number>;
+  /** Server CPU time (user + system) per request, in µs, when the server's pid was given: far less load-sensitive than rps. */
+  cpuUsPerRequest?: number;
+  /**
+   * The same less what the server spends idle (its pollers, timers and writers' background work
+   * measured over one quiet second before the run, per second of the run): the requests' own cost,
+   * which does not grow when a busy machine lowers the request rate.
+   */
+  cpuUsPerRequestNet?: number;
+};
+
+/** CPU seconds (user + system) process `pid` has used so far, from /proc (Linux). */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await Bun.file(`/proc/${pid}/stat`).text();
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
 
 function summarize(latencies: number[], statuses: Record<number, number>, errors: number, seconds: number): LoadResult {
   latencies.sort((a, b) => a - b);
@@ -95,7 +124,14 @@ function summarize(latencies: number[], statuses: Record<number, number>, errors
 }
 
 /** Closed loop: `concurrency` workers, each sending its next request when the last one answered. */
-export async function closedLoop(make: (i: number) => Request, o: { concurrency: number; seconds: number }): Promise<LoadResult> {
+export async function closedLoop(make: (i: number) => Request, o: { concurrency: number; seconds: number; serverPid?: number }): Promise<LoadResult> {
+  let idlePerSecond = 0;
+  if (o.serverPid) {
+    const idleStart = await cpuSeconds(o.serverPid);
+    await Bun.sleep(1000);
+    idlePerSecond = (await cpuSeconds(o.serverPid)) - idleStart;
+  }
+  const cpuBefore = o.serverPid ? await cpuSeconds(o.serverPid) : 0;
   const latencies: number[] = [];
   const statuses: Record<number, number> = {};
   let errors = 0;
@@ -117,7 +153,13 @@ export async function closedLoop(make: (i: number) => Request, o: { concurrency:
       }
     }),
   );
-  return summarize(latencies, statuses, errors, (performance.now() - start) / 1000);
+  const result = summarize(latencies, statuses, errors, (performance.now() - start) / 1000);
+  if (o.serverPid && result.requests > 0) {
+    const used = (await cpuSeconds(o.serverPid)) - cpuBefore;
+    result.cpuUsPerRequest = +((used * 1e6) / result.requests).toFixed(1);
+    result.cpuUsPerRequestNet = +((Math.max(0, used - idlePerSecond * result.seconds) * 1e6) / result.requests).toFixed(1);
+  }
+  return result;
 }
 
 /** Open loop: `rate` requests per second whatever the answers, latency from the scheduled send time. */

@@ -79,8 +79,16 @@ const timings = new WeakMap<Request, { id: string; start: number }>();
 /** Each request's body as parsed, before validation reshapes it (server/lib/body-rules.ts looks at it). */
 const parsedBodies = new WeakMap<Request, unknown>();
 
+/** The path of an absolute request URL, without parsing the whole URL (this runs on every request). */
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return "/";
+  const end = url.slice(start).search(/[?#]/);
+  return end < 0 ? url.slice(start) : url.slice(start, start + end);
+}
+
 /** The request of POST /api/messages (any version prefix). */
-const isSendRequest = (request: Request) => request.method === "POST" && SEND_PATH.test(new URL(request.url).pathname);
+const isSendRequest = (request: Request) => request.method === "POST" && SEND_PATH.test(pathOf(request.url));
 
 /** The HTTP application. It never listens: main.ts serves it, tests call `app.handle`. */
 export function buildApp(services: Services, opts: { deprecations?: Deprecation[]; versionSunsets?: Record<number, string> } = {}) {

@@ -32,10 +32,8 @@ export function IntegerParam(minimum: number, maximum: number, options: { descri
     [Kind]: "IntegerParam",
     minimum,
     maximum,
-    anyOf: [
-      { type: "string", format: "integer" },
-      { type: "number", multipleOf: 1, minimum, maximum },
-    ],
+    // TypeBox schemas (not bare JSON) so Elysia's exact mirror can compile them; the document is the same.
+    anyOf: [Type.String({ format: "integer" }), Type.Number({ multipleOf: 1, minimum, maximum })],
     errorMessage: options.errorMessage ?? "must be an integer",
     ...(options.description ? { description: options.description } : {}),
   });
@@ -101,8 +99,16 @@ TypeRegistry.Set<TextOptions>("Text", (schema, value) => {
   const n = schema.minLength === undefined && schema.maxLength === undefined ? 0 : characterCount(value);
   if (schema.minLength !== undefined && n < schema.minLength) return false;
   if (schema.maxLength !== undefined && n > schema.maxLength) return false;
-  return schema.pattern === undefined || new RegExp(schema.pattern, "u").test(value);
+  return schema.pattern === undefined || patternOf(schema.pattern).test(value);
 });
+
+/** Each `Text` pattern compiled once, not on every check. */
+const patterns = new Map<string, RegExp>();
+function patternOf(source: string): RegExp {
+  let pattern = patterns.get(source);
+  if (!pattern) patterns.set(source, (pattern = new RegExp(source, "u")));
+  return pattern;
+}
 
 /**
  * A text field whose bounds count characters (code points, see `characterCount`). The document
