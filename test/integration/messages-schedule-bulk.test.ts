@@ -261,8 +261,9 @@ describe("cancelling (POST /api/messages/{id}/cancel)", () => {
     await unpaced(ctx.sql, t.org.id);
     const queued = await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770104", text: "stop" });
     const id = queued.body.data.id;
-    // Cancelled once the pacer has handed it to the phone: the phone is told.
-    await eventually(() => events.find((e) => e.event === "message.send" && (e.data as any).message.id === id));
+    // Cancelled once the pacer has handed it to the phone (its 1 s pick-up timeout moved out of the way): the phone is told.
+    await eventually(async () => (await ctx.sql`select 1 from messages where id = ${id} and dispatched_at is not null`).length > 0);
+    await ctx.sql`update jobs set run_at = now() + interval '1 hour' where queue = 'message.outbound.device-timeout' and payload->>'message_id' = ${String(id)}`;
     expect((await cancel(t.token, id)).body.data.status).toBe("cancelled");
     await eventually(() =>
       events.find((e) => e.event === "message.cancelled" && e.channel === `private-device.${byos.deviceId}` && (e.data as any).message.id === id),
