@@ -38,7 +38,7 @@ export async function paceSim(deps: PacerDeps, hostedSimId: number) {
     let wake: number | null = null;
     for (let after = 0; count < MAX_PER_RUN; ) {
       const m = await oldestWaiting(tx, hostedSimId, after);
-      if (!m || !m.device_ready) break;
+      if (!m?.device_ready) break;
       after = m.id;
       if (m.expires_at && m.expires_at.getTime() <= now) {
         if (await moveStatus(tx, m.id, "expired", ["queued"], { error: "No device picked up the message before it expired." }))
