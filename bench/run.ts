@@ -10,7 +10,7 @@
  *   --only   just these benchmarks (names below); the doc is then left alone unless --write
  *
  * Names: heartbeat, sms, sms-api-only, webhooks, webhooks-devices, history, connections, broadcast-one, broadcast-redis, actors,
- * two-instances, next, events-wait. Needs PostgreSQL at BENCH_DATABASE_URL's server (default 127.0.0.1:5432) and
+ * two-instances, next, events-wait, outbound. Needs PostgreSQL at BENCH_DATABASE_URL's server (default 127.0.0.1:5432) and
  * Redis at REDIS_URL (default 127.0.0.1:6379); every script makes and drops its own database
  * (history keeps its reusable 1M-message data set in `simhost_bench`) and uses its own Redis prefix.
  */
@@ -312,6 +312,35 @@ const benches: Bench[] = [
         baseline: `bare Bun releasing as many held requests: p99 ${ms(o.baseline.p99_ms)}`,
         target: "p99 < 50 ms; memory reported",
         met: o.simhost.p99_ms < 50 && o.simhost.wrong_or_missing === 0,
+        command,
+      },
+    ],
+  },
+  {
+    name: "outbound",
+    script: "bench/outbound-dispatch.ts",
+    args: quick ? ["--seconds", "3", "--scheduled", "2000", "--hold", "20000"] : ["--seconds", "10", "--scheduled", "10000", "--hold", "100000"],
+    timeout: quick ? 300 : 900,
+    rows: (o, command) => [
+      {
+        figure: "accepted sends, one instance (single; bulk of 1,000)",
+        measured: `single ${n(o.single.accepted_per_s)}/s (p99 ${ms(o.single.p99)}), bulk ${n(o.bulk.recipients_per_s)} recipients/s (p99 ${ms(o.bulk.p99)}); GET /api/me ${n(o.baseline.rps)}/s`,
+        target: "reported",
+        met: null,
+        command,
+      },
+      {
+        figure: `send_at → hand-over to the phone (message.send), ${n(o.dispatch.scheduled)} sends at 1,000 scheduled/s`,
+        measured: `p99 ${ms(o.dispatch.p99_ms)} (p50 ${ms(o.dispatch.p50_ms)}), ${n(o.dispatch.dispatched)} handed over`,
+        target: "p99 < 1 s",
+        met: o.dispatch.p99_ms < 1000 && o.dispatch.dispatched === o.dispatch.scheduled,
+        command,
+      },
+      {
+        figure: `${n(o.hold.held)} scheduled sends held`,
+        measured: `server RSS ${o.hold.rss_before_mib} → ${o.hold.rss_after_mib} MiB; messages ${o.hold.messages_table_mib} MiB, jobs ${o.hold.jobs_table_mib} MiB on disk`,
+        target: "100,000, memory reported",
+        met: o.hold.held >= 100_000,
         command,
       },
     ],

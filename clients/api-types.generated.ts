@@ -727,6 +727,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sending-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your organization's default sending policy
+         * @description Per-SIM pacing of device sends (docs/sending.md "Pacing"): the pacer hands a number's sends to its phone no faster than this.
+         */
+        get: operations["getApiSending-policy"];
+        /**
+         * Set your organization's default sending policy
+         * @description Per-SIM pacing of device sends (docs/sending.md "Pacing"): the pacer hands a number's sends to its phone no faster than this.
+         */
+        put: operations["putApiSending-policy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/numbers/{id}/sending-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The sending policy of one of your numbers
+         * @description Per-SIM pacing of device sends (docs/sending.md "Pacing"): the pacer hands a number's sends to its phone no faster than this. Its own, else your organization's default.
+         */
+        get: operations["getApiNumbersByIdSending-policy"];
+        /**
+         * Set a number's own sending policy
+         * @description Per-SIM pacing of device sends (docs/sending.md "Pacing"): the pacer hands a number's sends to its phone no faster than this.
+         */
+        put: operations["putApiNumbersByIdSending-policy"];
+        post?: never;
+        /**
+         * Remove a number's own sending policy (your default applies again)
+         * @description Per-SIM pacing of device sends (docs/sending.md "Pacing"): the pacer hands a number's sends to its phone no faster than this.
+         */
+        delete: operations["deleteApiNumbersByIdSending-policy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/numbers/{id}/messages/next": {
         parameters: {
             query?: never;
@@ -4571,7 +4623,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    hosted_sim: number;
+                    /** @description the number to send from; give it or `hosted_sims`; null: the same as leaving it out */
+                    hosted_sim?: number | null;
+                    /** @description a sender pool instead of `hosted_sim`: 1 to 20 of your numbers; the send goes from the one that last wrote to the recipient when its phone is online and under its daily cap, else from a healthy one (docs/sending.md "Sender pools"); single recipient only; null: the same as leaving it out */
+                    hosted_sims?: number[] | null;
                     /** @description an E.164 phone number, or an array of up to 1000 recipients (a bulk send) */
                     to: string | (string | {
                         /** @description an E.164 phone number */
@@ -5052,6 +5107,342 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "getApiSending-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description at most this many messages a minute (one every 60/n seconds at most) */
+                            messages_per_minute: number;
+                            /** @description shortest random pause between two messages */
+                            min_delay_seconds: number;
+                            /** @description longest random pause between two messages; at least min_delay_seconds */
+                            max_delay_seconds: number;
+                            /** @description at most this many messages a local day (in time_zone); more wait for the next day */
+                            daily_cap: number;
+                            time_zone: string;
+                            /** @description no message is handed to the phone between start and end in time_zone; sends wait for the window to open */
+                            quiet_hours: {
+                                /** @description local time (HH:MM, 24 h) quiet hours begin */
+                                start: string;
+                                /** @description local time (HH:MM, 24 h) they end; may be earlier than start (overnight) */
+                                end: string;
+                            } | null;
+                            /**
+                             * @description where the policy comes from: the number's own, your organization's default, or the server's defaults
+                             * @enum {string}
+                             */
+                            source: "number" | "organization" | "default";
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "putApiSending-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description at most this many messages a minute (one every 60/n seconds at most) */
+                    messages_per_minute: number;
+                    /** @description shortest random pause between two messages */
+                    min_delay_seconds: number;
+                    /** @description longest random pause between two messages; at least min_delay_seconds */
+                    max_delay_seconds: number;
+                    /** @description at most this many messages a local day (in time_zone); more wait for the next day */
+                    daily_cap: number;
+                    /** @description IANA time zone of quiet hours and of the daily cap's day, default UTC; null: the same as leaving it out */
+                    time_zone?: string | null;
+                    /** @description no message is handed to the phone between start and end in time_zone; sends wait for the window to open; null clears it */
+                    quiet_hours?: {
+                        /** @description local time (HH:MM, 24 h) quiet hours begin */
+                        start: string;
+                        /** @description local time (HH:MM, 24 h) they end; may be earlier than start (overnight) */
+                        end: string;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description at most this many messages a minute (one every 60/n seconds at most) */
+                            messages_per_minute: number;
+                            /** @description shortest random pause between two messages */
+                            min_delay_seconds: number;
+                            /** @description longest random pause between two messages; at least min_delay_seconds */
+                            max_delay_seconds: number;
+                            /** @description at most this many messages a local day (in time_zone); more wait for the next day */
+                            daily_cap: number;
+                            time_zone: string;
+                            /** @description no message is handed to the phone between start and end in time_zone; sends wait for the window to open */
+                            quiet_hours: {
+                                /** @description local time (HH:MM, 24 h) quiet hours begin */
+                                start: string;
+                                /** @description local time (HH:MM, 24 h) they end; may be earlier than start (overnight) */
+                                end: string;
+                            } | null;
+                            /**
+                             * @description where the policy comes from: the number's own, your organization's default, or the server's defaults
+                             * @enum {string}
+                             */
+                            source: "number" | "organization" | "default";
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "getApiNumbersByIdSending-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                id: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description at most this many messages a minute (one every 60/n seconds at most) */
+                            messages_per_minute: number;
+                            /** @description shortest random pause between two messages */
+                            min_delay_seconds: number;
+                            /** @description longest random pause between two messages; at least min_delay_seconds */
+                            max_delay_seconds: number;
+                            /** @description at most this many messages a local day (in time_zone); more wait for the next day */
+                            daily_cap: number;
+                            time_zone: string;
+                            /** @description no message is handed to the phone between start and end in time_zone; sends wait for the window to open */
+                            quiet_hours: {
+                                /** @description local time (HH:MM, 24 h) quiet hours begin */
+                                start: string;
+                                /** @description local time (HH:MM, 24 h) they end; may be earlier than start (overnight) */
+                                end: string;
+                            } | null;
+                            /**
+                             * @description where the policy comes from: the number's own, your organization's default, or the server's defaults
+                             * @enum {string}
+                             */
+                            source: "number" | "organization" | "default";
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "putApiNumbersByIdSending-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                id: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description at most this many messages a minute (one every 60/n seconds at most) */
+                    messages_per_minute: number;
+                    /** @description shortest random pause between two messages */
+                    min_delay_seconds: number;
+                    /** @description longest random pause between two messages; at least min_delay_seconds */
+                    max_delay_seconds: number;
+                    /** @description at most this many messages a local day (in time_zone); more wait for the next day */
+                    daily_cap: number;
+                    /** @description IANA time zone of quiet hours and of the daily cap's day, default UTC; null: the same as leaving it out */
+                    time_zone?: string | null;
+                    /** @description no message is handed to the phone between start and end in time_zone; sends wait for the window to open; null clears it */
+                    quiet_hours?: {
+                        /** @description local time (HH:MM, 24 h) quiet hours begin */
+                        start: string;
+                        /** @description local time (HH:MM, 24 h) they end; may be earlier than start (overnight) */
+                        end: string;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description at most this many messages a minute (one every 60/n seconds at most) */
+                            messages_per_minute: number;
+                            /** @description shortest random pause between two messages */
+                            min_delay_seconds: number;
+                            /** @description longest random pause between two messages; at least min_delay_seconds */
+                            max_delay_seconds: number;
+                            /** @description at most this many messages a local day (in time_zone); more wait for the next day */
+                            daily_cap: number;
+                            time_zone: string;
+                            /** @description no message is handed to the phone between start and end in time_zone; sends wait for the window to open */
+                            quiet_hours: {
+                                /** @description local time (HH:MM, 24 h) quiet hours begin */
+                                start: string;
+                                /** @description local time (HH:MM, 24 h) they end; may be earlier than start (overnight) */
+                                end: string;
+                            } | null;
+                            /**
+                             * @description where the policy comes from: the number's own, your organization's default, or the server's defaults
+                             * @enum {string}
+                             */
+                            source: "number" | "organization" | "default";
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "deleteApiNumbersByIdSending-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a positive integer id */
+                id: string | number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description at most this many messages a minute (one every 60/n seconds at most) */
+                            messages_per_minute: number;
+                            /** @description shortest random pause between two messages */
+                            min_delay_seconds: number;
+                            /** @description longest random pause between two messages; at least min_delay_seconds */
+                            max_delay_seconds: number;
+                            /** @description at most this many messages a local day (in time_zone); more wait for the next day */
+                            daily_cap: number;
+                            time_zone: string;
+                            /** @description no message is handed to the phone between start and end in time_zone; sends wait for the window to open */
+                            quiet_hours: {
+                                /** @description local time (HH:MM, 24 h) quiet hours begin */
+                                start: string;
+                                /** @description local time (HH:MM, 24 h) they end; may be earlier than start (overnight) */
+                                end: string;
+                            } | null;
+                            /**
+                             * @description where the policy comes from: the number's own, your organization's default, or the server's defaults
+                             * @enum {string}
+                             */
+                            source: "number" | "organization" | "default";
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -6,6 +6,7 @@ import { deviceRoutes } from "./devices/routes";
 import { deviceRoutesV2 } from "./devices/routes-v2";
 import { eventRoutes } from "./events/routes";
 import { nextMessageRoutes } from "./messages/next-routes";
+import { policyRoutes } from "./messages/policy-routes";
 import { messageRoutes } from "./messages/routes";
 import { numberRoutes } from "./numbers/routes";
 import { oauthRoutes } from "./oauth/routes";
@@ -25,6 +26,7 @@ export function featureRoutes(services: Services) {
     .use(teamRoutes(services))
     .use(numberRoutes(services))
     .use(messageRoutes(services))
+    .use(policyRoutes(services))
     .use(nextMessageRoutes(services))
     .use(eventRoutes(services))
     .use(oauthRoutes(services))

@@ -42,11 +42,17 @@ export async function createTeam(sql: Sql, organizationId: number, name = `team 
  * A verified BYOS number: a device of the organization with an active SIM card in slot 1 and
  * its hosted SIM (type virtual, provider byos), attached to the organization unless `attach` is false.
  */
-export async function createByosNumber(sql: Sql, organizationId: number, opts: { attach?: boolean; deviceStatus?: string; simStatus?: string } = {}) {
+/** `online`: the device is marked online (sends are handed to it at once); default offline (sends wait for it). */
+export async function createByosNumber(
+  sql: Sql,
+  organizationId: number,
+  opts: { attach?: boolean; deviceStatus?: string; simStatus?: string; online?: boolean } = {},
+) {
   const number = randomNumber();
   const [device] = await sql<{ id: number }[]>`
-    insert into devices (organization_id, android_id, device_model, app_version, status)
-    values (${organizationId}, ${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}, 'Pixel 8', '1.0.0', ${opts.deviceStatus ?? "active"})
+    insert into devices (organization_id, android_id, device_model, app_version, status, is_online, last_seen_at)
+    values (${organizationId}, ${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}, 'Pixel 8', '1.0.0', ${opts.deviceStatus ?? "active"},
+            ${opts.online ?? false}, ${opts.online ? new Date() : null})
     returning id`;
   const [sim] = await sql<{ id: number }[]>`
     insert into hosted_sims (number, provider, type, shared_max_orgs) values (${number}, 'byos', 'virtual', 1) returning id`;
@@ -81,4 +87,11 @@ export async function eventually<T>(check: () => T | Promise<T>, ms = 5000, what
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await Bun.sleep(20);
   }
+}
+
+/** Gives an organization a default sending policy that hardly paces (600 a minute, no pause), for tests about something else. */
+export async function unpaced(sql: Sql, organizationId: number) {
+  await sql`
+    insert into sending_policies (organization_id, messages_per_minute, min_delay_ms, max_delay_ms, daily_cap, time_zone)
+    values (${organizationId}, 600, 0, 0, 100000, 'UTC')`;
 }

@@ -1,6 +1,7 @@
 import type { Sql } from "../db/client";
 import { event } from "../events/catalog";
 import { appendEventsFrom } from "../events/log";
+import { enqueueJobs } from "../jobs/queue";
 import type { HeartbeatMetrics, PresenceSnapshot } from "./actor";
 import type { DeviceStatus } from "./transitions";
 
@@ -113,6 +114,8 @@ export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]): Promis
     came_online as (
       ${appendEventsFrom(sql, event.deviceOnline.type, sql`select m.organization_id, null::bigint, m.id, ${deviceEventJson(sql, true, sql`m.seen`)} from moved m where not m.was_online`)}
       returning 1),
+    -- the sends waiting for a device that came back go out (server/messages/pacer.ts)
+    resumed as (${enqueueJobs(sql, "message.outbound.device-online", sql`select jsonb_build_object('device_id', m.id) from moved m where not m.was_online`)}),
     live as (
       select c.id, c.device_id, c.phone_number, c.status, c.signal_strength as had, c.missed_heartbeats as missed,
         row_number() over (partition by c.device_id order by c.sim_slot nulls last, c.id) as pos

@@ -94,7 +94,11 @@ export function createDeviceRuntime(deps: Deps) {
     },
     effects: {
       // device.online / device.offline were appended by the write that made the transition.
-      statusChanged: () => deps.events.notify(),
+      // A device back online also enqueued the dispatch of its waiting sends (message.outbound.device-online).
+      statusChanged: () => {
+        deps.events.notify();
+        deps.jobs.wake();
+      },
       offlineAlert: (d) => sendOfflineAlert(d),
       error: (err, deviceId) => logger.warn({ device: deviceId, err: (err as Error).message }, "device presence work failed"),
     },

@@ -125,7 +125,7 @@ export const CATALOG = {
     realtime: "message.send",
     channels: ["device"],
     audience: DEVICE_AUDIENCE,
-    cause: "POST /api/messages on a BYOS number (or its send_at came): the device is asked to send it",
+    cause: "the pacer hands a BYOS send to its phone (online, as the sending policy allows): the device is asked to send it",
   },
   "message.send_cancelled": {
     payload: MessageCancelEvent,

@@ -71,7 +71,8 @@ export const QUEUES = {
     maxAttempts: 6,
   },
   "message.outbound.device-timeout": {
-    description: "Ends a device send that no device picked up: expired at its expires_at, else failed after OUTBOUND_DEVICE_TIMEOUT_SECONDS",
+    description:
+      "Ends a device send still queued: expired at its expires_at (waiting for its phone or handed to it), else failed when its phone has not picked it up OUTBOUND_DEVICE_TIMEOUT_SECONDS after the pacer handed it over",
     producers: ["server/messages/outbound.ts"],
     handler: "server/messages/outbound-jobs.ts",
     concurrency: 2,
@@ -81,6 +82,21 @@ export const QUEUES = {
     description:
       "Sends a scheduled message at its send_at (scheduled → queued, then to the device or the provider), or expires it when the job runs after expires_at",
     producers: ["server/messages/outbound.ts"],
+    handler: "server/messages/outbound-jobs.ts",
+    concurrency: 4,
+    visibilitySeconds: 30,
+  },
+  "message.outbound.pace": {
+    description:
+      "Hands a SIM's waiting device sends to its phone as its sending policy allows (the pacer, under the SIM's sim_pacing row lock), and enqueues itself for the SIM's next slot",
+    producers: ["server/messages/outbound.ts", "server/messages/pacer.ts"],
+    handler: "server/messages/outbound-jobs.ts",
+    concurrency: 8,
+    visibilitySeconds: 30,
+  },
+  "message.outbound.device-online": {
+    description: "Runs the pacer of every SIM whose sends wait for a device that just came back online (enqueued by the heartbeat write that brought it back)",
+    producers: ["server/devices/presence-store.ts"],
     handler: "server/messages/outbound-jobs.ts",
     concurrency: 4,
     visibilitySeconds: 30,

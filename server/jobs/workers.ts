@@ -41,6 +41,8 @@ export function workers(deps: WorkerDeps): Record<QueueName, Worker> {
     "message.outbound.provider": { one: outbound.send, backoff: outbound.backoff },
     "message.outbound.device-timeout": { one: outbound.deviceTimeout },
     "message.outbound.dispatch": { one: outbound.dispatch },
+    "message.outbound.pace": { one: outbound.pace },
+    "message.outbound.device-online": { one: outbound.deviceOnline },
     "number.lock-expiry": { one: lockExpiryHandler(deps) },
     "maintenance.retention": {
       one: retentionHandler({

@@ -7,6 +7,7 @@ import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import { changeStatus, dispatchScheduled } from "./outbound";
 import { countAttempt, findOutbound } from "./outbound-store";
+import { paceSim, resumeDevice } from "./pacer";
 import { createProviderClient, type ProviderClient } from "./provider-client";
 
 type Deps = { sql: Pool; events: Pick<EventTail, "notify">; logger: Logger; clock?: Clock };
@@ -64,12 +65,16 @@ async function expire(deps: Pick<Deps, "sql" | "events">, id: number, organizati
 }
 
 /**
- * Ends a device send that no device picked up (still `queued`) when its time is up: `expired` at
- * its expires_at when it has one, else `failed` after the device timeout.
+ * Ends a device send still `queued` when its time is up: `expired` at its expires_at when it has
+ * one (handed to the phone or still waiting for it), else `failed` when the phone it was handed
+ * to has not picked it up within the device timeout. A send still waiting for its phone without
+ * expires_at waits on (the pacer hands it over when the phone is back).
  */
-export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "events">, messageId: number, timeoutSeconds: number) {
+export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "events" | "clock">, messageId: number, timeoutSeconds: number) {
   const m = await findOutbound(deps.sql, messageId);
   if (m?.status !== "queued") return false;
+  const now = deps.clock?.now() ?? Date.now();
+  if (!m.dispatched && (!m.expires_at || Date.parse(m.expires_at) > now)) return false;
   const [to, error] = m.expires_at
     ? ["expired", "No device picked up the message before it expired."]
     : ["failed", `No device picked up the message within ${timeoutSeconds} seconds.`];
@@ -87,5 +92,7 @@ export function outboundHandlers(deps: Deps & { config: Config; jobs: JobQueue; 
     void (await failUnpickedDeviceSend(deps, job.payload.message_id, config.OUTBOUND_DEVICE_TIMEOUT_SECONDS));
   const dispatchDeps = { ...deps, deviceTimeoutSeconds: config.OUTBOUND_DEVICE_TIMEOUT_SECONDS };
   const dispatch: JobHandler<Payload> = (job) => dispatchScheduled(dispatchDeps, job.payload.message_id);
-  return { send, backoff, deviceTimeout, dispatch };
+  const pace: JobHandler<{ hosted_sim_id: number }> = (job) => paceSim(dispatchDeps, job.payload.hosted_sim_id);
+  const deviceOnline: JobHandler<{ device_id: number }> = (job) => resumeDevice(dispatchDeps, job.payload.device_id);
+  return { send, backoff, deviceTimeout, dispatch, pace, deviceOnline };
 }

@@ -57,11 +57,12 @@ export async function liveLockHolder(sql: Sql, hostedSimId: number): Promise<{ o
   return row ?? null;
 }
 
-export type OutboundRow = Message & { organization_id: number };
+/** `dispatched`: a device send the pacer has handed to its phone (message.send). */
+export type OutboundRow = Message & { organization_id: number; dispatched: boolean };
 
 export async function findOutbound(sql: Sql, id: number): Promise<OutboundRow | null> {
   const [row] = await sql<OutboundRow[]>`
-    select ${messageColumns(sql)}, m.organization_id from messages m where m.id = ${id} and m.direction = 'outbound'`;
+    select ${messageColumns(sql)}, m.organization_id, m.dispatched_at is not null as dispatched from messages m where m.id = ${id} and m.direction = 'outbound'`;
   return row ?? null;
 }
 
@@ -75,7 +76,7 @@ export async function findOutboundMessages(sql: Sql, organizationId: number, ids
 /** The outbound message a device may report on: sent through that device by the caller's organization. */
 export async function findDeviceOutbound(sql: Sql, q: { messageId: number; deviceId: number; organizationId: number }): Promise<OutboundRow | null> {
   const [row] = await sql<OutboundRow[]>`
-    select ${messageColumns(sql)}, m.organization_id from messages m
+    select ${messageColumns(sql)}, m.organization_id, m.dispatched_at is not null as dispatched from messages m
     where m.id = ${q.messageId} and m.device_id = ${q.deviceId} and m.organization_id = ${q.organizationId} and m.direction = 'outbound'`;
   return row ?? null;
 }

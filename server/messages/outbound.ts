@@ -1,3 +1,4 @@
+import type postgres from "postgres";
 import type { Caller } from "../auth/caller";
 import type { Pool, Sql } from "../db/client";
 import { AppError, invalidState, notFound } from "../errors";
@@ -12,6 +13,7 @@ import { attachmentOf, byosDeviceOf } from "../numbers/store";
 import { findVisibleMessage } from "./history-store";
 import { findOutbound, findOutboundMessages, insertOutbound, liveLockHolder, lockOrganizationQuota, monthlyLimit, moveStatus } from "./outbound-store";
 import { planSend, type SendRequest } from "./send-request";
+import { chooseSender } from "./sender-pool";
 import { CANCELLABLE } from "./status";
 import { type Message, monthlyOutboundCount, organizationView } from "./store";
 
@@ -40,7 +42,7 @@ export async function messageEventPayload(sql: Sql, organizationId: number, mess
 }
 
 /** The event of an outbound message's current status, to the sending organization only (outbound messages are visible to it alone). */
-async function statusEvents(sql: Sql, organizationId: number, messageId: number): Promise<NewEvent[]> {
+export async function statusEvents(sql: Sql, organizationId: number, messageId: number): Promise<NewEvent[]> {
   const message = await findVisibleMessage(sql, organizationId, messageId);
   const build = message && messageStatusEvent(message.status);
   if (!message || !build) return [];
@@ -69,14 +71,18 @@ export async function changeStatus(
  * POST /api/messages. The quota check and the insert run under a per-organization advisory
  * lock, so concurrent sends at the last unit of the month never go over it; a bulk send is
  * counted whole (all its recipients fit, or none is stored). BYOS numbers go through their
- * device (`message.send` on its private channel, failed if no device picks it up in time,
- * `expired` at expires_at when given); pool numbers through the provider API on the job queue.
- * A send with send_at ahead is stored `scheduled` and dispatched by a job at that time.
+ * device: the send waits `queued` for the SIM's pacer (pacer.ts), which hands it to the phone
+ * (`message.send` on its private channel) when the phone is online and the SIM's sending policy
+ * allows, until expires_at (then `expired`); pool numbers through the provider API on the job
+ * queue. A send with send_at ahead is stored `scheduled` and dispatched by a job at that time.
+ * `hosted_sims` (a sender pool) picks the number first (sender-pool.ts).
  */
 export async function sendMessage(deps: OutboundDeps, c: Caller, body: SendRequest): Promise<{ batchId: string | null; messages: Message[] }> {
   const org = c.organization.id;
   const plan = planSend(body, nowOf(deps));
-  const sim = await requireNumber(deps.sql, c, body.hosted_sim);
+  const sim = body.hosted_sims
+    ? await chooseSender(deps.sql, c, body.hosted_sims, plan.recipients[0]!.to, nowOf(deps))
+    : await requireNumber(deps.sql, c, body.hosted_sim!);
   if (sim.status !== "active") throw invalidState("This number is inactive and cannot send.");
   const device = sim.provider === "byos" ? await byosDeviceOf(deps.sql, sim.id) : null;
   if (sim.provider === "byos" && device?.device_status !== "active") throw invalidState("No active device holds this number right now.");
@@ -109,13 +115,10 @@ export async function sendMessage(deps: OutboundDeps, c: Caller, body: SendReque
     // One statement for every recipient's job, in the send's transaction.
     const payloads = tx`select jsonb_build_object('message_id', id) from unnest(${messageIds}::bigint[]) as id`;
     if (plan.sendAt) await enqueueJobs(tx, "message.outbound.dispatch", payloads, { runAt: plan.sendAt });
-    else if (device) await enqueueJobs(tx, "message.outbound.device-timeout", payloads, { runAt: deviceDeadline(deps, plan.expiresAt) });
+    else if (device) await waitForPhone(tx, sim.id, payloads, plan.expiresAt);
     else await enqueueJobs(tx, "message.outbound.provider", payloads);
     const events: NewEvent[] = [];
-    for (const messageId of messageIds) {
-      events.push(...(await statusEvents(tx, org, messageId)));
-      if (device && !plan.sendAt) events.push(deviceCommand(org, device.device_id, (await findVisibleMessage(tx, org, messageId))!));
-    }
+    for (const messageId of messageIds) events.push(...(await statusEvents(tx, org, messageId)));
     await appendEvents(tx, events);
     return messageIds;
   });
@@ -126,18 +129,28 @@ export async function sendMessage(deps: OutboundDeps, c: Caller, body: SendReque
 }
 
 /** When a device send not picked up ends: at expires_at when given, else OUTBOUND_DEVICE_TIMEOUT_SECONDS from now. */
-const deviceDeadline = (deps: Pick<OutboundDeps, "deviceTimeoutSeconds" | "clock">, expiresAt: Date | null) =>
+export const deviceDeadline = (deps: Pick<OutboundDeps, "deviceTimeoutSeconds" | "clock">, expiresAt: Date | null) =>
   expiresAt ?? new Date(nowOf(deps) + deps.deviceTimeoutSeconds * 1000);
 
+/**
+ * Device sends become `queued` waiting for their SIM's pacer: one pace job for the SIM now (the
+ * pacer hands them over in order), and with expires_at the jobs that expire them then if still
+ * waiting (the device-timeout queue; without expires_at a send waits for its phone until cancelled).
+ */
+async function waitForPhone(tx: Sql, hostedSimId: number, payloads: postgres.Fragment, expiresAt: Date | null) {
+  await enqueueJobs(tx, "message.outbound.pace", tx`select jsonb_build_object('hosted_sim_id', ${hostedSimId}::bigint)`);
+  if (expiresAt) await enqueueJobs(tx, "message.outbound.device-timeout", payloads, { runAt: expiresAt });
+}
+
 /** `message.send` to the device that holds the number (appended with the message's `queued`). */
-function deviceCommand(organizationId: number, deviceId: number, message: Message): NewEvent {
+export function deviceCommand(organizationId: number, deviceId: number, message: Message): NewEvent {
   const { id, hosted_sim_id, number, to, text, sim_slot } = message;
   return event.messageSend({ organizationId, hostedSimId: hosted_sim_id, deviceId }, { message: { id, hosted_sim_id, number, to, text, sim_slot } });
 }
 
 /**
  * The dispatch job of a scheduled send, at its send_at: `scheduled → queued` and on to the
- * device or the provider, as a send made then would go; `expired` instead when expires_at has
+ * SIM's pacer or the provider, as a send made then would go; `expired` instead when expires_at has
  * passed (the job ran late, e.g. after a restart), so it is never sent late. A cancelled
  * message is left alone.
  */
@@ -151,11 +164,9 @@ export async function dispatchScheduled(deps: OutboundDeps, messageId: number) {
   const moved = await deps.sql.begin(async (tx) => {
     if (!(await moveStatus(tx, m.id, "queued", ["scheduled"]))) return false;
     const expiresAt = m.expires_at ? new Date(m.expires_at) : null;
-    if (m.device_id) await deps.jobs.enqueue("message.outbound.device-timeout", { message_id: m.id }, { runAt: deviceDeadline(deps, expiresAt) }, tx);
+    if (m.device_id) await waitForPhone(tx, m.hosted_sim_id!, tx`select jsonb_build_object('message_id', ${m.id}::bigint)`, expiresAt);
     else await deps.jobs.enqueue("message.outbound.provider", { message_id: m.id }, {}, tx);
-    const events = await statusEvents(tx, m.organization_id, m.id);
-    if (m.device_id) events.push(deviceCommand(m.organization_id, m.device_id, (await findVisibleMessage(tx, m.organization_id, m.id))!));
-    await appendEvents(tx, events);
+    await appendEvents(tx, await statusEvents(tx, m.organization_id, m.id));
     return true;
   });
   if (!moved) return;
@@ -176,11 +187,11 @@ export async function cancelMessage(deps: Pick<OutboundDeps, "sql" | "events">, 
   if (found.direction !== "outbound") throw invalidState("A received message cannot be cancelled.");
   if (found.status === "cancelled") return found;
   const moved = await deps.sql.begin(async (tx) => {
-    const [was] = await tx<{ status: string }[]>`select status from messages where id = ${messageId} for update`;
+    const [was] = await tx<{ handed: boolean }[]>`select dispatched_at is not null as handed from messages where id = ${messageId} for update`;
     if (!was || !(await moveStatus(tx, messageId, "cancelled", CANCELLABLE))) return false;
     const events = await statusEvents(tx, org, messageId);
-    // A queued BYOS send was already ordered on the device's channel: tell the phone not to send it.
-    if (was.status === "queued" && found.device_id)
+    // A BYOS send the pacer already handed to the phone (message.send): tell the phone not to send it.
+    if (was.handed && found.device_id)
       events.push(
         event.messageSendCancelled({ organizationId: org, hostedSimId: found.hosted_sim_id, deviceId: found.device_id }, { message: { id: messageId } }),
       );

@@ -59,7 +59,17 @@ export const NextQuery = t.Object({
 const Recipient = Type.String({ pattern: E164, description: "an E.164 phone number" });
 const VarName = "^[A-Za-z_][A-Za-z0-9_]{0,63}$";
 export const SendBody = Type.Object({
-  hosted_sim: Id(),
+  hosted_sim: Optional({ ...Id(), description: "the number to send from; give it or `hosted_sims`" }, "absent"),
+  hosted_sims: Optional(
+    Type.Array(Id(), {
+      minItems: 1,
+      maxItems: 20,
+      uniqueItems: true,
+      description:
+        'a sender pool instead of `hosted_sim`: 1 to 20 of your numbers; the send goes from the one that last wrote to the recipient when its phone is online and under its daily cap, else from a healthy one (docs/sending.md "Sender pools"); single recipient only',
+    }),
+    "absent",
+  ),
   to: Type.Union(
     [
       Recipient,

@@ -5,7 +5,8 @@ import { characterCount } from "../lib/fields";
 export type Recipient = string | { to: string; vars?: Record<string, string> };
 
 export type SendRequest = {
-  hosted_sim: number;
+  hosted_sim?: number;
+  hosted_sims?: number[];
   to: string | Recipient[];
   text: string;
   send_at?: string;
@@ -58,6 +59,8 @@ function render(text: string, recipients: Recipient[], errors: Record<string, st
 export function planSend(body: SendRequest, now: number): PlannedSend {
   const errors: Record<string, string[]> = {};
   const bulk = Array.isArray(body.to);
+  if ((body.hosted_sim === undefined) === (body.hosted_sims === undefined)) errors.hosted_sim = ["give either hosted_sim or hosted_sims (a sender pool)"];
+  else if (body.hosted_sims && bulk) errors.hosted_sims = ["a sender pool takes one recipient (`to` a number), not a bulk send"];
   let recipients: { to: string; text: string }[];
   if (Array.isArray(body.to)) {
     if (body.to.length === 0 || body.to.length > MAX_RECIPIENTS) throw validationFailed({ to: [`must hold 1 to ${MAX_RECIPIENTS} recipients`] });

@@ -173,9 +173,12 @@ export async function attachedOrganizations(sql: Sql, hostedSimId: number): Prom
 }
 
 /** The device and slot that hold a BYOS number (its active SIM card): outbound SMS on it go through that device. */
-export async function byosDeviceOf(sql: Sql, hostedSimId: number): Promise<{ device_id: number; sim_slot: number | null; device_status: string } | null> {
-  const [row] = await sql<{ device_id: number; sim_slot: number | null; device_status: string }[]>`
-    select s.device_id, s.sim_slot, d.status as device_status from sim_cards s join devices d on d.id = s.device_id
+export async function byosDeviceOf(
+  sql: Sql,
+  hostedSimId: number,
+): Promise<{ device_id: number; sim_slot: number | null; device_status: string; is_online: boolean } | null> {
+  const [row] = await sql<{ device_id: number; sim_slot: number | null; device_status: string; is_online: boolean }[]>`
+    select s.device_id, s.sim_slot, d.status as device_status, d.is_online from sim_cards s join devices d on d.id = s.device_id
     where s.hosted_sim_id = ${hostedSimId} and s.status = 'active' order by s.id desc limit 1`;
   return row ?? null;
 }

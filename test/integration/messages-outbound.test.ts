@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
 import { logRows } from "../fixtures-events";
-import { createByosNumber, createSharedNumber, eventually, randomNumber } from "../fixtures-numbers";
+import { createByosNumber, createSharedNumber, eventually, randomNumber, unpaced } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 
 /**
@@ -128,7 +128,8 @@ describe("POST /api/messages through the provider API (pool numbers)", () => {
 describe("POST /api/messages through the device (BYOS numbers)", () => {
   test("message.send on the device's channel; the device reports sending → sent → delivered", async () => {
     const t = await createTenant(ctx.sql);
-    const byos = await createByosNumber(ctx.sql, t.org.id);
+    const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });
+    await unpaced(ctx.sql, t.org.id);
     const res = await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770001", text: "via the phone" });
     expect(res.status).toBe(202);
     const id = res.body.data.id;
@@ -167,7 +168,8 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
 
   test("a device failure is kept with its error", async () => {
     const t = await createTenant(ctx.sql);
-    const byos = await createByosNumber(ctx.sql, t.org.id);
+    const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });
+    await unpaced(ctx.sql, t.org.id);
     const id = (await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770002", text: "x" })).body.data.id;
     const res = await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, {
       token: t.token,
@@ -178,7 +180,8 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
 
   test("no device picks it up in time: failed by the timeout job; a late report is refused", async () => {
     const t = await createTenant(ctx.sql);
-    const byos = await createByosNumber(ctx.sql, t.org.id);
+    const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });
+    await unpaced(ctx.sql, t.org.id);
     const id = (await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770003", text: "nobody home" })).body.data.id;
     const failed = await settled(t.token, id, "failed");
     expect(failed.error).toContain("No device picked up");

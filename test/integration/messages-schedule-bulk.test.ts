@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import type { Delivery } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
 import { logRows, watchRealtime } from "../fixtures-events";
-import { createByosNumber, createSharedNumber, eventually, randomNumber, receiveSms } from "../fixtures-numbers";
+import { createByosNumber, createSharedNumber, eventually, randomNumber, receiveSms, unpaced } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 
 /**
@@ -127,7 +127,8 @@ describe("scheduled sends (send_at)", () => {
 
   test("a BYOS send gets message.send at send_at only", async () => {
     const t = await createTenant(ctx.sql);
-    const byos = await createByosNumber(ctx.sql, t.org.id);
+    const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });
+    await unpaced(ctx.sql, t.org.id);
     const res = await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770101", text: "phone later", send_at: ahead(800) });
     const id = res.body.data.id;
     expect(res.body.data.status).toBe("scheduled");
@@ -204,7 +205,8 @@ describe("expiring sends (expires_at)", () => {
 
   test("BYOS: with expires_at the device timeout is the expiry (expired, not failed); a late report is refused", async () => {
     const t = await createTenant(ctx.sql);
-    const byos = await createByosNumber(ctx.sql, t.org.id);
+    const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });
+    await unpaced(ctx.sql, t.org.id);
     const res = await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770102", text: "phone off", expires_at: ahead(1500) });
     const id = res.body.data.id;
     const job = await jobOf(id, "message.outbound.device-timeout");
@@ -255,9 +257,13 @@ describe("cancelling (POST /api/messages/{id}/cancel)", () => {
     expectErrorShape(refused.body, "invalid_state");
     expect(await used(t.org.id)).toBe(1);
 
-    const byos = await createByosNumber(ctx.sql, t.org.id);
+    const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });
+    await unpaced(ctx.sql, t.org.id);
     const queued = await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770104", text: "stop" });
     const id = queued.body.data.id;
+    // Cancelled once the pacer has handed it to the phone (its 1 s pick-up timeout moved out of the way): the phone is told.
+    await eventually(async () => (await ctx.sql`select 1 from messages where id = ${id} and dispatched_at is not null`).length > 0);
+    await ctx.sql`update jobs set run_at = now() + interval '1 hour' where queue = 'message.outbound.device-timeout' and payload->>'message_id' = ${String(id)}`;
     expect((await cancel(t.token, id)).body.data.status).toBe("cancelled");
     await eventually(() =>
       events.find((e) => e.event === "message.cancelled" && e.channel === `private-device.${byos.deviceId}` && (e.data as any).message.id === id),

@@ -76,6 +76,7 @@ const BODIES: Record<string, (caller: Tenant) => unknown> = {
   "POST /api/teams/{team}/members": (c) => ({ user_id: c.users.member.id }),
   "POST /api/numbers/{id}/lock": () => ({}),
   "PATCH /api/numbers/{id}/alias": () => ({ alias: "renamed" }),
+  "PUT /api/numbers/{id}/sending-policy": () => ({ messages_per_minute: 1, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1 }),
   "POST /api/byos/devices/{device}/messages/{message}/status": () => ({ status: "failed", error: "probe" }),
   "PATCH /api/byos/devices/{device}": () => ({ device_name: "renamed" }),
   "POST /api/byos/devices/{device}/sims": () => ({ sim_slot: 2 }),

@@ -1,0 +1,115 @@
+/**
+ * A SIM's sending policy and the pacing rule it implies (issue 19 item 4, docs/sending.md
+ * "Pacing"). Pure: the pacer (pacer.ts) holds the state in PostgreSQL and asks this module
+ * when the next message may go and what the state is once it has gone.
+ */
+export type SendingPolicy = {
+  messagesPerMinute: number;
+  /** A random pause in this range separates two messages (the longer of it and 60 s / messagesPerMinute wins). */
+  minDelayMs: number;
+  maxDelayMs: number;
+  dailyCap: number;
+  /** Minutes of the day in `timeZone` during which nothing is sent; null: no quiet hours. */
+  quiet: { start: number; end: number } | null;
+  timeZone: string;
+};
+
+/** The durable pacing state of one SIM (table sim_pacing). */
+export type PacingState = { nextAllowedAt: number | null; day: string | null; dayCount: number };
+
+/**
+ * The defaults, chosen to keep a consumer SIM well below what carriers and Android flag
+ * (docs/sending.md "Why these defaults"): 6 a minute with 8 to 20 s between messages looks like
+ * a quick human, and 200 a day stays under the daily volumes consumer plans' fair-use rules and
+ * carrier spam filters start to act on. No quiet hours: the recipients' time zone is not known.
+ */
+export const DEFAULT_POLICY: SendingPolicy = {
+  messagesPerMinute: 6,
+  minDelayMs: 8_000,
+  maxDelayMs: 20_000,
+  dailyCap: 200,
+  quiet: null,
+  timeZone: "UTC",
+};
+
+export const LIMITS = { messagesPerMinute: 600, delaySeconds: 3600, dailyCap: 100_000 } as const;
+
+const formats = new Map<string, Intl.DateTimeFormat>();
+function formatOf(timeZone: string) {
+  let f = formats.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat("en-CA", {
+      timeZone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+    });
+    formats.set(timeZone, f);
+  }
+  return f;
+}
+
+/** True for a time zone name the runtime knows (IANA, e.g. "Europe/Berlin", or "UTC"). */
+export function isTimeZone(name: string): boolean {
+  try {
+    formatOf(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The local calendar day (YYYY-MM-DD) and the milliseconds since local midnight at `ms` in `timeZone`. */
+export function localTime(ms: number, timeZone: string): { day: string; msOfDay: number } {
+  const parts = Object.fromEntries(
+    formatOf(timeZone)
+      .formatToParts(new Date(ms))
+      .map((p) => [p.type, p.value]),
+  );
+  const msOfDay = ((Number(parts.hour) * 60 + Number(parts.minute)) * 60 + Number(parts.second)) * 1000 + (ms % 1000);
+  return { day: `${parts.year}-${parts.month}-${parts.day}`, msOfDay };
+}
+
+const DAY_MS = 86_400_000;
+const inQuiet = (q: { start: number; end: number }, minute: number) =>
+  q.start <= q.end ? minute >= q.start && minute < q.end : minute >= q.start || minute < q.end;
+
+/**
+ * When the next message may go out, at `now` or later: after next_allowed_at, outside quiet
+ * hours, and on a local day under the cap. Across a daylight-saving change the answer may be
+ * up to an hour early; the pacer asks again then, so nothing goes out in quiet hours.
+ */
+export function nextSlot(p: SendingPolicy, s: PacingState, now: number): number {
+  let at = Math.max(now, s.nextAllowedAt ?? now);
+  for (let i = 0; i < 4; i++) {
+    const local = localTime(at, p.timeZone);
+    const minute = Math.floor(local.msOfDay / 60_000);
+    if (p.quiet && inQuiet(p.quiet, minute)) {
+      at += ((p.quiet.end - minute + 1440) % 1440) * 60_000 - (local.msOfDay % 60_000);
+      continue;
+    }
+    if (local.day === s.day && s.dayCount >= p.dailyCap) {
+      at += DAY_MS - local.msOfDay;
+      continue;
+    }
+    return at;
+  }
+  return at;
+}
+
+/** The state once a message went out at `at`: the next may go after the policy's gap, the day's count is one more. */
+export function afterSend(p: SendingPolicy, s: PacingState, at: number, random: () => number = Math.random): PacingState {
+  const day = localTime(at, p.timeZone).day;
+  const pause = p.minDelayMs + Math.floor(random() * (p.maxDelayMs - p.minDelayMs + 1));
+  const gap = Math.max(Math.ceil(60_000 / p.messagesPerMinute), pause);
+  return { nextAllowedAt: at + gap, day, dayCount: day === s.day ? s.dayCount + 1 : 1 };
+}
+
+/** The messages a SIM has sent on its current local day at `now` (0 when its count is of another day). */
+export function sentToday(p: SendingPolicy, s: PacingState, now: number): number {
+  return s.day === localTime(now, p.timeZone).day ? s.dayCount : 0;
+}

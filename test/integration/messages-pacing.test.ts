@@ -1,0 +1,354 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { localTime } from "../../server/messages/sending-policy";
+import { createFakeClock, type FakeClock } from "../fake-clock";
+import { createTenant } from "../fixtures";
+import { clockedContext } from "../fixtures-devices";
+import { createByosNumber, eventually, randomNumber } from "../fixtures-numbers";
+import { createTestContext, type TestContext } from "../helpers";
+
+/**
+ * Per-SIM pacing and routing to a healthy phone (issue 19 items 4 and 5) on a real database
+ * with a fake clock: services instances whose job queue and pacer run on the clock, driven from
+ * one pace job's due time to the next. The clock starts ahead of the database's own time, so
+ * every job's due time is the clock's.
+ */
+const START = Date.parse("2027-03-02T12:00:00.000Z");
+let base: TestContext;
+beforeAll(async () => {
+  base = await createTestContext();
+}, 60_000);
+afterAll(async () => {
+  await base.close();
+});
+
+type Clocked = Awaited<ReturnType<typeof clockedContext>>;
+/** An instance on `clock` with its workers running; device pick-up timeouts out of the way (10 days), events kept. */
+async function instance(clock: FakeClock): Promise<Clocked> {
+  // The clock runs months ahead of the database: the hourly retention must keep the test's events.
+  const c = await clockedContext(base, clock, { OUTBOUND_DEVICE_TIMEOUT_SECONDS: 864_000, EVENT_RETENTION_DAYS: 36_500 } as never);
+  c.services.start();
+  return c;
+}
+
+const dueJobs = async (clock: FakeClock) =>
+  (
+    await base.sql<{ n: number }[]>`
+      select count(*)::int as n from jobs where not dead and queue like 'message.outbound.%' and run_at <= ${new Date(clock.now())}`
+  )[0]!.n;
+
+/** Waits until every outbound job due by the clock's time has run. */
+async function settle(clock: FakeClock) {
+  const deadline = Date.now() + 20_000;
+  while ((await dueJobs(clock)) > 0) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for the due outbound jobs to run");
+    await Bun.sleep(2);
+  }
+}
+
+/**
+ * Moves the clock to the next pace job of `sims` and lets it run; false when none is left. The
+ * queue is woken after the jump: a poll that was in flight during it re-arms from the new time.
+ * `beat`: the phone's heartbeat at the new time (a phone that sent none for hours is offline).
+ */
+async function step(c: Clocked, clock: FakeClock, sims: number[], beat?: () => Promise<unknown>) {
+  const [next] = await base.sql<{ at: Date | null }[]>`
+    select min(run_at) as at from jobs where queue = 'message.outbound.pace' and not dead and (payload->>'hosted_sim_id')::bigint = any(${sims}::bigint[])`;
+  if (!next?.at) return false;
+  if (next.at.getTime() > clock.now()) clock.set(next.at.getTime());
+  c.services.jobs.wake();
+  await settle(clock);
+  if (beat) await beat();
+  return true;
+}
+
+const dispatchedOf = async (ids: number[]) =>
+  (
+    await base.sql<{ id: number; at: Date }[]>`
+      select id, dispatched_at as at from messages where id = any(${ids}::bigint[]) and dispatched_at is not null order by dispatched_at, id`
+  ).map((r) => ({ id: r.id, at: r.at.getTime() }));
+
+const dispatchedCount = async (ids: number[]) =>
+  (await base.sql<{ n: number }[]>`select count(*)::int as n from messages where id = any(${ids}::bigint[]) and dispatched_at is not null`)[0]!.n;
+
+/** The message.send orders in the event log per message (one per hand-over: a second would be a duplicate send). */
+async function orders(ids: number[]) {
+  const rows = await base.sql<{ id: number; n: number }[]>`
+    select (payload->'message'->>'id')::bigint as id, count(*)::int as n from events
+    where type = 'message.send' and (payload->'message'->>'id')::bigint = any(${ids}::bigint[]) group by 1`;
+  return new Map(rows.map((r) => [r.id, r.n]));
+}
+
+const policy = (c: Clocked, token: string, path: string, body: unknown) => c.request("PUT", path, { token, body });
+
+describe("pacing one SIM", () => {
+  test("1,000 messages at 10/min go out at that rate, none in quiet hours, the daily cap holds; a restart midway neither bursts nor drops", async () => {
+    const clock = createFakeClock(START);
+    let c = await instance(clock);
+    const t = await createTenant(base.sql, { plan: "enterprise" });
+    const byos = await createByosNumber(base.sql, t.org.id, { online: true });
+    const set = await policy(c, t.token, `/api/numbers/${byos.hostedSimId}/sending-policy`, {
+      messages_per_minute: 10,
+      min_delay_seconds: 0,
+      max_delay_seconds: 0,
+      daily_cap: 300,
+      time_zone: "Europe/Berlin",
+      quiet_hours: { start: "22:00", end: "07:00" },
+    });
+    expect(set.status).toBe(200);
+    expect(set.body.data.source).toBe("number");
+    const to = Array.from({ length: 1000 }, () => randomNumber());
+    const sent = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: byos.hostedSimId, to, text: "paced" } });
+    expect(sent.status).toBe(202);
+    const ids: number[] = sent.body.data.messages.map((m: { id: number }) => m.id);
+    // The phone heartbeats every minute of the clock (after a long jump it was offline: its return dispatches).
+    let lastBeat = Number.NEGATIVE_INFINITY;
+    const beat = async () => {
+      if (clock.now() - lastBeat < 60_000) return;
+      lastBeat = clock.now();
+      expect((await c.request("POST", `/api/byos/devices/${byos.deviceId}/heartbeat`, { token: t.token, body: {} })).status).toBe(200);
+      await eventually(async () => (await base.sql`select 1 from devices where id = ${byos.deviceId} and is_online`).length > 0);
+      await settle(clock);
+    };
+
+    // First half on one instance, then a new one on the same database (the first stopped).
+    while ((await dispatchedCount(ids)) < 450 && (await step(c, clock, [byos.hostedSimId], beat))) {}
+    await c.close();
+    const atRestart = (await dispatchedOf(ids)).length;
+    expect(atRestart).toBeGreaterThanOrEqual(450);
+    c = await instance(clock);
+    lastBeat = Number.NEGATIVE_INFINITY;
+    while (await step(c, clock, [byos.hostedSimId], beat)) {}
+    await c.close();
+
+    const out = await dispatchedOf(ids);
+    expect(out).toHaveLength(1000);
+    expect(new Set(out.map((o) => o.id)).size).toBe(1000);
+    const once = await orders(ids);
+    expect(once.size).toBe(1000);
+    expect([...once.values()].every((n) => n === 1)).toBe(true);
+    const perDay = new Map<string, number>();
+    for (const [i, o] of out.entries()) {
+      const local = localTime(o.at, "Europe/Berlin");
+      const minute = Math.floor(local.msOfDay / 60_000);
+      expect(minute >= 7 * 60 && minute < 22 * 60).toBe(true);
+      perDay.set(local.day, (perDay.get(local.day) ?? 0) + 1);
+      // 10 a minute: never closer than 6 s, across the restart too.
+      if (i > 0) expect(o.at - out[i - 1]!.at).toBeGreaterThanOrEqual(6_000);
+    }
+    expect([...perDay.values()]).toEqual([300, 300, 300, 100]);
+    // At that rate, not slower: a day's 300 go out back to back, 6 s apart.
+    expect(out[299]!.at - out[0]!.at).toBe(299 * 6_000);
+    expect(out[0]!.at).toBe(START);
+  }, 300_000);
+});
+
+describe("a phone that is away", () => {
+  test("offline for 10 minutes with 100 sends queued: all go out after it returns, none after its expiry, none twice", async () => {
+    const clock = createFakeClock(START);
+    const c = await instance(clock);
+    const t = await createTenant(base.sql, { plan: "enterprise" });
+    const byos = await createByosNumber(base.sql, t.org.id, { online: false });
+    await policy(c, t.token, "/api/sending-policy", { messages_per_minute: 60, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1000 });
+    const ids: number[] = [];
+    const expiring: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      // Every fifth may wait 5 minutes only; the others an hour, or without limit.
+      const expires = i % 5 === 0 ? 5 * 60_000 : i % 2 === 0 ? 3_600_000 : null;
+      const body = {
+        hosted_sim: byos.hostedSimId,
+        to: randomNumber(),
+        text: `wait ${i}`,
+        ...(expires ? { expires_at: new Date(clock.now() + expires).toISOString() } : {}),
+      };
+      const res = await c.request("POST", "/api/messages", { token: t.token, body });
+      expect(res.status).toBe(202);
+      expect(res.body.data.status).toBe("queued");
+      ids.push(res.body.data.id);
+      if (i % 5 === 0) expiring.push(res.body.data.id);
+    }
+    await settle(clock);
+    expect(await dispatchedOf(ids)).toHaveLength(0);
+    // Ten minutes pass: the short-lived ones expire, the rest keep waiting (no 300 s failure).
+    for (let m = 1; m <= 10; m++) {
+      clock.advance(60_000);
+      c.services.jobs.wake();
+      await settle(clock);
+    }
+    const statuses = await base.sql<{ status: string; n: number }[]>`
+      select status, count(*)::int as n from messages where id = any(${ids}::bigint[]) group by status order by status`;
+    expect([...statuses]).toEqual([
+      { status: "expired", n: 20 },
+      { status: "queued", n: 80 },
+    ]);
+    // The phone comes back: its heartbeat's device.online starts the hand-over, paced at 1 a second.
+    const beat = await c.request("POST", `/api/byos/devices/${byos.deviceId}/heartbeat`, { token: t.token, body: {} });
+    expect(beat.status).toBe(200);
+    await eventually(async () => (await dispatchedOf(ids)).length > 0, 10_000, "the first hand-over after the phone returned");
+    while (await step(c, clock, [byos.hostedSimId])) {}
+    const out = await dispatchedOf(ids);
+    expect(out).toHaveLength(80);
+    expect(out.filter((o) => expiring.includes(o.id))).toHaveLength(0);
+    const once = await orders(ids);
+    expect(once.size).toBe(80);
+    expect([...once.values()].every((n) => n === 1)).toBe(true);
+    expect(out[0]!.at).toBeGreaterThanOrEqual(START + 10 * 60_000);
+    await c.close();
+  }, 120_000);
+});
+
+describe("sender pools (hosted_sims)", () => {
+  test("one phone offline, one at its cap: the sends go through the third; sticky sender holds across 100 messages", async () => {
+    const clock = createFakeClock(START);
+    const c = await instance(clock);
+    const t = await createTenant(base.sql, { plan: "enterprise" });
+    const offline = await createByosNumber(base.sql, t.org.id, { online: false });
+    const capped = await createByosNumber(base.sql, t.org.id, { online: true });
+    const third = await createByosNumber(base.sql, t.org.id, { online: true });
+    const fourth = await createByosNumber(base.sql, t.org.id, { online: true });
+    await policy(c, t.token, "/api/sending-policy", { messages_per_minute: 600, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1000 });
+    await policy(c, t.token, `/api/numbers/${capped.hostedSimId}/sending-policy`, {
+      messages_per_minute: 600,
+      min_delay_seconds: 0,
+      max_delay_seconds: 0,
+      daily_cap: 1,
+    });
+    const send = (hosted_sims: number[], to: string) => c.request("POST", "/api/messages", { token: t.token, body: { hosted_sims, to, text: "pool" } });
+    // The capped number uses its one message of the day.
+    expect((await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: capped.hostedSimId, to: randomNumber(), text: "x" } })).status).toBe(
+      202,
+    );
+    await settle(clock);
+    const pool = [offline.hostedSimId, capped.hostedSimId, third.hostedSimId];
+    for (let i = 0; i < 5; i++) {
+      const res = await send(pool, randomNumber());
+      expect(res.status).toBe(202);
+      expect(res.body.data.hosted_sim_id).toBe(third.hostedSimId);
+    }
+    // Sticky: one recipient keeps the number that first wrote to it, though others are as healthy.
+    const wide = [offline.hostedSimId, capped.hostedSimId, third.hostedSimId, fourth.hostedSimId];
+    const friend = randomNumber();
+    const first = await send(wide, friend);
+    const chosen = first.body.data.hosted_sim_id;
+    expect([third.hostedSimId, fourth.hostedSimId]).toContain(chosen);
+    for (let i = 0; i < 99; i++) {
+      const res = await send(wide, friend);
+      expect(res.status).toBe(202);
+      expect(res.body.data.hosted_sim_id).toBe(chosen);
+    }
+    await settle(clock);
+    await c.close();
+  }, 120_000);
+
+  test("validation: hosted_sim or hosted_sims, not both; a pool takes one recipient", async () => {
+    const clock = createFakeClock(START);
+    const c = await instance(clock);
+    const t = await createTenant(base.sql);
+    const a = await createByosNumber(base.sql, t.org.id, { online: true });
+    const both = await c.request("POST", "/api/messages", {
+      token: t.token,
+      body: { hosted_sim: a.hostedSimId, hosted_sims: [a.hostedSimId], to: "+15550001234", text: "x" },
+    });
+    expect(both.status).toBe(422);
+    expect(both.body.errors.hosted_sim).toBeDefined();
+    const none = await c.request("POST", "/api/messages", { token: t.token, body: { to: "+15550001234", text: "x" } });
+    expect(none.status).toBe(422);
+    const bulk = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sims: [a.hostedSimId], to: ["+15550001234"], text: "x" } });
+    expect(bulk.status).toBe(422);
+    expect(bulk.body.errors.hosted_sims).toBeDefined();
+    await c.close();
+  }, 60_000);
+});
+
+describe("sending policy API", () => {
+  test("defaults, organization default, number override and its removal; validation in API.md §1 shape", async () => {
+    const t = await createTenant(base.sql);
+    const byos = await createByosNumber(base.sql, t.org.id);
+    const get = (path: string, token = t.token) => base.request("GET", path, { token });
+    const def = await get("/api/sending-policy");
+    expect(def.body.data).toEqual({
+      messages_per_minute: 6,
+      min_delay_seconds: 8,
+      max_delay_seconds: 20,
+      daily_cap: 200,
+      time_zone: "UTC",
+      quiet_hours: null,
+      source: "default",
+    });
+    const org = await base.request("PUT", "/api/sending-policy", {
+      token: t.token,
+      body: {
+        messages_per_minute: 4,
+        min_delay_seconds: 10,
+        max_delay_seconds: 30,
+        daily_cap: 100,
+        time_zone: "America/New_York",
+        quiet_hours: { start: "21:00", end: "08:30" },
+      },
+    });
+    expect(org.status).toBe(200);
+    expect((await get(`/api/numbers/${byos.hostedSimId}/sending-policy`)).body.data).toMatchObject({
+      messages_per_minute: 4,
+      quiet_hours: { start: "21:00", end: "08:30" },
+      time_zone: "America/New_York",
+      source: "organization",
+    });
+    const own = { messages_per_minute: 2, min_delay_seconds: 0, max_delay_seconds: 5, daily_cap: 50 };
+    expect((await base.request("PUT", `/api/numbers/${byos.hostedSimId}/sending-policy`, { token: t.token, body: own })).body.data).toMatchObject({
+      ...own,
+      time_zone: "UTC",
+      quiet_hours: null,
+      source: "number",
+    });
+    expect((await base.request("DELETE", `/api/numbers/${byos.hostedSimId}/sending-policy`, { token: t.token })).body.data.source).toBe("organization");
+
+    const bad = await base.request("PUT", "/api/sending-policy", {
+      token: t.token,
+      body: {
+        messages_per_minute: 4,
+        min_delay_seconds: 30,
+        max_delay_seconds: 10,
+        daily_cap: 100,
+        time_zone: "Mars/Olympus",
+        quiet_hours: { start: "08:00", end: "08:00" },
+      },
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.body.code).toBe("validation_failed");
+    expect(Object.keys(bad.body.errors).sort()).toEqual(["max_delay_seconds", "quiet_hours.end", "time_zone"]);
+    const outOfRange = await base.request("PUT", "/api/sending-policy", { token: t.token, body: { ...own, messages_per_minute: 0 } });
+    expect(outOfRange.status).toBe(422);
+  });
+
+  test("isolation and permissions: another organization cannot read or set your policy or send from your numbers in a pool; members read, admins set; API keys cannot set", async () => {
+    const t = await createTenant(base.sql);
+    const byos = await createByosNumber(base.sql, t.org.id, { online: true });
+    const other = await createTenant(base.sql);
+    const body = { messages_per_minute: 1, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1 };
+    const path = `/api/numbers/${byos.hostedSimId}/sending-policy`;
+    expect((await base.request("GET", path, { token: other.token })).status).toBe(404);
+    expect((await base.request("PUT", path, { token: other.token, body })).status).toBe(404);
+    expect((await base.request("DELETE", path, { token: other.token })).status).toBe(404);
+    // Their default is theirs: setting it leaves ours alone.
+    await base.request("PUT", "/api/sending-policy", { token: other.token, body });
+    expect((await base.request("GET", path, { token: t.token })).body.data.source).toBe("default");
+    const mine = await createByosNumber(base.sql, other.org.id, { online: true });
+    const pooled = await base.request("POST", "/api/messages", {
+      token: other.token,
+      body: { hosted_sims: [mine.hostedSimId, byos.hostedSimId], to: randomNumber(), text: "borrowed" },
+    });
+    expect(pooled.status).toBe(404);
+    expect(pooled.body.code).toBe("not_found");
+
+    const member = await createTenant(base.sql, { role: "member" });
+    expect((await base.request("GET", "/api/sending-policy", { token: member.token })).status).toBe(200);
+    const refused = await base.request("PUT", "/api/sending-policy", { token: member.token, body: { bogus: true } });
+    expect(refused.status).toBe(403);
+    expect(refused.body.code).toBe("permission_denied");
+    const { createApiKey } = await import("../fixtures");
+    const key = await createApiKey(base.sql, t.org.id, ["numbers.read"]);
+    expect((await base.request("GET", path, { token: key.key })).status).toBe(200);
+    expect((await base.request("PUT", path, { token: key.key, body })).status).toBe(403);
+    const blind = await createApiKey(base.sql, t.org.id, ["messages.read"]);
+    expect((await base.request("GET", path, { token: blind.key })).status).toBe(403);
+  });
+});

@@ -1,0 +1,58 @@
+import { describe, expect, test } from "bun:test";
+import { afterSend, DEFAULT_POLICY, isTimeZone, localTime, nextSlot, type SendingPolicy } from "../../server/messages/sending-policy";
+
+const at = (iso: string) => Date.parse(iso);
+const berlin: SendingPolicy = {
+  messagesPerMinute: 10,
+  minDelayMs: 0,
+  maxDelayMs: 0,
+  dailyCap: 3,
+  quiet: { start: 22 * 60, end: 7 * 60 },
+  timeZone: "Europe/Berlin",
+};
+const fresh = { nextAllowedAt: null, day: null, dayCount: 0 };
+
+describe("the pacing rule (sending-policy.ts)", () => {
+  test("a free SIM sends now; after a send the next waits 60 s / per minute, or the random pause when longer", () => {
+    const now = at("2027-03-02T12:00:00Z");
+    expect(nextSlot(berlin, fresh, now)).toBe(now);
+    const s = afterSend(berlin, fresh, now);
+    expect(s).toEqual({ nextAllowedAt: now + 6_000, day: "2027-03-02", dayCount: 1 });
+    expect(nextSlot(berlin, s, now + 1_000)).toBe(now + 6_000);
+    const slow = { ...berlin, minDelayMs: 8_000, maxDelayMs: 20_000 };
+    expect(afterSend(slow, fresh, now, () => 0).nextAllowedAt).toBe(now + 8_000);
+    expect(afterSend(slow, fresh, now, () => 0.9999999).nextAllowedAt).toBe(now + 20_000);
+  });
+
+  test("quiet hours overnight in the policy's zone: a slot at 23:00 local waits for 07:00 local", () => {
+    // 22:00 UTC is 23:00 in Berlin (CET, UTC+1).
+    expect(nextSlot(berlin, fresh, at("2027-03-02T22:00:00Z"))).toBe(at("2027-03-03T06:00:00Z"));
+    // 06:59:30 local is still quiet; 07:00 local is not.
+    expect(nextSlot(berlin, fresh, at("2027-03-03T05:59:30Z"))).toBe(at("2027-03-03T06:00:00Z"));
+    expect(nextSlot(berlin, fresh, at("2027-03-03T06:00:00Z"))).toBe(at("2027-03-03T06:00:00Z"));
+  });
+
+  test("the daily cap holds until the next local day, whose start may itself be quiet", () => {
+    const full = { nextAllowedAt: at("2027-03-02T12:00:06Z"), day: "2027-03-02", dayCount: 3 };
+    expect(nextSlot(berlin, full, at("2027-03-02T12:00:10Z"))).toBe(at("2027-03-03T06:00:00Z"));
+    const noQuiet = { ...berlin, quiet: null };
+    expect(nextSlot(noQuiet, full, at("2027-03-02T12:00:10Z"))).toBe(at("2027-03-02T23:00:00Z"));
+    // A count of another day does not hold.
+    expect(nextSlot(noQuiet, { ...full, day: "2027-03-01" }, at("2027-03-02T12:00:10Z"))).toBe(at("2027-03-02T12:00:10Z"));
+  });
+
+  test("across a daylight-saving change the local day and the window follow the zone", () => {
+    // 2027-03-28 02:00 CET → 03:00 CEST: 05:30 UTC is 07:30 local (quiet until 07:00 is over).
+    expect(localTime(at("2027-03-28T05:30:00Z"), "Europe/Berlin")).toEqual({ day: "2027-03-28", msOfDay: 7.5 * 3_600_000 });
+    expect(nextSlot(berlin, fresh, at("2027-03-28T05:30:00Z"))).toBe(at("2027-03-28T05:30:00Z"));
+    // At 04:00 UTC (06:00 CEST) the window opens at 07:00 CEST = 05:00 UTC.
+    expect(nextSlot(berlin, fresh, at("2027-03-28T04:00:00Z"))).toBe(at("2027-03-28T05:00:00Z"));
+  });
+
+  test("time zones are IANA names; the defaults are 6 a minute, 8 to 20 s apart, 200 a day, no quiet hours", () => {
+    expect(isTimeZone("America/New_York")).toBe(true);
+    expect(isTimeZone("UTC")).toBe(true);
+    expect(isTimeZone("Mars/Olympus")).toBe(false);
+    expect(DEFAULT_POLICY).toEqual({ messagesPerMinute: 6, minDelayMs: 8_000, maxDelayMs: 20_000, dailyCap: 200, quiet: null, timeZone: "UTC" });
+  });
+});
