@@ -126,6 +126,8 @@ export function createApi(opts: ApiOptions) {
     /** POST /api/messages with an Idempotency-Key: a retry after a lost answer sends nothing twice. */
     sendMessage: (body: ApiBody<"/api/messages", "post">, idempotencyKey: string) =>
       call("send", () => client.POST("/api/messages", { body, params: { header: { "Idempotency-Key": idempotencyKey } } })),
+    /** PUT /api/sending-policy: the organization's default per-SIM pacing (docs/sending.md). */
+    setSendingPolicy: (body: ApiBody<"/api/sending-policy", "put">) => call("sending_policy", () => client.PUT("/api/sending-policy", { body })),
     message: async (id: number) => (await call("message", () => client.GET("/api/messages/{id}", { params: { path: { id } } }))).data,
     messages: (query: { hosted_sim: number; per_page?: number; page?: number; direction?: "inbound" | "outbound" }) =>
       call("messages", () => client.GET("/api/messages", { params: { query } })),

@@ -36,6 +36,12 @@ export type FleetOptions = {
   /** Outbound sends per second through the API from the fleet's numbers (0: none), and their expiry. */
   sendRate?: number;
   sendExpiresInMs?: number;
+  /**
+   * Messages per minute per SIM for the run: the fleet sets each account organization's sending
+   * policy to it (no pause, no daily cap to speak of) before sending. Without it the
+   * organization's policy stands, and sends beyond its pace wait (docs/sending.md).
+   */
+  sendPace?: number;
   /** Share of outbound sends the phones' radios fail. */
   sendFailRate?: number;
   progress?: (line: string) => void;
@@ -49,6 +55,7 @@ export async function runFleet(o: FleetOptions): Promise<FleetReport> {
   const rng = createRandom(o.seed);
   const limiter = createLimiter(o.concurrency ?? 64);
   const apis = await signInAll(o, stats, limiter);
+  if (o.sendPace) await Promise.all(apis.map((api) => api.setSendingPolicy(fastPolicy(o.sendPace!))));
   const provider = o.providerUrl ? undefined : startEmbeddedProvider(o);
   const providerUrl = o.providerUrl ?? provider!.url;
   const outbox = openOutbox(o.stateDir ? `${o.stateDir}/fleet-outbox.jsonl` : undefined);
@@ -72,6 +79,9 @@ export async function runFleet(o: FleetOptions): Promise<FleetReport> {
   provider?.stop();
   return report;
 }
+
+/** A sending policy at `perMinute` with no pause between messages and the largest daily cap. */
+const fastPolicy = (perMinute: number) => ({ messages_per_minute: perMinute, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 100_000 });
 
 async function signInAll(o: FleetOptions, stats: Stats, limiter: ReturnType<typeof createLimiter>) {
   if (o.accounts.length === 0) throw new Error("a fleet needs at least one account (--account email:password)");

@@ -123,6 +123,11 @@ program
   .option("--numbers <list>", "the SIMs' numbers, comma separated (E.164)", (v) => v.split(","))
   .option("--doze", "report doze mode", false)
   .option("--no-listen", "do not open the private-device channel")
+  .option(
+    "--send-pace <per-minute>",
+    "set each account organization's sending policy to this many messages a minute per SIM, without pauses, before sending (default: keep the organization's policy; docs/sending.md)",
+    num("send-pace", 1),
+  )
   .option("--send-fail-rate <share>", "share of outbound sends (message.send) the radio fails", share("send-fail-rate"), 0)
   .option("--sms-every <duration>", "mean gap between random incoming SMS (e.g. 30s); 0 for none", duration, 0)
   .option("--sms <count>", "stop after this many incoming SMS", num("sms", 0))
@@ -182,6 +187,11 @@ program
   .option("--time-scale <factor>", "multiply server-given waits (heartbeat, backoff)", num("time-scale"), 1)
   .option("--settle <duration>", "how long to wait for queued SMS, visibility and outbound statuses at the end", duration, 60_000)
   .option("--send-rate <r>", "outbound sends per second through POST /api/messages from the fleet's numbers (needs --listen to be sent)", num("send-rate"), 0)
+  .option(
+    "--send-pace <per-minute>",
+    "set each account organization's sending policy to this many messages a minute per SIM, without pauses, before sending (default: keep the organization's policy; docs/sending.md)",
+    num("send-pace", 1),
+  )
   .option("--send-fail-rate <share>", "share of outbound sends the phones' radios fail", share("send-fail-rate"), 0)
   .option("--send-expires-in <duration>", "give each outbound send an expires_at this long ahead", duration)
   .option("--json", "print the report as JSON")
@@ -212,6 +222,7 @@ program
       settleMs: opts.settle,
       sendRate: opts.sendRate,
       sendFailRate: opts.sendFailRate,
+      sendPace: opts.sendPace,
       sendExpiresInMs: opts.sendExpiresIn,
       progress: (line) => process.stderr.write(tty ? `\r\x1b[2K${line}` : `${line}\n`),
     });

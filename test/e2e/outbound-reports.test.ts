@@ -109,7 +109,7 @@ describe("device-sim fleet outbound figures", () => {
         "device-sim/main.ts",
         "fleet",
         ...["--server", server.url, "--account", `${tenant.user.email}:${TEST_PASSWORD}`, "--devices", "3", "--duration", "10s"],
-        ...["--sms-rate", "0", "--send-rate", "4", "--send-fail-rate", "0.2", "--listen", "--seed", "7", "--settle", "30s", "--time-scale", "0.2"],
+        ...["--sms-rate", "0", "--send-rate", "4", "--send-pace", "600", "--send-fail-rate", "0.2", "--listen", "--seed", "7", "--settle", "30s", "--time-scale", "0.2"],
         ...["--provider-token", PROVIDER_TOKEN, "--provider-number", PROVIDER_NUMBER, "--public-url", server.url, "--json"],
       ],
       { cwd: ROOT, stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } as Record<string, string> },
