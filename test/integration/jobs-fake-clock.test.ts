@@ -24,13 +24,28 @@ function clockedQueue() {
   const jobs = createJobQueue({ sql: ctx.sql, logger: createLogger("silent"), workerId: `test-${name}`, clock, pollMs: 1000, queues: { [name]: spec } });
   const ran: string[] = [];
   let markers = 0;
+  /**
+   * Waits for `check`, waking the queue meanwhile: a poll that failed (a busy shared database)
+   * re-arms on the fake clock, which stands still, so without a wake it would never come again.
+   * Waking moves no time: it cannot make a job due early.
+   */
+  const until = (check: () => boolean, what: string) =>
+    eventually(
+      () => {
+        if (check()) return true;
+        jobs.wake();
+        return false;
+      },
+      15_000,
+      what,
+    );
   /** Enqueues a job due now and waits for it: every job due by the clock's time is claimed by then. */
   const claimPass = async () => {
     const tag = `marker-${++markers}`;
     await jobs.enqueue(name, { tag });
-    await eventually(() => ran.includes(tag), 5000, tag);
+    await until(() => ran.includes(tag), tag);
   };
-  return { clock, name, jobs, ran, claimPass };
+  return { clock, name, jobs, ran, claimPass, until };
 }
 
 const started: JobQueue[] = [];
@@ -51,7 +66,7 @@ describe("the job queue on the fake clock", () => {
     expect(q.ran).not.toContain("in a minute");
     q.clock.advance(1);
     await q.claimPass();
-    await eventually(() => q.ran.includes("in a minute"));
+    await q.until(() => q.ran.includes("in a minute"), "the delayed job");
   });
 
   test("a retry waits the handler's RetryAfter on the clock", async () => {
@@ -66,7 +81,7 @@ describe("the job queue on the fake clock", () => {
     q.jobs.start();
     started.push(q.jobs);
     await q.jobs.enqueue(q.name, { tag: "flaky" });
-    await eventually(() => calls === 1);
+    await q.until(() => calls === 1, "the first attempt");
     await eventually(async () => {
       const [row] = await ctx.sql<{ locked_by: string | null }[]>`select locked_by from jobs where queue = ${q.name} and payload->>'tag' = 'flaky'`;
       return row && row.locked_by === null;
@@ -76,7 +91,7 @@ describe("the job queue on the fake clock", () => {
     expect(calls).toBe(1);
     q.clock.advance(1 * S);
     await q.claimPass();
-    await eventually(() => q.ran.includes("flaky"));
+    await q.until(() => q.ran.includes("flaky"), "the retry");
     expect(calls).toBe(2);
   });
 });
