@@ -21,7 +21,15 @@ function clockedQueue(leaseSeconds?: number) {
   const clock = createFakeClock(Date.now());
   const name = `test.${crypto.randomUUID()}`;
   const spec: QueueSpec = { description: "test", producers: ["test"], handler: "test", concurrency: 4 };
-  const jobs = createJobQueue({ sql: ctx.sql, logger: createLogger("silent"), workerId: `test-${name}`, clock, pollMs: 1000, leaseSeconds, queues: { [name]: spec } });
+  const jobs = createJobQueue({
+    sql: ctx.sql,
+    logger: createLogger("silent"),
+    workerId: `test-${name}`,
+    clock,
+    pollMs: 1000,
+    leaseSeconds,
+    queues: { [name]: spec },
+  });
   const ran: string[] = [];
   let markers = 0;
   /** Waits for `check`; a poll that fails (a busy shared database) is retried in real time by the queue. */
