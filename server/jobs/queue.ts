@@ -98,7 +98,9 @@ export function settleJobs(sql: Sql, done: postgres.Fragment, later: postgres.Fr
  * looks at the later of the clock and the database's `now()`: jobs inserted by an
  * `enqueueJobs` statement carry the database's time, and a fake clock behind it must not hold
  * them back (with the system clock the two agree). Leases (`locked_until`) stay on the
- * database's clock: they only arbitrate between instances.
+ * database's clock: they only arbitrate between instances. So does what waits on them: a lease
+ * lapses in real time, and a poll that failed (the database away or busy) is tried again in real
+ * time, so a queue on a clock that stands still still finds both (see `watch`).
  */
 export function createJobQueue<Q extends string = QueueName>(opts: {
   sql: Pool;
@@ -111,14 +113,22 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
 }) {
   const { sql, logger, workerId } = opts;
   const clock = opts.clock ?? systemClock;
+  /**
+   * The database's clock: leases, their renewal, and the waits for the database (a failed poll,
+   * an outcome to record) run on real time whatever `clock` is; due times (`run_at`) are `clock`'s.
+   */
+  const real = systemClock;
   const queues: Readonly<Record<string, QueueSpec>> = opts.queues ?? QUEUES;
   const pollMs = opts.pollMs ?? 250;
   const leaseSeconds = opts.leaseSeconds ?? 15;
-  /** Jobs in hand: since when, under which registration, and until when their lease surely holds (clock ms). */
+  /** Jobs in hand: since when, under which registration, and until when their lease surely holds (real ms). */
   const held = new Map<number, { since: number; reg: Registration; until: number }>();
   let renewer: Timer | undefined;
   const registrations = new Map<string, Registration>();
   let timer: Timer | undefined;
+  /** Real-time timers: the retry of a failed poll, the watch for lapsed leases. */
+  let retry: Timer | undefined;
+  let watch: Timer | undefined;
   let running = false;
   let ticking = false;
   let again = false;
@@ -180,20 +190,20 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
    * invisible for its whole visibility timeout (minutes for webhooks) after the database returns.
    */
   async function settle(jobs: Job[], reg: Registration, error: unknown) {
-    const deadline = clock.now() + reg.visibilitySeconds * 1000;
+    const deadline = real.now() + reg.visibilitySeconds * 1000;
     for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
       try {
         return await finish(jobs, reg, error);
       } catch (e) {
-        if (!running || clock.now() + wait >= deadline) throw e;
-        await new Promise((resolve) => clock.setTimeout(() => resolve(undefined), wait));
+        if (!running || real.now() + wait >= deadline) throw e;
+        await new Promise((resolve) => real.setTimeout(() => resolve(undefined), wait));
       }
     }
   }
 
   /** Extends the leases of the jobs in hand that have not yet run past their visibility timeout. */
   async function renewLeases() {
-    const now = clock.now();
+    const now = real.now();
     const ids = [...held].filter(([, h]) => now - h.since < h.reg.visibilitySeconds * 1000 - leaseSeconds * 1000).map(([id]) => id);
     if (ids.length === 0) return;
     try {
@@ -215,7 +225,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
 
   async function run(jobs: Job[], reg: Registration) {
     reg.running++;
-    for (const job of jobs) held.set(job.id, { since: clock.now(), reg, until: clock.now() + leaseSeconds * 1000 });
+    for (const job of jobs) held.set(job.id, { since: real.now(), reg, until: real.now() + leaseSeconds * 1000 });
     try {
       let error: unknown;
       let removed = false;
@@ -242,6 +252,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     }
     ticking = true;
     let found = false;
+    let failed = false;
     try {
       for (const [queue, reg] of registrations) {
         const free = reg.concurrency - reg.running;
@@ -257,12 +268,16 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
         }
       }
     } catch (e) {
+      failed = true;
       logger.warn({ err: (e as Error).message }, "job poll failed");
     } finally {
       ticking = false;
     }
     if (!running) return;
-    if (found || again) {
+    if (failed) {
+      real.clear(retry);
+      retry = real.setTimeout(() => void tick(), pollMs, { unref: true });
+    } else if (found || again) {
       again = false;
       schedule(0);
     } else schedule(pollMs);
@@ -306,7 +321,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
      */
     hold(queue: Q, ids: number[]) {
       const reg = holder(queue);
-      const since = clock.now();
+      const since = real.now();
       // The lease was taken when the jobs were created, a moment ago: counted from a second earlier.
       for (const id of ids) held.set(id, { since, reg, until: since + (leaseSeconds - 1) * 1000 });
     },
@@ -316,7 +331,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
      */
     leaseLeft(id: number): number {
       const h = held.get(id);
-      return h ? Math.max(0, h.until - clock.now()) : 0;
+      return h ? Math.max(0, h.until - real.now()) : 0;
     },
     unhold(ids: number[]) {
       for (const id of ids) held.delete(id);
@@ -351,14 +366,19 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     start() {
       running = true;
       schedule(0);
-      renewer ??= clock.setInterval(() => void renewLeases(), (leaseSeconds * 1000) / 3);
+      renewer ??= real.setInterval(() => void renewLeases(), (leaseSeconds * 1000) / 3);
+      // A job under a lease that lapses (an instance that died with it in hand) is due again in real time.
+      watch ??= real.setInterval(() => void tick(), (leaseSeconds * 1000) / 3, { unref: true });
     },
     /** Stops claiming and waits for the jobs in hand to finish. */
     async stop() {
       running = false;
       clock.clear(timer);
-      clock.clear(renewer);
+      real.clear(renewer);
       renewer = undefined;
+      real.clear(retry);
+      real.clear(watch);
+      watch = undefined;
       await Promise.allSettled([...inFlight]);
     },
     async stats() {

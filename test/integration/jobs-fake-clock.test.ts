@@ -17,28 +17,23 @@ beforeAll(async () => {
 }, 60_000);
 
 /** A queue of the test's own on a fake clock; a marker job (due at once) shows that a claim at the clock's time has happened. */
-function clockedQueue() {
+function clockedQueue(leaseSeconds?: number) {
   const clock = createFakeClock(Date.now());
   const name = `test.${crypto.randomUUID()}`;
   const spec: QueueSpec = { description: "test", producers: ["test"], handler: "test", concurrency: 4 };
-  const jobs = createJobQueue({ sql: ctx.sql, logger: createLogger("silent"), workerId: `test-${name}`, clock, pollMs: 1000, queues: { [name]: spec } });
+  const jobs = createJobQueue({
+    sql: ctx.sql,
+    logger: createLogger("silent"),
+    workerId: `test-${name}`,
+    clock,
+    pollMs: 1000,
+    leaseSeconds,
+    queues: { [name]: spec },
+  });
   const ran: string[] = [];
   let markers = 0;
-  /**
-   * Waits for `check`, waking the queue meanwhile: a poll that failed (a busy shared database)
-   * re-arms on the fake clock, which stands still, so without a wake it would never come again.
-   * Waking moves no time: it cannot make a job due early.
-   */
-  const until = (check: () => boolean, what: string) =>
-    eventually(
-      () => {
-        if (check()) return true;
-        jobs.wake();
-        return false;
-      },
-      15_000,
-      what,
-    );
+  /** Waits for `check`; a poll that fails (a busy shared database) is retried in real time by the queue. */
+  const until = (check: () => boolean, what: string) => eventually(check, 15_000, what);
   /** Enqueues a job due now and waits for it: every job due by the clock's time is claimed by then. */
   const claimPass = async () => {
     const tag = `marker-${++markers}`;
@@ -93,6 +88,21 @@ describe("the job queue on the fake clock", () => {
     await q.claimPass();
     await q.until(() => q.ran.includes("flaky"), "the retry");
     expect(calls).toBe(2);
+  });
+});
+
+describe("the job queue's leases run on real time", () => {
+  test("a due job under the lease of a worker that died is claimed once the lease lapses, with the clock standing still", async () => {
+    const q = clockedQueue(3);
+    q.jobs.register<{ tag: string }>(q.name, async (job) => void q.ran.push(job.payload.tag));
+    q.jobs.start();
+    started.push(q.jobs);
+    await ctx.sql`
+      insert into jobs (queue, payload, max_attempts, attempts, locked_by, locked_until, run_at)
+      values (${q.name}, ${ctx.sql.json({ tag: "orphan" })}, 5, 1, 'a-worker-that-died', now() + interval '1 second', now() - interval '1 second')`;
+    // No wake, no clock move: only the queue's real-time watch can find the lapsed lease.
+    await eventually(() => q.ran.includes("orphan"), 15_000, "the orphaned job");
+    expect(q.clock.now()).toBeLessThanOrEqual(Date.now());
   });
 });
 

@@ -39,19 +39,13 @@ const dueJobs = async (clock: FakeClock) =>
 /**
  * Waits until every outbound job due by the clock's time has run. A due job can be under another
  * worker's lease, which runs on the database's own time (up to 15 s: an instance stopped or killed
- * with it in hand, here or in an earlier test file on the same database); the queue's poll runs on
- * the fake clock and so never fires while it stands still, so the queue is woken every 250 ms to
- * claim such a job once its lease lapses.
+ * with it in hand, here or in an earlier test file on the same database); the queue watches for
+ * lapsed leases in real time, whatever its clock.
  */
-async function settle(clock: FakeClock, c: Clocked) {
+async function settle(clock: FakeClock) {
   const deadline = Date.now() + 60_000;
-  let wokeAt = Date.now();
   while ((await dueJobs(clock)) > 0) {
     if (Date.now() > deadline) throw new Error("timed out waiting for the due outbound jobs to run");
-    if (Date.now() - wokeAt > 250) {
-      wokeAt = Date.now();
-      c.services.jobs.wake();
-    }
     await Bun.sleep(2);
   }
 }
@@ -67,7 +61,7 @@ async function step(c: Clocked, clock: FakeClock, sims: number[], beat?: () => P
   if (!next?.at) return false;
   if (next.at.getTime() > clock.now()) clock.set(next.at.getTime());
   c.services.jobs.wake();
-  await settle(clock, c);
+  await settle(clock);
   if (beat) await beat();
   return true;
 }
@@ -118,7 +112,7 @@ describe("pacing one SIM", () => {
       lastBeat = clock.now();
       expect((await c.request("POST", `/api/byos/devices/${byos.deviceId}/heartbeat`, { token: t.token, body: {} })).status).toBe(200);
       await eventually(async () => (await base.sql`select 1 from devices where id = ${byos.deviceId} and is_online`).length > 0);
-      await settle(clock, c);
+      await settle(clock);
     };
 
     // First half on one instance, then a new one on the same database (the first stopped).
@@ -177,13 +171,13 @@ describe("a phone that is away", () => {
       ids.push(res.body.data.id);
       if (i % 5 === 0) expiring.push(res.body.data.id);
     }
-    await settle(clock, c);
+    await settle(clock);
     expect(await dispatchedOf(ids)).toHaveLength(0);
     // Ten minutes pass: the short-lived ones expire, the rest keep waiting (no 300 s failure).
     for (let m = 1; m <= 10; m++) {
       clock.advance(60_000);
       c.services.jobs.wake();
-      await settle(clock, c);
+      await settle(clock);
     }
     const statuses = await base.sql<{ status: string; n: number }[]>`
       select status, count(*)::int as n from messages where id = any(${ids}::bigint[]) group by status order by status`;
@@ -228,7 +222,7 @@ describe("sender pools (hosted_sims)", () => {
     expect((await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: capped.hostedSimId, to: randomNumber(), text: "x" } })).status).toBe(
       202,
     );
-    await settle(clock, c);
+    await settle(clock);
     const pool = [offline.hostedSimId, capped.hostedSimId, third.hostedSimId];
     for (let i = 0; i < 5; i++) {
       const res = await send(pool, randomNumber());
@@ -246,7 +240,7 @@ describe("sender pools (hosted_sims)", () => {
       expect(res.status).toBe(202);
       expect(res.body.data.hosted_sim_id).toBe(chosen);
     }
-    await settle(clock, c);
+    await settle(clock);
     await c.close();
   }, 120_000);
 
