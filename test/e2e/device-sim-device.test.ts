@@ -1,30 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateSync } from "otplib";
-import { startProvider } from "../../device-sim/provider";
 import { createTenant, TEST_PASSWORD } from "../fixtures";
 import { attachNumber, createPoolNumber } from "../fixtures-numbers";
-import { call, PROVIDER_NUMBER, PROVIDER_TOKEN, ROOT, startTestServer, type TestServer, waitFor } from "./device-sim-server";
+import { call, PROVIDER_TOKEN, ROOT, simulatorServer, waitFor } from "./device-sim-server";
 
-let server: TestServer;
-// False when no PostgreSQL is reachable: the tests then pass vacuously with a warning (as devices-crash does).
-let available = false;
-let provider: ReturnType<typeof startProvider>;
-
-beforeAll(async () => {
-  const started = await startTestServer();
-  if (!started) return;
-  server = started;
-  available = true;
-  provider = startProvider({ port: 0, serverUrl: server.url, publicUrl: server.url, authToken: PROVIDER_TOKEN, providerNumber: PROVIDER_NUMBER });
-}, 60_000);
-afterAll(async () => {
-  if (!available) return;
-  provider.stop();
-  await server.close();
-}, 30_000);
+const s = simulatorServer();
 
 async function sim(args: string[]) {
   const proc = Bun.spawn([process.execPath, "device-sim/main.ts", ...args], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
@@ -33,17 +16,19 @@ async function sim(args: string[]) {
 }
 
 async function inboundTexts(token: string, hostedSim: number) {
-  return ((await call(server, token, "GET", `/api/messages?hosted_sim=${hostedSim}&per_page=100`)).data as { text: string; from: string }[]).map((m) => m.text);
+  return ((await call(s.server, token, "GET", `/api/messages?hosted_sim=${hostedSim}&per_page=100`)).data as { text: string; from: string }[]).map(
+    (m) => m.text,
+  );
 }
 
 describe("device-sim device and provider inject as subprocesses", () => {
   test("an account with 2FA signs in with --totp-secret; scripted SMS arrive on the verified number", async () => {
-    if (!available) return;
-    const tenant = await createTenant(server.sql, { plan: "pro" });
-    const { secret } = await call(server, tenant.token, "POST", "/api/auth/2fa/setup");
-    await call(server, tenant.token, "POST", "/api/auth/2fa/enable", { code: generateSync({ secret }) });
+    if (!s.available) return;
+    const tenant = await createTenant(s.server.sql, { plan: "pro" });
+    const { secret } = await call(s.server, tenant.token, "POST", "/api/auth/2fa/setup");
+    await call(s.server, tenant.token, "POST", "/api/auth/2fa/enable", { code: generateSync({ secret }) });
     // The code just used may not be used twice; let the device's sign-in use the same time step.
-    await server.sql`update users set totp_last_step = null where id = ${tenant.user.id}`;
+    await s.server.sql`update users set totp_last_step = null where id = ${tenant.user.id}`;
     const dir = mkdtempSync(join(tmpdir(), "device-sim-script-"));
     const script = join(dir, "script.json");
     writeFileSync(
@@ -53,13 +38,13 @@ describe("device-sim device and provider inject as subprocesses", () => {
         { at: "300ms", from: "Bank", body: "scripted two", sim_slot: 1 },
       ]),
     );
-    const args = ["device", "--server", server.url, "--provider-url", provider.url, "--email", tenant.user.email, "--password", TEST_PASSWORD];
+    const args = ["device", "--server", s.server.url, "--provider-url", s.provider.url, "--email", tenant.user.email, "--password", TEST_PASSWORD];
     const run = await sim([...args, "--totp-secret", secret, "--script", script, "--exit-when-idle", "--no-listen", "--state", join(dir, "state"), "--json"]);
     expect(run.code).toBe(0);
     const summary = JSON.parse(run.stdout);
     expect(summary).toMatchObject({ state: "stopped", pending: 0, counters: { "sms.received": 2, "sms.acknowledged": 2 } });
 
-    const device = (await call(server, tenant.token, "GET", `/api/byos/devices/${summary.device_id}`)).data;
+    const device = (await call(s.server, tenant.token, "GET", `/api/byos/devices/${summary.device_id}`)).data;
     expect(device.status).toBe("active");
     // An SMS without a slot goes to the device's first active SIM when it is processed, which is
     // either slot as their verifications race: read every number of the device.
@@ -75,11 +60,11 @@ describe("device-sim device and provider inject as subprocesses", () => {
   }, 60_000);
 
   test("provider inject delivers a signed SMS to a pool number; a wrong token exits 1 with the API's message", async () => {
-    if (!available) return;
-    const tenant = await createTenant(server.sql);
-    const pool = await createPoolNumber(server.sql);
-    await attachNumber(server.sql, pool.id, tenant.org.id);
-    const common = ["provider", "inject", "--server", server.url, "--public-url", server.url, "--to", pool.number, "--from", "+15557654321"];
+    if (!s.available) return;
+    const tenant = await createTenant(s.server.sql);
+    const pool = await createPoolNumber(s.server.sql);
+    await attachNumber(s.server.sql, pool.id, tenant.org.id);
+    const common = ["provider", "inject", "--server", s.server.url, "--public-url", s.server.url, "--to", pool.number, "--from", "+15557654321"];
     const ok = await sim([...common, "--token", PROVIDER_TOKEN, "--body", "hello from QA", "--json"]);
     expect(ok.code).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ status: 200, ok: true });

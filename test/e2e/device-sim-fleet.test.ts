@@ -1,26 +1,17 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
 import { runFleet } from "../../device-sim/fleet";
 import { parseScenario } from "../../device-sim/scenario";
 import { createTenant, TEST_PASSWORD } from "../fixtures";
-import { call, PROVIDER_NUMBER, PROVIDER_TOKEN, ROOT, startTestServer, type TestServer, waitFor } from "./device-sim-server";
+import { call, PROVIDER_NUMBER, PROVIDER_TOKEN, ROOT, simulatorServer, waitFor } from "./device-sim-server";
 
 const DEVICES = 50;
 const OFFLINE_PERCENT = 20;
-let server: TestServer;
-// False when no PostgreSQL is reachable: the tests then pass vacuously with a warning (as devices-crash does).
-let available = false;
-
-beforeAll(async () => {
-  // Short device timing so a run of seconds shows heartbeats and the offline rule (defaults stay 60/360/960 s).
-  const started = await startTestServer({ HEARTBEAT_SECONDS: "1", OFFLINE_AFTER_SECONDS: "4", DOZE_OFFLINE_AFTER_SECONDS: "8", WEBHOOK_ALLOW_PRIVATE: "true" });
-  if (!started) return;
-  server = started;
-  available = true;
-}, 60_000);
-afterAll(async () => {
-  if (available) await server.close();
-}, 60_000);
+// Short device timing so a run of seconds shows heartbeats and the offline rule (defaults stay 60/360/960 s).
+const s = simulatorServer({
+  env: { HEARTBEAT_SECONDS: "1", OFFLINE_AFTER_SECONDS: "4", DOZE_OFFLINE_AFTER_SECONDS: "8", WEBHOOK_ALLOW_PRIVATE: "true" },
+  provider: false,
+});
 
 /** A webhook receiver that accepts only correctly signed deliveries (Standard Webhooks) and keeps the texts. */
 async function webhookReceiver(token: string) {
@@ -42,21 +33,21 @@ async function webhookReceiver(token: string) {
       return new Response("ok");
     },
   });
-  const team = await call(server, token, "POST", "/api/teams", { name: "Fleet QA" });
-  const hook = await call(server, token, "POST", "/api/webhook-integrations", {
+  const team = await call(s.server, token, "POST", "/api/teams", { name: "Fleet QA" });
+  const hook = await call(s.server, token, "POST", "/api/webhook-integrations", {
     name: "fleet receiver",
     url: `http://127.0.0.1:${receiver.port}/hook`,
     retry_count: 5,
   });
   verifier = new Webhook(hook.data.secret);
-  await call(server, token, "POST", `/api/webhook-integrations/${hook.data.id}/mappings`, { team_id: team.data.id, forwarding_mode: "always" });
+  await call(s.server, token, "POST", `/api/webhook-integrations/${hook.data.id}/mappings`, { team_id: team.data.id, forwarding_mode: "always" });
   return { texts, bad: () => bad, stop: () => receiver.stop(true) };
 }
 
 async function cliDevices(token: string) {
   const proc = Bun.spawn([process.execPath, "cli/main.ts", "devices", "list", "--json"], {
     cwd: ROOT,
-    env: { ...process.env, SIMHOST_URL: server.url, SIMHOST_TOKEN: token, NO_COLOR: "1" } as Record<string, string>,
+    env: { ...process.env, SIMHOST_URL: s.server.url, SIMHOST_TOKEN: token, NO_COLOR: "1" } as Record<string, string>,
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -67,8 +58,8 @@ async function cliDevices(token: string) {
 
 describe("device-sim fleet against the real server", () => {
   test(`${DEVICES} devices: all verified and online, every SMS acknowledged, visible through the API and delivered to a webhook; a share goes offline and is seen offline`, async () => {
-    if (!available) return;
-    const tenant = await createTenant(server.sql, { plan: "enterprise" });
+    if (!s.available) return;
+    const tenant = await createTenant(s.server.sql, { plan: "enterprise" });
     const hooks = await webhookReceiver(tenant.token);
     // Sent to a device on its private channel while the fleet runs: it must come back delivered.
     let outboundId: number | undefined;
@@ -80,14 +71,14 @@ describe("device-sim fleet against the real server", () => {
       ],
     });
     const watch = (async () => {
-      await waitFor(async () => (await call(server, tenant.token, "GET", "/api/numbers")).data.length >= DEVICES, 60_000, 500);
-      const numbers = (await call(server, tenant.token, "GET", "/api/numbers")).data as { id: number }[];
+      await waitFor(async () => (await call(s.server, tenant.token, "GET", "/api/numbers")).data.length >= DEVICES, 60_000, 500);
+      const numbers = (await call(s.server, tenant.token, "GET", "/api/numbers")).data as { id: number }[];
       outboundId = (
-        await call(server, tenant.token, "POST", "/api/messages", { hosted_sim: numbers[0]!.id, to: "+15557654321", text: "outbound from the API" })
+        await call(s.server, tenant.token, "POST", "/api/messages", { hosted_sim: numbers[0]!.id, to: "+15557654321", text: "outbound from the API" })
       ).data.id;
       // A rename is a config change: the listening device is told (config.changed) and re-reads its config.
-      const [first] = (await call(server, tenant.token, "GET", "/api/byos/devices?per_page=1")).data as { id: number }[];
-      await call(server, tenant.token, "PATCH", `/api/byos/devices/${first!.id}`, { device_name: "renamed by QA" });
+      const [first] = (await call(s.server, tenant.token, "GET", "/api/byos/devices?per_page=1")).data as { id: number }[];
+      await call(s.server, tenant.token, "PATCH", `/api/byos/devices/${first!.id}`, { device_name: "renamed by QA" });
       // The CLI an operator uses shows the devices that dropped off as offline.
       await waitFor(
         async () =>
@@ -97,7 +88,7 @@ describe("device-sim fleet against the real server", () => {
       );
     })();
     const report = await runFleet({
-      serverUrl: server.url,
+      serverUrl: s.server.url,
       accounts: [{ email: tenant.user.email, password: TEST_PASSWORD }],
       devices: DEVICES,
       smsRate: 10,
@@ -108,7 +99,7 @@ describe("device-sim fleet against the real server", () => {
       scenario,
       providerToken: PROVIDER_TOKEN,
       providerNumber: PROVIDER_NUMBER,
-      publicUrl: server.url,
+      publicUrl: s.server.url,
       listen: true,
       settleMs: 30_000,
     });
@@ -126,7 +117,7 @@ describe("device-sim fleet against the real server", () => {
 
     expect(outboundId).toBeDefined();
     expect(report.outbound.phones.delivered).toBe(1);
-    const outbound = await call(server, tenant.token, "GET", `/api/messages/${outboundId}`);
+    const outbound = await call(s.server, tenant.token, "GET", `/api/messages/${outboundId}`);
     expect(outbound.data.status).toBe("delivered");
 
     const delivered = await waitFor(() => hooks.texts.length >= report.sms.acknowledged, 30_000, 500);

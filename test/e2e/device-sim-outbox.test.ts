@@ -1,28 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startProvider } from "../../device-sim/provider";
 import { createTenant, TEST_PASSWORD } from "../fixtures";
-import { call, PROVIDER_NUMBER, PROVIDER_TOKEN, ROOT, startTestServer, type TestServer, waitFor } from "./device-sim-server";
+import { call, ROOT, simulatorServer, waitFor } from "./device-sim-server";
 
-let server: TestServer;
-// False when no PostgreSQL is reachable: the tests then pass vacuously with a warning (as devices-crash does).
-let available = false;
-let provider: ReturnType<typeof startProvider>;
-
-beforeAll(async () => {
-  const started = await startTestServer();
-  if (!started) return;
-  server = started;
-  available = true;
-  provider = startProvider({ port: 0, serverUrl: server.url, publicUrl: server.url, authToken: PROVIDER_TOKEN, providerNumber: PROVIDER_NUMBER });
-}, 60_000);
-afterAll(async () => {
-  if (!available) return;
-  provider.stop();
-  await server.close();
-}, 30_000);
+const s = simulatorServer();
 
 /** `device-sim device` as its own process, its log (stderr) collected line by line. */
 function spawnDevice(email: string, state: string, extra: string[]) {
@@ -33,9 +16,9 @@ function spawnDevice(email: string, state: string, extra: string[]) {
       "device-sim/main.ts",
       "device",
       "--server",
-      server.url,
+      s.server.url,
       "--provider-url",
-      provider.url,
+      s.provider.url,
       "--email",
       email,
       "--password",
@@ -60,10 +43,10 @@ function spawnDevice(email: string, state: string, extra: string[]) {
 /** Every inbound message on the device's number, with how often each text arrived. */
 async function arrivedOn(token: string, state: string) {
   const { device_id } = JSON.parse(readFileSync(join(state, "device.json"), "utf8")) as { device_id: number };
-  const device = (await call(server, token, "GET", `/api/byos/devices/${device_id}`)).data as { sim_cards: { hosted_sim_id: number }[] };
+  const device = (await call(s.server, token, "GET", `/api/byos/devices/${device_id}`)).data as { sim_cards: { hosted_sim_id: number }[] };
   const texts: string[] = [];
   for (const card of device.sim_cards) {
-    const page = await call(server, token, "GET", `/api/messages?hosted_sim=${card.hosted_sim_id}&per_page=100&direction=inbound`);
+    const page = await call(s.server, token, "GET", `/api/messages?hosted_sim=${card.hosted_sim_id}&per_page=100&direction=inbound`);
     texts.push(...(page.data as { text: string }[]).map((m) => m.text));
   }
   return texts;
@@ -71,15 +54,15 @@ async function arrivedOn(token: string, state: string) {
 
 describe("device outbox (real server stopped and restarted)", () => {
   test("the server is killed during submission and restarted: the device retries with backoff and every SMS arrives once", async () => {
-    if (!available) return;
-    const tenant = await createTenant(server.sql, { plan: "pro" });
+    if (!s.available) return;
+    const tenant = await createTenant(s.server.sql, { plan: "pro" });
     const state = mkdtempSync(join(tmpdir(), "device-sim-outbox-"));
     const device = spawnDevice(tenant.user.email, state, ["--sms-every", "100ms", "--sms", "40", "--seed", "11", "--slots", "1"]);
     expect(await waitFor(() => device.acknowledged() >= 8, 30_000)).toBe(true);
-    await server.stop("SIGKILL");
+    await s.server.stop("SIGKILL");
     // SMS keep arriving on the phone while the server is away: they wait in the outbox.
     expect(await waitFor(() => device.received() >= device.acknowledged() + 5, 10_000)).toBe(true);
-    await server.start();
+    await s.server.start();
     expect(await device.proc.exited).toBe(0);
     const summary = JSON.parse(await device.output());
     expect(summary.pending).toBe(0);
@@ -94,19 +77,19 @@ describe("device outbox (real server stopped and restarted)", () => {
   }, 120_000);
 
   test("the phone itself dies while the server is down: restarted on the same state folder it sends what was queued, each SMS once", async () => {
-    if (!available) return;
-    const tenant = await createTenant(server.sql, { plan: "pro" });
+    if (!s.available) return;
+    const tenant = await createTenant(s.server.sql, { plan: "pro" });
     const state = mkdtempSync(join(tmpdir(), "device-sim-outbox-"));
     const first = spawnDevice(tenant.user.email, state, ["--sms-every", "100ms", "--sms", "30", "--seed", "12", "--slots", "1"]);
     expect(await waitFor(() => first.acknowledged() >= 5, 30_000)).toBe(true);
-    await server.stop("SIGKILL");
+    await s.server.stop("SIGKILL");
     expect(await waitFor(() => first.received() >= first.acknowledged() + 5, 10_000)).toBe(true);
     first.proc.kill("SIGKILL");
     await first.proc.exited;
     const made = first.received();
     expect(readFileSync(join(state, "outbox.jsonl"), "utf8").trim().split("\n").length).toBeGreaterThanOrEqual(5);
 
-    await server.start();
+    await s.server.start();
     // No new SMS this time: the restarted phone only drains its outbox, then exits.
     const second = spawnDevice(tenant.user.email, state, []);
     expect(await second.proc.exited).toBe(0);

@@ -1,5 +1,7 @@
+import { afterAll, beforeAll } from "bun:test";
 import { join } from "node:path";
 import postgres from "postgres";
+import { type Provider, type ProviderOptions, startProvider } from "../../device-sim/provider";
 import { freshDatabase } from "../helpers";
 
 export const ROOT = join(import.meta.dir, "../..");
@@ -104,4 +106,38 @@ export async function call(server: TestServer, token: string, method: string, pa
   const json = (await res.json().catch(() => null)) as any;
   if (!expected.includes(res.status)) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(json)}`);
   return json;
+}
+
+/**
+ * A test file's real server and the simulator's SMS provider beside it (unless `provider` is
+ * false; otherwise its options), started before the file's tests and stopped after them: the
+ * provider calls the server's callbacks, and the server's outbound provider API calls
+ * (PROVIDER_API_URL) reach the provider. `env`: the server's extra environment. `available` is
+ * false when no PostgreSQL is reachable; the tests then return at once (a warning says why).
+ */
+export function simulatorServer(o: { env?: Record<string, string>; provider?: Partial<ProviderOptions> | false } = {}) {
+  const s = { available: false } as { available: boolean; server: TestServer; provider: Provider };
+  beforeAll(async () => {
+    const providerPort = o.provider === false ? 0 : await freePort();
+    const started = await startTestServer({ ...(providerPort ? { PROVIDER_API_URL: `http://127.0.0.1:${providerPort}` } : {}), ...o.env });
+    if (!started) return;
+    s.server = started;
+    if (o.provider !== false) {
+      s.provider = startProvider({
+        port: providerPort,
+        serverUrl: started.url,
+        publicUrl: started.url,
+        authToken: PROVIDER_TOKEN,
+        providerNumber: PROVIDER_NUMBER,
+        ...o.provider,
+      });
+    }
+    s.available = true;
+  }, 60_000);
+  afterAll(async () => {
+    if (!s.available) return;
+    s.provider?.stop();
+    await s.server.close();
+  }, 60_000);
+  return s;
 }

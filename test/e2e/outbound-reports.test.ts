@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Provider, startProvider } from "../../device-sim/provider";
+import { describe, expect, test } from "bun:test";
 import { createTenant, TEST_PASSWORD } from "../fixtures";
 import { createSharedNumber } from "../fixtures-numbers";
-import { call, freePort, PROVIDER_NUMBER, PROVIDER_TOKEN, ROOT, startTestServer, type TestServer, waitFor } from "./device-sim-server";
+import { call, PROVIDER_NUMBER, PROVIDER_TOKEN, ROOT, simulatorServer, waitFor } from "./device-sim-server";
 
 /**
  * Delivery reports end to end, on the real server process: the provider emulator reports each
@@ -10,51 +9,30 @@ import { call, freePort, PROVIDER_NUMBER, PROVIDER_TOKEN, ROOT, startTestServer,
  * callback is refused. Then `device-sim fleet` sends through its phones with a failure rate and
  * reports outbound figures.
  */
-let server: TestServer;
-let provider: Provider;
-let available = false;
-
-beforeAll(async () => {
-  const providerPort = await freePort();
-  const started = await startTestServer({
-    PROVIDER_API_URL: `http://127.0.0.1:${providerPort}`,
+const s = simulatorServer({
+  env: {
     HEARTBEAT_SECONDS: "1",
     OFFLINE_AFTER_SECONDS: "4",
     // A send no phone takes (its order missed while a socket reconnects) ends failed within the run, not lost.
     OUTBOUND_DEVICE_TIMEOUT_SECONDS: "10",
-  });
-  if (!started) return;
-  server = started;
-  provider = startProvider({
-    port: providerPort,
-    serverUrl: server.url,
-    publicUrl: server.url,
-    authToken: PROVIDER_TOKEN,
-    providerNumber: PROVIDER_NUMBER,
-    undeliveredRate: 0.5,
-    seed: 20261123,
-  });
-  available = true;
-}, 60_000);
-afterAll(async () => {
-  provider?.stop();
-  if (available) await server.close();
-}, 60_000);
+  },
+  provider: { undeliveredRate: 0.5, seed: 20261123 },
+});
 
 type Listed = { type: string; data: { message: { id: number; status: string; error: string | null; attempts: number } } };
 
 describe("provider status callbacks on the real server", () => {
   test("each send ends delivered or failed by the provider's callbacks, listed once in GET /api/events with the reason", async () => {
-    if (!available) return;
-    const tenant = await createTenant(server.sql, { plan: "enterprise" });
-    const sim = await createSharedNumber(server.sql, [tenant.org.id]);
+    if (!s.available) return;
+    const tenant = await createTenant(s.server.sql, { plan: "enterprise" });
+    const sim = await createSharedNumber(s.server.sql, [tenant.org.id]);
     const ids: number[] = [];
     for (let i = 0; i < 10; i++) {
       const to = `+1555300${String(i).padStart(4, "0")}`;
-      ids.push((await call(server, tenant.token, "POST", "/api/messages", { hosted_sim: sim.id, to, text: `report ${i}` })).data.id);
+      ids.push((await call(s.server, tenant.token, "POST", "/api/messages", { hosted_sim: sim.id, to, text: `report ${i}` })).data.id);
     }
     const final = async () => {
-      const statuses = await Promise.all(ids.map(async (id) => (await call(server, tenant.token, "GET", `/api/messages/${id}`)).data));
+      const statuses = await Promise.all(ids.map(async (id) => (await call(s.server, tenant.token, "GET", `/api/messages/${id}`)).data));
       return statuses.every((m) => m.status === "delivered" || m.status === "failed") ? statuses : null;
     };
     let messages: Awaited<ReturnType<typeof final>> = null;
@@ -68,7 +46,7 @@ describe("provider status callbacks on the real server", () => {
     // Listed once every transaction begun before them has ended: a moment after the commit on a busy server.
     let listed: Listed[] = [];
     const allListed = async () => {
-      listed = (await call(server, tenant.token, "GET", "/api/events?types=message.sent,message.delivered,message.failed&per_page=100")).data as Listed[];
+      listed = (await call(s.server, tenant.token, "GET", "/api/events?types=message.sent,message.delivered,message.failed&per_page=100")).data as Listed[];
       return messages!.every((m) => listed.some((e) => e.data.message.id === m.id && e.type === `message.${m.status}`));
     };
     expect(await waitFor(allListed, 15_000, 250)).toBe(true);
@@ -77,15 +55,15 @@ describe("provider status callbacks on the real server", () => {
       expect([m.id, own]).toEqual([m.id, ["message.sent", `message.${m.status}`]]);
     }
     // Every callback the emulator made was accepted, the late `sent` ones included (a no-op).
-    expect(provider.callbacks.filter((c) => ids.some((id) => c.url.endsWith(`/messages/${id}/status`))).map((c) => c.answered)).toEqual(Array(20).fill(200));
+    expect(s.provider.callbacks.filter((c) => ids.some((id) => c.url.endsWith(`/messages/${id}/status`))).map((c) => c.answered)).toEqual(Array(20).fill(200));
   }, 60_000);
 
   test("a forged status callback is refused with 403 in the error shape, and changes nothing", async () => {
-    if (!available) return;
-    const tenant = await createTenant(server.sql, { plan: "enterprise" });
-    const sim = await createSharedNumber(server.sql, [tenant.org.id]);
-    const id = (await call(server, tenant.token, "POST", "/api/messages", { hosted_sim: sim.id, to: "+15553009999", text: "forge me" })).data.id;
-    const res = await fetch(`${server.url}/api/provider/messages/${id}/status`, {
+    if (!s.available) return;
+    const tenant = await createTenant(s.server.sql, { plan: "enterprise" });
+    const sim = await createSharedNumber(s.server.sql, [tenant.org.id]);
+    const id = (await call(s.server, tenant.token, "POST", "/api/messages", { hosted_sim: sim.id, to: "+15553009999", text: "forge me" })).data.id;
+    const res = await fetch(`${s.server.url}/api/provider/messages/${id}/status`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded", "x-provider-signature": "Zm9yZ2Vk" },
       body: new URLSearchParams({ MessageSid: "SMforged", MessageStatus: "delivered" }).toString(),
@@ -94,24 +72,24 @@ describe("provider status callbacks on the real server", () => {
     const body = (await res.json()) as { code: string; message: string };
     expect(body.code).toBe("invalid_signature");
     expect(typeof body.message).toBe("string");
-    const after = (await call(server, tenant.token, "GET", `/api/messages/${id}`)).data;
+    const after = (await call(s.server, tenant.token, "GET", `/api/messages/${id}`)).data;
     expect(after.external_id).not.toBe("SMforged");
   }, 30_000);
 });
 
 describe("device-sim fleet outbound figures", () => {
   test("a run with a small failure rate reports accepted, sent, delivered and failed, nothing duplicated or lost, and exits 0", async () => {
-    if (!available) return;
-    const tenant = await createTenant(server.sql, { plan: "enterprise" });
+    if (!s.available) return;
+    const tenant = await createTenant(s.server.sql, { plan: "enterprise" });
     const proc = Bun.spawn(
       [
         process.execPath,
         "device-sim/main.ts",
         "fleet",
-        ...["--server", server.url, "--account", `${tenant.user.email}:${TEST_PASSWORD}`, "--devices", "3", "--duration", "10s"],
+        ...["--server", s.server.url, "--account", `${tenant.user.email}:${TEST_PASSWORD}`, "--devices", "3", "--duration", "10s"],
         ...["--sms-rate", "0", "--send-rate", "4", "--send-pace", "600", "--send-fail-rate", "0.2"],
         ...["--listen", "--seed", "7", "--settle", "30s", "--time-scale", "0.2"],
-        ...["--provider-token", PROVIDER_TOKEN, "--provider-number", PROVIDER_NUMBER, "--public-url", server.url, "--json"],
+        ...["--provider-token", PROVIDER_TOKEN, "--provider-number", PROVIDER_NUMBER, "--public-url", s.server.url, "--json"],
       ],
       { cwd: ROOT, stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } as Record<string, string> },
     );
