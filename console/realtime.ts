@@ -1,3 +1,4 @@
+import { useEffect } from "preact/hooks";
 import Pusher, { type Channel } from "pusher-js";
 import { api, ok } from "./api";
 import { token } from "./session";
@@ -63,6 +64,16 @@ export function listen<T>(channelName: string, event: string, handler: (data: T)
     stopped = true;
     channel?.unbind(event, handler);
   };
+}
+
+/** Calls `reload` whenever one of `events` arrives on the organization's channel, while the component is mounted. */
+export function useReloadOn(orgId: number, events: readonly string[], reload: () => void) {
+  useEffect(() => {
+    const offs = events.map((event) => listen(`private-organization.${orgId}`, event, () => reload()));
+    return () => {
+      for (const off of offs) off();
+    };
+  }, [orgId]);
 }
 
 export function onReconnect(fn: () => void): () => void {

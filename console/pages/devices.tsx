@@ -1,7 +1,7 @@
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { api, type Device, ok } from "../api";
 import { useIsAdmin, useSession } from "../context";
-import { listen } from "../realtime";
+import { useReloadOn } from "../realtime";
 import { CopyButton, Countdown, Empty, ErrorBox, Field, useAction, useLoad, When } from "../ui";
 
 type Registered = { sim_cards: { id: number; sim_slot: number | null; verification_code: string; provider_number: string; code_expires_at: string }[] };
@@ -16,12 +16,7 @@ export function DevicesPage() {
   const [codes, setCodes] = useState<Code[]>([]);
   const action = useAction();
 
-  useEffect(() => {
-    const offs = DEVICE_EVENTS.map((event) => listen(`private-organization.${orgId}`, event, () => devices.reload()));
-    return () => {
-      for (const off of offs) off();
-    };
-  }, [orgId]);
+  useReloadOn(orgId, DEVICE_EVENTS, () => devices.reload());
 
   const act = (fn: () => Promise<unknown>) =>
     action.run(async () => {

@@ -1,7 +1,7 @@
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { api, type HostedNumber, ok } from "../api";
 import { useIsAdmin, useSession } from "../context";
-import { listen } from "../realtime";
+import { useReloadOn } from "../realtime";
 import { Countdown, Empty, ErrorBox, Link, useAction, useLoad } from "../ui";
 
 /** The organization's numbers with their lock state, live; ordering and claiming for admins. */
@@ -12,13 +12,7 @@ export function NumbersPage() {
   const teams = useLoad(async () => (admin ? (await ok(api.GET("/api/teams"))).data : []), [orgId, admin]);
   const action = useAction();
 
-  useEffect(() => {
-    const channel = `private-organization.${orgId}`;
-    const offs = ["number.locked", "number.unlocked"].map((event) => listen(channel, event, () => numbers.reload()));
-    return () => {
-      for (const off of offs) off();
-    };
-  }, [orgId]);
+  useReloadOn(orgId, ["number.locked", "number.unlocked"], () => numbers.reload());
 
   const act = (fn: () => Promise<unknown>) =>
     action.run(async () => {

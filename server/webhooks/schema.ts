@@ -34,15 +34,7 @@ export const IntegrationCreateBody = Type.Object({
 });
 export type IntegrationCreateBody = Static<typeof IntegrationCreateBody>;
 
-export const IntegrationUpdateBody = Type.Object({
-  name: Name,
-  url: Url,
-  headers: Optional(Headers, "absent"),
-  timeout_seconds: Optional(Timeout, "absent"),
-  retry_count: Optional(Retries, "absent"),
-  event_types: Optional(EventTypes, "absent"),
-  is_active: Optional(Type.Boolean(), "absent"),
-});
+export const IntegrationUpdateBody = Type.Object({ ...IntegrationCreateBody.properties, is_active: Optional(Type.Boolean(), "absent") });
 export type IntegrationUpdateBody = Static<typeof IntegrationUpdateBody>;
 
 /** The team view: an integration and its mapping to the team in one step. */

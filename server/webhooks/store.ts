@@ -13,21 +13,6 @@ export type MappingRow = {
   updated_at: string;
 };
 
-export type IntegrationRow = {
-  id: number;
-  organization_id: number;
-  name: string;
-  url: string;
-  headers: Record<string, string>;
-  timeout_seconds: number;
-  retry_count: number;
-  event_types: string[];
-  is_active: boolean;
-  created_at: Date;
-  updated_at: Date;
-  mappings: MappingRow[];
-};
-
 export type IntegrationFields = {
   name: string;
   url: string;
@@ -35,6 +20,15 @@ export type IntegrationFields = {
   timeout_seconds: number;
   retry_count: number;
   event_types: string[];
+};
+
+export type IntegrationRow = IntegrationFields & {
+  id: number;
+  organization_id: number;
+  is_active: boolean;
+  created_at: Date;
+  updated_at: Date;
+  mappings: MappingRow[];
 };
 
 const mappingJson = (sql: Sql) => sql`json_build_object(
