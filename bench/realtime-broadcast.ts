@@ -4,29 +4,31 @@
  *
  *   bun bench/realtime-broadcast.ts [one|redis] [subscribers=1000] [rounds=200]
  *
- * `one`: one instance, in-process bus. `redis`: two instances sharing Redis (REDIS_URL, default
- * redis://127.0.0.1:6379); the event is published on A, every subscriber is connected to B.
- * Since issue 16 events reach the hub from the event log (each instance reads it), and this bench
- * hands rows straight to A's hub (`deliverEvents`): it measures encoding and the fan-out to
- * sockets, not the log; in `redis` mode B's subscribers no longer receive A's rows this way.
- * Server and clients share this process (one clock); client work counts against the server, so
- * the figures are on the pessimistic side.
+ * `one`: one instance (embedded database, in-process bus); each round's row is handed straight
+ * to its hub (`deliverEvents`, as the event tail hands it rows of the log): encoding and the
+ * fan-out to sockets, not the log. `redis`: two instances on one fresh PostgreSQL database
+ * (BENCH_DATABASE_URL's server) sharing Redis (REDIS_URL, default redis://127.0.0.1:6379); each
+ * round appends the event to the log on A (a transaction, then `notify`), every subscriber is
+ * connected to B, whose tail is woken over Redis and reads the log: the whole cross-instance path,
+ * commit included. Subscribers are authorized through B's auth endpoint as pusher-js does it.
+ * The instances run in this process, the subscribers in a child process; times are wall-clock.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildApp } from "../server/app";
 import { loadConfig } from "../server/config";
+import { appendEvents } from "../server/events/log";
 import { randomString } from "../server/lib/crypto";
-import { signChannel } from "../server/realtime/protocol";
 import { createServices } from "../server/services";
+import { dropDatabase, freshBenchDatabase } from "./devices-load";
+import { seedChannels, subscribeOne } from "./realtime-subscribe";
 
 const mode = (process.argv[2] === "redis" ? "redis" : "one") as "one" | "redis";
 const SUBSCRIBERS = Number(process.argv[3] ?? 1000);
 const ROUNDS = Number(process.argv[4] ?? 200);
 const KEY = "benchkey";
 const SECRET = "bench-secret-0123456789";
-const CHANNEL = "private-organization.1";
 
 async function instance(env: Record<string, string>) {
   const config = loadConfig({
@@ -48,10 +50,10 @@ async function instance(env: Record<string, string>) {
 const epoch = () => performance.timeOrigin + performance.now();
 
 /**
- * Client side, in its own process (`--clients <port> <n>`): subscribes n sockets, then prints
+ * Client side, in its own process (`--clients <port> <n> <token> <channel>`): subscribes n sockets, then prints
  * "ready" and, per round, "<seq> <epoch ms of the last receipt>".
  */
-async function runClients(port: number, n: number) {
+async function runClients(port: number, n: number, token: string, channel: string) {
   const counts = new Map<number, number>();
   const onFrame = (raw: string) => {
     const at = raw.indexOf('\\"seq\\":');
@@ -64,21 +66,10 @@ async function runClients(port: number, n: number) {
       process.stdout.write(`${seq} ${epoch()}\n`);
     }
   };
-  const one = () =>
-    new Promise<WebSocket>((resolve, reject) => {
-      const ws = new WebSocket(`ws://127.0.0.1:${port}/app/${KEY}?protocol=7`);
-      ws.onerror = () => reject(new Error("socket error"));
-      ws.onmessage = (e) => {
-        const raw = String(e.data);
-        if (raw.includes("pusher:connection_established")) {
-          const socketId = JSON.parse(JSON.parse(raw).data).socket_id;
-          ws.send(JSON.stringify({ event: "pusher:subscribe", data: { channel: CHANNEL, auth: signChannel(KEY, SECRET, socketId, CHANNEL) } }));
-        } else if (raw.includes("subscription_succeeded")) {
-          ws.onmessage = (m) => onFrame(String(m.data));
-          resolve(ws);
-        }
-      };
-    });
+  const one = async () => {
+    const ws = await subscribeOne(port, KEY, token, channel);
+    ws.onmessage = (m) => onFrame(String(m.data));
+  };
   for (let i = 0; i < n; i += 200) await Promise.all(Array.from({ length: Math.min(200, n - i) }, one));
   process.stdout.write("ready\n");
 }
@@ -89,10 +80,17 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 async function runServer() {
   const redisEnv: Record<string, string> =
     mode === "redis" ? { REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379", REDIS_PREFIX: `simhost-bench-${randomString(8)}:` } : {};
-  const a = await instance(redisEnv);
-  const b = mode === "redis" ? await instance(redisEnv) : a;
+  const databaseUrl = mode === "redis" ? await freshBenchDatabase("broadcast") : null;
+  const dbEnv: Record<string, string> = databaseUrl ? { DATABASE_URL: databaseUrl } : {};
+  const a = await instance({ ...redisEnv, ...dbEnv });
+  const b = mode === "redis" ? await instance({ ...redisEnv, ...dbEnv }) : a;
+  const { token, organizations } = await seedChannels(b.services.sql);
+  const organizationId = organizations[0]!;
 
-  const child = Bun.spawn([process.execPath, import.meta.path, "--clients", String(b.port), String(SUBSCRIBERS)], { stdout: "pipe", stderr: "inherit" });
+  const child = Bun.spawn(
+    [process.execPath, import.meta.path, "--clients", String(b.port), String(SUBSCRIBERS), token, `private-organization.${organizationId}`],
+    { stdout: "pipe", stderr: "inherit" },
+  );
   const lines = (async function* () {
     let buffer = "";
     for await (const chunk of child.stdout) {
@@ -113,21 +111,28 @@ async function runServer() {
   const publishCalls: number[] = [];
   for (let r = 0; r < ROUNDS + 10; r++) {
     const t0 = epoch();
-    // Straight to the hub, as the event tail hands it rows of the log (the database is not measured here).
-    a.services.realtime.deliverEvents([
-      {
-        cursor: `evt_${r}`,
-        position: { txid: "0", id: r },
-        organizationId: 1,
-        type: "message.received",
-        hostedSimId: null,
-        deviceId: null,
-        teamId: null,
-        payload: { seq: r, message: { ...message, id: r } },
-        createdAt: new Date(),
-      },
-    ]);
-    // With the in-process bus this is the whole server side: encoding once and writing to every socket.
+    const payload = { seq: r, message: { ...message, id: r } };
+    if (mode === "one") {
+      // Straight to the hub, as the event tail hands it rows of the log (the database is not measured here).
+      a.services.realtime.deliverEvents([
+        {
+          cursor: `evt_${r}`,
+          position: { txid: "0", id: r },
+          organizationId,
+          type: "message.received",
+          hostedSimId: null,
+          deviceId: null,
+          teamId: null,
+          payload,
+          createdAt: new Date(),
+        },
+      ]);
+    } else {
+      // As a change on A does it: append in a transaction, then wake every instance's tail.
+      await a.services.sql.begin((tx) => appendEvents(tx, [{ organizationId, type: "message.received", payload }]));
+      a.services.events.notify();
+    }
+    // `one`: the whole server side, encoding once and writing to every socket; `redis`: the append and its commit.
     if (r >= 10) publishCalls.push(epoch() - t0);
     const [seq, at] = (await next()).split(" ");
     if (Number(seq) !== r) throw new Error(`expected round ${r}, got ${seq}`);
@@ -163,8 +168,9 @@ async function runServer() {
     await i.app.stop(true);
     await i.services.close();
   }
+  if (databaseUrl) await dropDatabase(databaseUrl);
   process.exit(0);
 }
 
-if (process.argv[2] === "--clients") await runClients(Number(process.argv[3]), Number(process.argv[4]));
+if (process.argv[2] === "--clients") await runClients(Number(process.argv[3]), Number(process.argv[4]), process.argv[5]!, process.argv[6]!);
 else await runServer();

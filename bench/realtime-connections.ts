@@ -4,13 +4,16 @@
  *
  *   bun bench/realtime-connections.ts [connections=10000]
  *
- * The server runs as its own process (`bun server/main.ts`, embedded database unless
- * DATABASE_URL is set, no Redis unless REDIS_URL is set) so its memory is measured alone.
+ * The server runs as its own process (`bun server/main.ts` on a fresh PostgreSQL database of
+ * BENCH_DATABASE_URL's server, no Redis unless REDIS_URL is set) so its memory is measured alone.
+ * Each connection is authorized through the auth endpoint as pusher-js does it, on 100
+ * organizations' channels of one user.
  */
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { signChannel } from "../server/realtime/protocol";
+import { connect, dropDatabase, freshBenchDatabase } from "./devices-load";
+import { seedChannels, subscribeOne } from "./realtime-subscribe";
 
 const METRICS_TOKEN = "bench-metrics-token-0123456";
 
@@ -24,7 +27,7 @@ function rssBytes(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
 }
 
-async function startServer() {
+async function startServer(databaseUrl: string) {
   const probe = Bun.serve({ port: 0, fetch: () => new Response() });
   const port = probe.port!;
   probe.stop(true);
@@ -38,6 +41,7 @@ async function startServer() {
       PUSHER_APP_SECRET: SECRET,
       METRICS_TOKEN,
       DATA_DIR: mkdtempSync(join(tmpdir(), "simhost-bench-")),
+      DATABASE_URL: databaseUrl,
       WORKERS: "0",
       LOG_LEVEL: "warn",
     } as Record<string, string>,
@@ -56,25 +60,11 @@ async function startServer() {
   throw new Error("server did not start");
 }
 
-/** Opens one connection and subscribes it; resolves when the subscription succeeded. */
-function connectOne(port: number, channel: string): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/app/${KEY}?protocol=7&client=bench&version=1`);
-    ws.onerror = () => reject(new Error("socket error"));
-    ws.onmessage = (e) => {
-      const frame = JSON.parse(String(e.data));
-      if (frame.event === "pusher:connection_established") {
-        const socketId = JSON.parse(frame.data).socket_id;
-        ws.send(JSON.stringify({ event: "pusher:subscribe", data: { channel, auth: signChannel(KEY, SECRET, socketId, channel) } }));
-      } else if (frame.event === "pusher_internal:subscription_succeeded") {
-        ws.onmessage = null;
-        resolve(ws);
-      } else if (frame.event === "pusher:subscription_error" || frame.event === "pusher:error") reject(new Error(JSON.stringify(frame)));
-    };
-  });
-}
-
-const { proc, port } = await startServer();
+const databaseUrl = await freshBenchDatabase("connections");
+const { proc, port } = await startServer(databaseUrl);
+const sql = connect(databaseUrl);
+const { token, organizations } = await seedChannels(sql, 99);
+await sql.end();
 // Let start-up allocations settle before the baseline.
 Bun.gc(true);
 await Bun.sleep(1000);
@@ -84,7 +74,8 @@ const sockets: WebSocket[] = [];
 const BATCH = 500;
 for (let i = 0; i < N; i += BATCH) {
   const batch = [];
-  for (let j = i; j < Math.min(N, i + BATCH); j++) batch.push(connectOne(port, `private-organization.${(j % 1000) + 1}`));
+  for (let j = i; j < Math.min(N, i + BATCH); j++)
+    batch.push(subscribeOne(port, KEY, token, `private-organization.${organizations[j % organizations.length]}`));
   sockets.push(...(await Promise.all(batch)));
 }
 const connectSeconds = (performance.now() - started) / 1000;
@@ -110,4 +101,5 @@ console.log(
 for (const ws of sockets) ws.close();
 proc.kill("SIGTERM");
 await proc.exited;
+await dropDatabase(databaseUrl);
 process.exit(0);
