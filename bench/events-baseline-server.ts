@@ -1,7 +1,9 @@
 /**
- * The long-poll benchmark's baseline: a bare Bun server that holds every `GET /hold` until
- * `POST /release`, then answers them all with a small JSON list; no authentication, no database,
- * no registry. `GET /held` tells how many it holds.
+ * A bare Bun server, the same-run baseline of two benchmarks; no authentication, no database, no
+ * registry. Long-polling (bench/events-waiters.ts): it holds every `GET /hold` until
+ * `POST /release`, then answers them all with a small JSON list; `GET /held` tells how many it
+ * holds. Connections (bench/realtime-connections.ts): `/ws` upgrades to a WebSocket subscribed to
+ * one topic.
  */
 const held: ((r: Response) => void)[] = [];
 
@@ -9,9 +11,11 @@ Bun.serve({
   port: Number(process.env.PORT),
   hostname: "127.0.0.1",
   idleTimeout: 0,
-  fetch(request) {
+  websocket: { open: (ws) => void ws.subscribe("bench"), message: () => {} },
+  fetch(request, server) {
     const path = new URL(request.url).pathname;
     if (path === "/ready") return new Response("ok");
+    if (path === "/ws") return server.upgrade(request) ? undefined : new Response("upgrade", { status: 400 });
     if (path === "/held") return Response.json({ held: held.length });
     if (path === "/release") {
       const body = JSON.stringify({ data: [{ id: "evt_baseline", type: "webhook.test", data: {} }], meta: { next_cursor: "evt_baseline" } });

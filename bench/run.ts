@@ -220,7 +220,8 @@ const benches: Bench[] = [
     rows: (o, command) => [
       {
         figure: "WebSocket connections held, private channels, one instance",
-        measured: `${n(o.server_connections_gauge)} held; ${n(o.server_bytes_per_connection)} bytes/connection (RSS ${o.server_rss_before_mib} → ${o.server_rss_after_mib} MiB)`,
+        measured: `${n(o.server_connections_gauge)} held; ${n(o.server_bytes_per_connection)} bytes/connection (RSS ${o.server_rss_before_mib} → ${o.server_rss_after_mib} MiB; no GC forced, each connection's auth request included)`,
+        baseline: `bare Bun, topic per socket: ${n(o.baseline_bare_bun.bytes_per_connection)} bytes/connection`,
         target: "10,000, memory reported",
         met: o.server_connections_gauge >= 10_000,
         command,
