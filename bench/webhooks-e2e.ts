@@ -121,6 +121,8 @@ async function drain() {
     duplicates: receiver.counts.duplicates,
     seconds: Math.round(seconds * 10) / 10,
     deliveries_per_second: Math.round(seen.size / seconds),
+    // First attempts the dispatcher gave to the job queue untried (its lane too long or too slow).
+    handed_to_job_queue: services.webhooks.handedOver(),
   };
 }
 

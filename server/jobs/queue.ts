@@ -54,9 +54,19 @@ const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1),
  * `enqueue`. The jobs are due at once: their `run_at` is the database's `now()` (the
  * transaction's start), and claims take the later of that clock and the queue's (see below).
  */
-export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragment, o: { runAt?: Date; claimedBy?: Claim } = {}): postgres.Fragment {
+export function enqueueJobs(
+  sql: Sql,
+  queue: QueueName,
+  payloads: postgres.Fragment,
+  o: { runAt?: Date; claimedBy?: Claim; runAtColumn?: boolean } = {},
+): postgres.Fragment {
   const spec = queueSpec(QUEUES, queue);
   const maxAttempts = spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  // `runAtColumn`: `payloads` selects (payload, run_at), each job due at its own time (webhook
+  // first attempts recorded with their retries).
+  if (o.runAtColumn)
+    return sql`insert into jobs (queue, payload, max_attempts, run_at)
+      select ${queue}, p.payload, ${maxAttempts}, coalesce(p.run_at, now()) from (${payloads}) as p(payload, run_at)`;
   // `claimedBy`: the jobs are born claimed by the instance that will run them itself (JobQueue.hold).
   // Due only when their lease would lapse: the claims' scan of due jobs never wades through them.
   if (o.claimedBy)
