@@ -4,8 +4,15 @@ import type { DeliveryForAttempt, FinishedAttempt } from "./delivery-store";
 import { type FirstAttempt, recordFirstAttempts } from "./live-store";
 
 export const DISPATCH_TIMING = {
-  /** Past this many deliveries waiting in one lane, the newest go to the job queue (a stuck endpoint must not fill memory). */
+  /**
+   * Past this many deliveries waiting in a slow lane (its oldest waiting over `slowHeadMs`), the
+   * newest go to the job queue: a stuck endpoint must not fill memory, nor hold the consumer's
+   * read-ahead (CONSUMER_TIMING.maxOutstanding) that every endpoint shares.
+   */
   maxQueued: 5_000,
+  slowHeadMs: 2_000,
+  /** A lane that keeps up (a fast endpoint read ahead of) may hold this many before it hands over. */
+  maxQueuedFast: 50_000,
   /** A delivery that waited this long for its endpoint goes to the job queue with the rest of its lane. */
   maxWaitMs: 30_000,
   /** Outcomes recorded per statement at most. */
@@ -155,7 +162,9 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
         touched.set(id, lane);
       }
       for (const [id, lane] of touched) {
-        if (waiting(lane) > timing.maxQueued) handOver(lane.queue.splice(lane.head + timing.maxQueued));
+        const n = waiting(lane);
+        const slow = n > timing.maxQueued && since - lane.queue[lane.head]!.since > timing.slowHeadMs;
+        if (slow || n > timing.maxQueuedFast) handOver(lane.queue.splice(lane.head + (slow ? timing.maxQueued : timing.maxQueuedFast)));
         start(id, lane);
       }
     },
