@@ -1,6 +1,6 @@
 import type { Pool } from "../db/client";
 import type { Position } from "../events/cursor";
-import { highWaterPosition, readEvents } from "../events/log";
+import { highWaterPosition, readEvents, type StoredEvent } from "../events/log";
 import type { EventTail } from "../events/tail";
 import type { Clock, Timer } from "../lib/clock";
 import type { Logger } from "../lib/logger";
@@ -23,6 +23,19 @@ export const CONSUMER_TIMING = {
   /** No more events are read while this many of their deliveries are neither attempted nor handed over. */
   maxOutstanding: 50_000,
 };
+
+const sameAs = (a: Position, b: Position) => a.id === b.id && a.txid === b.txid;
+
+/**
+ * The events of a batch the tail read that come after `at`, when the batch reaches back to `at`
+ * (it starts there, or `at` is one of its events): then nothing between `at` and them is missing.
+ * Undefined otherwise (the consumer reads for itself).
+ */
+function after(batch: { from: Position; events: StoredEvent[] }, at: Position): StoredEvent[] | undefined {
+  if (sameAs(batch.from, at)) return batch.events;
+  const i = batch.events.findIndex((e) => sameAs(e.position, at));
+  return i < 0 ? undefined : batch.events.slice(i + 1);
+}
 
 /** An event read whose deliveries are not all recorded yet: `left` of them. */
 type Entry = { position: Position; left: number };
@@ -112,14 +125,18 @@ export function createLogConsumer(deps: {
     return true;
   }
 
-  /** One step: reads and hands on a batch; the number of events read, or null when this process does not own the consumer. */
-  async function step(): Promise<number | null> {
+  /**
+   * One step: reads and hands on a batch; the number of events read, or null when this process
+   * does not own the consumer. `given`: the batch this instance's event tail just read, taken
+   * instead of reading it again when it starts right where the consumer stands.
+   */
+  async function step(given?: { from: Position; events: StoredEvent[] }): Promise<number | null> {
     if (!owned || performance.now() >= leaseUntil) {
       if (!(await claim())) return null;
     }
     if (outstanding >= timing.maxOutstanding) return 0;
     const gen = generation;
-    const events = await readEvents(deps.sql, readAt!, {}, timing.batch);
+    const events = (given && after(given, readAt!)) ?? (await readEvents(deps.sql, readAt!, {}, timing.batch));
     if (events.length === 0) return 0;
     const matched = await matchLiveDeliveries(deps.sql, events, deps.disableAfterSeconds);
     if (gen !== generation) return 0; // ownership lost meanwhile
@@ -137,11 +154,12 @@ export function createLogConsumer(deps: {
     return events.length;
   }
 
-  async function drain() {
+  async function drain(given?: { from: Position; events: StoredEvent[] }) {
     try {
       for (;;) {
         again = false;
-        const read = await step();
+        const read = await step(given);
+        given = undefined;
         if (read === null || (read < timing.batch && !again)) break;
       }
     } catch (e) {
@@ -149,14 +167,14 @@ export function createLogConsumer(deps: {
     }
   }
 
-  function run() {
+  function run(given?: { from: Position; events: StoredEvent[] }) {
     if (stopped) return;
     if (running) {
       again = true;
       return;
     }
     deps.clock.clear(timer);
-    running = drain().finally(() => {
+    running = drain(given).finally(() => {
       running = undefined;
       if (!stopped) timer = deps.clock.setTimeout(run, timing.pollMs);
     });
@@ -192,7 +210,14 @@ export function createLogConsumer(deps: {
       await deps.sql`
         insert into event_consumers (name, after_txid, after_id) values (${WEBHOOK_CONSUMER}, ${at.txid}::xid8, ${at.id})
         on conflict (name) do nothing`;
-      unsubscribe = deps.events.onEvents(() => run());
+      // Each batch the tail hands on starts where its previous one ended (the tail's position
+      // when we subscribe before the first).
+      let tailAt = deps.events.position();
+      unsubscribe = deps.events.onEvents((events) => {
+        const from = tailAt;
+        tailAt = events[events.length - 1]?.position ?? tailAt;
+        run({ from, events });
+      });
       renewTimer = setTimeout(() => (renewing = renew()), timing.renewMs);
       run();
     },
