@@ -183,6 +183,7 @@ async function endToEnd() {
     unverified: receiver.counts.unverified,
     not_succeeded_rows: dead!.n,
     latency_ms: receiver.latencyMs(),
+    event_to_receipt_ms: receiver.eventToReceiptMs(),
   };
 }
 
