@@ -52,7 +52,7 @@ export function createWebhookEngine(deps: {
     events: deps.events,
     clock: deps.clock,
     logger: deps.logger,
-    owner: deps.jobs.claimedBy.workerId,
+    owner: deps.jobs.workerId,
     disableAfterSeconds: delivery.disableAfterSeconds,
     deliver: (items) => dispatcher.dispatch(items),
     abandon: () => dispatcher.abandon(),

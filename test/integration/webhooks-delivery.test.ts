@@ -183,7 +183,7 @@ describe("webhook deliveries", () => {
     expect(got!.verifiedWith).toBe(s.secret);
     await deliveriesMade(ctx);
     const [owner] = await ctx.sql<{ owner: string }[]>`select owner from event_consumers where name = 'webhooks'`;
-    expect(owner!.owner).toBe(ctx.services.jobs.claimedBy.workerId);
+    expect(owner!.owner).toBe(ctx.services.jobs.workerId);
     s.receiver.stop();
   }, 30_000);
   test("a secret that cannot be opened (SECRETS_KEY changed) is a logged failure, not a job looping forever", async () => {
