@@ -10,7 +10,7 @@
  *   --only   just these benchmarks (names below); the doc is then left alone unless --write
  *
  * Names: heartbeat, sms, sms-api-only, webhooks, webhooks-devices, history, connections, broadcast-one, broadcast-redis, actors,
- * two-instances, next, events-wait, outbound. Needs PostgreSQL at BENCH_DATABASE_URL's server (default 127.0.0.1:5432) and
+ * two-instances, next, events-wait, events-ingest, outbound. Needs PostgreSQL at BENCH_DATABASE_URL's server (default 127.0.0.1:5432) and
  * Redis at REDIS_URL (default 127.0.0.1:6379); every script makes and drops its own database
  * (history keeps its reusable 1M-message data set in `simhost_bench`) and uses its own Redis prefix.
  */
@@ -317,6 +317,22 @@ const benches: Bench[] = [
         baseline: `bare Bun releasing as many held requests: p99 ${ms(o.baseline.p99_ms)}`,
         target: "p99 < 50 ms; memory reported",
         met: o.simhost.p99_ms < 50 && o.simhost.wrong_or_missing === 0,
+        command,
+      },
+    ],
+  },
+  {
+    name: "events-ingest",
+    script: "bench/events-ingest.ts",
+    args: ["--seconds", quick ? "3" : "10"],
+    timeout: quick ? 300 : 600,
+    rows: (o, command) => [
+      {
+        figure: "events appended per second on the SMS ingest path (closed loop over HTTP, workers on the same cores)",
+        measured: `${n(o.with_events.events_appended_during_loop_per_second)} message.received/s during the loop (${n(o.with_events.acknowledged_per_second)} SMS/s acknowledged; caught up ${o.with_events.caught_up ? `${o.with_events.caught_up_after_loop_seconds} s after it` : "not within the drain"}); ratio to the ingest without events ${o.ratio_events_to_ingest_without_events}`,
+        baseline: `ingest without events (API-only server) ${n(o.baseline.acknowledged_per_second)} SMS/s`,
+        target: "reported beside the ingest figure without events",
+        met: null,
         command,
       },
     ],

@@ -3,7 +3,10 @@
  * style (server/webhooks/signing.ts, the server's own signer) and POSTs to the benchmark's
  * receiver, `concurrency` requests at once, with nothing else: no database, no queue, no log.
  *
- *   bun bench/webhook-bare.ts <url> <secret> <count> <concurrency>     prints {"posted": n, "per_second": r}
+ *   bun bench/webhook-bare.ts <url> <secret> <count> <concurrency>     prints {"posted": n, "per_second": r, "cpu_us_per_post": c}
+ *
+ * `cpu_us_per_post`: this process's CPU time (user + system) per POST, far less sensitive to a
+ * busy machine than the rate.
  */
 import { signatureHeaders } from "../server/webhooks/signing";
 
@@ -13,6 +16,7 @@ const concurrency = Number(concurrencyArg);
 let next = 0;
 let posted = 0;
 const start = performance.now();
+const cpu = process.cpuUsage();
 await Promise.all(
   Array.from({ length: concurrency }, async () => {
     while (next < count) {
@@ -30,4 +34,5 @@ await Promise.all(
   }),
 );
 const seconds = (performance.now() - start) / 1000;
-console.log(JSON.stringify({ posted, per_second: Math.round(posted / seconds) }));
+const used = process.cpuUsage(cpu);
+console.log(JSON.stringify({ posted, per_second: Math.round(posted / seconds), cpu_us_per_post: Math.round((used.user + used.system) / posted) }));

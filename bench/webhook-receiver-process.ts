@@ -2,13 +2,13 @@
  * The benchmarks' webhook receiver process (started by bench/webhook-receiver.ts): verifies every
  * request with the standardwebhooks library against the secret its parent registered for the
  * path, and reports each receipt to the parent over IPC in batches: [path, message id, text,
- * epoch ms, verified]. Requests to the bare baseline's path are verified and counted only.
+ * epoch ms, verified, the event's created_at in epoch ms]. Requests to the bare baseline's path are verified and counted only.
  */
 import { Webhook } from "standardwebhooks";
 
 type FromParent = { trust: string; secret: string } | { bareCount: true };
 const secrets = new Map<string, Webhook>();
-let pending: [string, number, string, number, boolean][] = [];
+let pending: [string, number, string, number, boolean, number][] = [];
 let bare = 0;
 let bareUnverified = 0;
 
@@ -28,7 +28,7 @@ const server = Bun.serve({
     if (path === "bare") {
       bare++;
       if (!verified) bareUnverified++;
-    } else pending.push([path, event.data.id, event.data.text, performance.timeOrigin + performance.now(), verified]);
+    } else pending.push([path, event.data.id, event.data.text, performance.timeOrigin + performance.now(), verified, Date.parse(event.created_at)]);
     return new Response("ok");
   },
 });

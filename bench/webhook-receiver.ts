@@ -6,7 +6,13 @@ export const load = () => loadavg().map((v) => +v.toFixed(2));
 /** Where the bare baseline posts (bench/webhook-bare.ts): verified, counted apart from the deliveries. */
 const BARE = "bare";
 
-type FromReceiver = { port: number } | { receipts: [string, number, string, number, boolean][] } | { bare: number; bareUnverified: number };
+type FromReceiver = { port: number } | { receipts: [string, number, string, number, boolean, number][] } | { bare: number; bareUnverified: number };
+
+function percentiles(values: number[]) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const pct = (p: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN);
+  return { p50: pct(50), p90: pct(90), p99: pct(99), p999: pct(99.9), max: Math.round(sorted.at(-1) ?? Number.NaN) };
+}
 
 /**
  * The benchmarks' webhook receiver, in a process of its own (bench/webhook-receiver-process.ts)
@@ -18,6 +24,8 @@ type FromReceiver = { port: number } | { receipts: [string, number, string, numb
 export async function startReceiver() {
   const sentAt = new Map<string, number>();
   const latencies: number[] = [];
+  /** From the event's created_at (the appending transaction's start, the database's wall clock) to receipt: the webhook stage alone. */
+  const fromEvent: number[] = [];
   const seen = new Set<string>();
   const counts = { duplicates: 0, unverified: 0 };
   let port = 0;
@@ -31,13 +39,14 @@ export async function startReceiver() {
         port = m.port;
         ready.resolve();
       } else if ("receipts" in m) {
-        for (const [path, id, text, epochMs, verified] of m.receipts) {
+        for (const [path, id, text, epochMs, verified, eventAtMs] of m.receipts) {
           if (!verified) counts.unverified++;
           const key = `${path}|${id}`;
           if (seen.has(key)) counts.duplicates++;
           else {
             seen.add(key);
             latencies.push(epochMs - performance.timeOrigin - sentAt.get(text)!);
+            fromEvent.push(epochMs - eventAtMs);
           }
         }
       } else bareReply?.(m);
@@ -59,11 +68,9 @@ export async function startReceiver() {
       while (seen.size < expected && performance.now() < deadline) await Bun.sleep(50);
       await Bun.sleep(2_000);
     },
-    latencyMs() {
-      const sorted = [...latencies].sort((a, b) => a - b);
-      const pct = (p: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN);
-      return { p50: pct(50), p90: pct(90), p99: pct(99), p999: pct(99.9), max: Math.round(sorted.at(-1) ?? Number.NaN) };
-    },
+    latencyMs: () => percentiles(latencies),
+    /** From each event's created_at to its first receipt (the log, the consumer and the attempt; not the stages before the event). */
+    eventToReceiptMs: () => percentiles(fromEvent),
     /**
      * The same-run baseline: bench/webhook-bare.ts in its own process signs and POSTs `count`
      * webhooks to this receiver, `concurrency` at once (each verified there); the best of the
@@ -73,17 +80,26 @@ export async function startReceiver() {
       const secret = `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64")}`;
       trust(BARE, secret);
       const runs: Record<string, number> = {};
+      let cpuUs = Number.POSITIVE_INFINITY;
       for (const c of concurrencies) {
         const proc = Bun.spawn(["bun", `${import.meta.dir}/webhook-bare.ts`, `http://127.0.0.1:${port}/${BARE}`, secret, String(count), String(c)], {
           stdout: "pipe",
         });
-        runs[`concurrency_${c}`] = (JSON.parse(await new Response(proc.stdout).text()) as { per_second: number }).per_second;
+        const out = JSON.parse(await new Response(proc.stdout).text()) as { per_second: number; cpu_us_per_post: number };
+        runs[`concurrency_${c}`] = out.per_second;
+        cpuUs = Math.min(cpuUs, out.cpu_us_per_post);
       }
       const checked = await new Promise<{ bare: number; bareUnverified: number }>((resolve) => {
         bareReply = resolve;
         child.send({ bareCount: true });
       });
-      return { per_second: Math.max(...Object.values(runs)), ...runs, received: checked.bare, unverified: checked.bareUnverified };
+      return {
+        per_second: Math.max(...Object.values(runs)),
+        ...runs,
+        cpu_us_per_post: cpuUs,
+        received: checked.bare,
+        unverified: checked.bareUnverified,
+      };
     },
     stop: () => child.kill(),
   };

@@ -112,15 +112,22 @@ async function drain() {
   }
   const t0 = performance.now();
   for (let i = 0; i < DRAIN; i++) sentAt.set(`bench ${i}`, t0);
+  const cpu = process.cpuUsage();
   services.start();
   const deadline = t0 + 300_000;
   while (seen.size < DRAIN * INTEGRATIONS && performance.now() < deadline) await Bun.sleep(20);
   const seconds = (performance.now() - t0) / 1000;
+  const used = process.cpuUsage(cpu);
   return {
     drained: seen.size,
     duplicates: receiver.counts.duplicates,
     seconds: Math.round(seconds * 10) / 10,
     deliveries_per_second: Math.round(seen.size / seconds),
+    // This process's CPU per delivery (the whole server side: consumer, lanes, signing, POSTs,
+    // records; PostgreSQL apart), beside the bare baseline's cpu_us_per_post.
+    cpu_us_per_delivery: Math.round((used.user + used.system) / seen.size),
+    // First attempts the dispatcher gave to the job queue untried (its lane too long or too slow).
+    handed_to_job_queue: services.webhooks.handedOver(),
   };
 }
 
@@ -176,6 +183,7 @@ async function endToEnd() {
     unverified: receiver.counts.unverified,
     not_succeeded_rows: dead!.n,
     latency_ms: receiver.latencyMs(),
+    event_to_receipt_ms: receiver.eventToReceiptMs(),
   };
 }
 

@@ -54,28 +54,24 @@ const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1),
  * `enqueue`. The jobs are due at once: their `run_at` is the database's `now()` (the
  * transaction's start), and claims take the later of that clock and the queue's (see below).
  */
-export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragment, o: { runAt?: Date; claimedBy?: Claim } = {}): postgres.Fragment {
+export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragment, o: { runAt?: Date; runAtColumn?: boolean } = {}): postgres.Fragment {
   const spec = queueSpec(QUEUES, queue);
   const maxAttempts = spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-  // `claimedBy`: the jobs are born claimed by the instance that will run them itself (JobQueue.hold).
-  // Due only when their lease would lapse: the claims' scan of due jobs never wades through them.
-  if (o.claimedBy)
-    return sql`insert into jobs (queue, payload, max_attempts, attempts, locked_by, locked_until, run_at)
-      select ${queue}, p.payload, ${maxAttempts}, 1, ${o.claimedBy.workerId}, l.until, l.until
-      from (${payloads}) as p(payload), (select now() + make_interval(secs => ${o.claimedBy.leaseSeconds}) as until) as l`;
+  // `runAtColumn`: `payloads` selects (payload, run_at), each job due at its own time (webhook
+  // first attempts recorded with their retries).
+  if (o.runAtColumn)
+    return sql`insert into jobs (queue, payload, max_attempts, run_at)
+      select ${queue}, p.payload, ${maxAttempts}, coalesce(p.run_at, now()) from (${payloads}) as p(payload, run_at)`;
   // `runAt`: every job of the statement is due then instead (a bulk send's scheduled dispatch, its device timeout).
   if (o.runAt)
     return sql`insert into jobs (queue, payload, max_attempts, run_at) select ${queue}, p.payload, ${maxAttempts}, ${o.runAt}::timestamptz from (${payloads}) as p(payload)`;
   return sql`insert into jobs (queue, payload, max_attempts) select ${queue}, p.payload, ${maxAttempts} from (${payloads}) as p(payload)`;
 }
 
-/** Who claims jobs at their creation (enqueueJobs `claimedBy`): this instance's queue, under its lease. */
-export type Claim = { workerId: string; leaseSeconds: number };
-
 /**
- * The part of a statement that settles held jobs (claimed by enqueueJobs `claimedBy`, or run by a
- * handler that returns JOB_REMOVED): `done`, a query of job ids, are removed; `later`, a query of
- * (id, run_at), are released to run again then.
+ * The part of a statement that settles jobs in hand, for a handler that then returns JOB_REMOVED:
+ * `done`, a query of job ids, are removed; `later`, a query of (id, run_at), are released to run
+ * again then.
  */
 export function settleJobs(sql: Sql, done: postgres.Fragment, later: postgres.Fragment): postgres.Fragment {
   return sql`jd as (delete from jobs where id in (${done})),
@@ -121,8 +117,8 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
   const queues: Readonly<Record<string, QueueSpec>> = opts.queues ?? QUEUES;
   const pollMs = opts.pollMs ?? 250;
   const leaseSeconds = opts.leaseSeconds ?? 15;
-  /** Jobs in hand: since when, under which registration, and until when their lease surely holds (real ms). */
-  const held = new Map<number, { since: number; reg: Registration; until: number }>();
+  /** Jobs in hand: since when (real ms), under which registration. */
+  const held = new Map<number, { since: number; reg: Registration }>();
   let renewer: Timer | undefined;
   const registrations = new Map<string, Registration>();
   let timer: Timer | undefined;
@@ -209,15 +205,9 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     try {
       // Rows locked right now are being settled by their holder: skipped, so a renewal never waits
       // on (or deadlocks with) the statements that record many outcomes at once.
-      const renewed = await sql<{ id: number }[]>`
+      await sql`
         update jobs set locked_until = now() + make_interval(secs => ${leaseSeconds})
-        where id in (select id from jobs where id = any(${ids}::bigint[]) and locked_by = ${workerId} for update skip locked)
-        returning id`;
-      // Counted from before the statement: the database's new lease ends later than this.
-      for (const { id } of renewed) {
-        const h = held.get(Number(id));
-        if (h) h.until = now + leaseSeconds * 1000;
-      }
+        where id in (select id from jobs where id = any(${ids}::bigint[]) and locked_by = ${workerId} for update skip locked)`;
     } catch (e) {
       logger.warn({ err: (e as Error).message }, "job lease renewal failed");
     }
@@ -225,7 +215,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
 
   async function run(jobs: Job[], reg: Registration) {
     reg.running++;
-    for (const job of jobs) held.set(job.id, { since: real.now(), reg, until: real.now() + leaseSeconds * 1000 });
+    for (const job of jobs) held.set(job.id, { since: real.now(), reg });
     try {
       let error: unknown;
       let removed = false;
@@ -305,44 +295,11 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     };
   }
 
-  /** The registration the held jobs of `queue` renew their leases under (registered or not). */
-  const holder = (queue: Q): Registration =>
-    registrations.get(queue) ?? registration(queue, async () => {}, queueSpec(queues, queue).batchSize !== undefined, {});
-
   return {
     enqueue,
     wake,
-    /** How jobs are created already claimed by this instance (enqueueJobs `claimedBy`). */
-    claimedBy: { workerId, leaseSeconds } as Claim,
-    /**
-     * Keeps renewing the leases of jobs this instance claimed at their creation and runs itself
-     * (up to the queue's visibility timeout), until `unhold`: if the instance dies, they are free
-     * again within a lease and the queue's workers run them.
-     */
-    hold(queue: Q, ids: number[]) {
-      const reg = holder(queue);
-      const since = real.now();
-      // The lease was taken when the jobs were created, a moment ago: counted from a second earlier.
-      for (const id of ids) held.set(id, { since, reg, until: since + (leaseSeconds - 1) * 1000 });
-    },
-    /**
-     * How long the lease of a held job surely lasts (ms; 0 when not held): a holder that starts
-     * work with little left risks a second run by another worker once the lease lapses.
-     */
-    leaseLeft(id: number): number {
-      const h = held.get(id);
-      return h ? Math.max(0, h.until - real.now()) : 0;
-    },
-    unhold(ids: number[]) {
-      for (const id of ids) held.delete(id);
-    },
-    /** Hands held jobs back to the queue's workers now (this instance will not run them itself). */
-    async release(ids: number[]) {
-      for (const id of ids) held.delete(id);
-      if (ids.length === 0) return;
-      await sql`update jobs set locked_by = null, locked_until = null, run_at = ${at(0)} where id = any(${ids}::bigint[]) and locked_by = ${workerId}`;
-      wake();
-    },
+    /** This instance's id: the `locked_by` of the jobs it claims (and the owner others may name it by). */
+    workerId,
     /** Handles `queue` one job per call, up to the registry's `concurrency` calls at once in this process. */
     register<P>(queue: Q, handler: JobHandler<P>, o: RegisterOptions = {}) {
       registrations.set(

@@ -42,8 +42,8 @@ export const QUEUES = {
   },
   "webhook.delivery": {
     description:
-      "One attempt at one webhook delivery: retries, redeliveries, and first attempts the dispatcher handed back or a dead instance left (born claimed by the log consumer's instance, which makes first attempts itself)",
-    producers: ["server/webhooks/delivery-store.ts"],
+      "One attempt at one webhook delivery: retries (enqueued with the first attempt's outcome), redeliveries, and first attempts the dispatcher handed over untried (its endpoint's lane too long or too slow, or stopping); the log consumer's instance makes first attempts itself, with no job",
+    producers: ["server/webhooks/delivery-store.ts", "server/webhooks/live-store.ts"],
     handler: "server/webhooks/delivery.ts",
     // Jobs waiting for a busy endpoint do not hold a slot (endpoint-limiter.ts), so many endpoints at their cap still leave room.
     concurrency: 256,

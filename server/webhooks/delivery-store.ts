@@ -1,11 +1,12 @@
 import type { Sql } from "../db/client";
-import { type Claim, enqueueJobs, settleJobs } from "../jobs/queue";
+import { enqueueJobs, settleJobs } from "../jobs/queue";
 
 export type DeliveryStatus = "pending" | "succeeded" | "failed" | "retrying";
 
 /** A delivery with what its next attempt needs from the integration. */
 export type DeliveryForAttempt = {
-  id: number;
+  /** Null: a live first attempt, whose row is written with its outcome (live-store.ts). */
+  id: number | null;
   event_id: string;
   event_type: string;
   message_id: number | null;
@@ -62,7 +63,7 @@ export async function insertLog(sql: Sql, r: AttemptRecord) {
  * One attempt of a delivery as recorded: `retryAt` when another attempt is due then, `reached`
  * whether the endpoint answered (null: not tried), `jobId` the job it ran under (settled with it).
  */
-export type FinishedAttempt = AttemptRecord & { deliveryId: number; retryAt: Date | null; reached: "succeeded" | "failed" | null; jobId: number | null };
+export type FinishedAttempt = AttemptRecord & { retryAt: Date | null; reached: "succeeded" | "failed" | null; jobId: number | null };
 
 /**
  * Records attempts in one statement, however many: each delivery's new state, its log record,
@@ -214,11 +215,10 @@ export type NewDelivery = {
 export type CreatedDelivery = { delivery_id: number; job_id: number };
 
 /**
- * Inserts deliveries and their jobs in one statement. The log consumer's delivery of an event to
- * an integration exists once (`origin` live): inserting it again adds nothing, nor a job.
- * `claimedBy`: the jobs are born claimed by this instance, which makes the first attempts itself.
+ * Inserts deliveries and their jobs in one statement (replays). A live delivery of an event to an
+ * integration exists once (`origin` live): inserting it again adds nothing, nor a job.
  */
-export async function insertDeliveries(sql: Sql, rows: NewDelivery[], queue: DeliveryQueue, claimedBy?: Claim): Promise<CreatedDelivery[]> {
+export async function insertDeliveries(sql: Sql, rows: NewDelivery[], queue: DeliveryQueue): Promise<CreatedDelivery[]> {
   if (rows.length === 0) return [];
   return sql<CreatedDelivery[]>`
     with d as (
@@ -226,7 +226,7 @@ export async function insertDeliveries(sql: Sql, rows: NewDelivery[], queue: Del
       on conflict (event_id, webhook_integration_id) where origin = 'live' do nothing
       returning id
     )
-    ${enqueueJobs(sql, queue, sql`select jsonb_build_object('delivery_id', d.id) from d`, { claimedBy })}
+    ${enqueueJobs(sql, queue, sql`select jsonb_build_object('delivery_id', d.id) from d`)}
     returning (payload->>'delivery_id')::bigint as delivery_id, id as job_id`;
 }
 

@@ -1,51 +1,59 @@
 import { createGroupCommit } from "../lib/group-commit";
 import { type DeliveryDeps, makeAttempt } from "./delivery";
 import type { DeliveryForAttempt, FinishedAttempt } from "./delivery-store";
-import { recordAttempts } from "./delivery-store";
-import { DELIVERY_QUEUE } from "./forwarding";
+import { type FirstAttempt, recordFirstAttempts } from "./live-store";
 
 export const DISPATCH_TIMING = {
-  /** Past this many deliveries waiting in one lane, the newest go back to the job queue (a stuck endpoint must not fill memory). */
-  maxQueued: 5_000,
-  /** A delivery that waited this long for its endpoint goes back to the job queue with the rest of its lane. */
-  maxWaitMs: 30_000,
   /**
-   * Nor is an attempt started on a job whose lease may end within this (its renewals came late,
-   * as under overload): once it lapses another worker could make the same attempt.
+   * Past this many deliveries waiting in a slow lane (its oldest waiting over `slowHeadMs`), the
+   * newest go to the job queue: a stuck endpoint must not fill memory, nor hold the consumer's
+   * read-ahead (CONSUMER_TIMING.maxOutstanding) that every endpoint shares.
    */
-  minLeaseMs: 5_000,
-  /** Attempts recorded per statement at most. */
+  maxQueued: 5_000,
+  slowHeadMs: 2_000,
+  /** A lane that keeps up (a fast endpoint read ahead of) may hold this many before it hands over. */
+  maxQueuedFast: 50_000,
+  /** A delivery that waited this long for its endpoint goes to the job queue with the rest of its lane. */
+  maxWaitMs: 30_000,
+  /** Outcomes recorded per statement at most. */
   recordBatch: 500,
+  /** A record that failed (the database away) is submitted again after this. */
+  recordRetryMs: 1_000,
 };
 
-/** A live delivery whose job this instance holds (claimed at its creation, JobQueue.hold). */
-export type Handoff = { delivery: DeliveryForAttempt; jobId: number };
+/**
+ * A live delivery (not stored yet) for its first attempt; `settle` is called once its outcome
+ * (or its hand-over to the job path) is committed.
+ */
+export type LiveItem = { delivery: DeliveryForAttempt; settle: () => void };
 
-type Queued = Handoff & { since: number };
+type Queued = LiveItem & { since: number };
 type Lane = { queue: Queued[]; head: number; running: number };
 
 /**
- * First attempts of live deliveries, made in this process straight from the log consumer: one
- * lane per endpoint (integration), a FIFO drained by at most `cap` attempts at once, each slot
- * of the endpoint limiter waited for in memory (shared with the job path's retries, so an
- * endpoint never gets more than `cap` at once). Waiting for a slot is neither an attempt nor a
- * database round trip. Outcomes are written by group commit, many attempts per statement
- * (recordAttempts), each settling its job; a failure is released to the job queue until its
- * retry is due, so retries, like redeliveries and replays, run on the job path.
+ * First attempts of live deliveries, made in this process straight from the log consumer, before
+ * anything of them is stored: one lane per endpoint (integration), a FIFO drained by at most
+ * `cap` attempts at once, each slot of the endpoint limiter waited for in memory (shared with the
+ * job path's retries, so an endpoint never gets more than `cap` at once). Waiting for a slot is
+ * neither an attempt nor a database round trip. Outcomes are written by group commit, many per
+ * statement (recordFirstAttempts: the delivery row, its log record, and a job only when it is to
+ * be retried), so a first attempt that succeeds costs two row inserts in a shared statement.
+ * Retries, like redeliveries and replays, run on the job path.
  *
  * A lane never delays another: each endpoint has its own FIFO and slots. A stuck endpoint's lane
- * hands back to the job queue what has waited too long or does not fit (the job path puts it off
- * without holding a worker). If the process dies, the jobs it held are free again within a
- * lease (server/jobs/queue.ts), so every delivery is attempted at least once.
+ * hands to the job queue (stored untried, due now) what has waited too long or does not fit; the
+ * job path puts it off without holding a worker. If the process dies, nothing of what was in
+ * memory is lost: the consumer's durable position is still before it (server/webhooks/consumer.ts).
  */
 export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Partial<typeof DISPATCH_TIMING> }) {
   const timing = { ...DISPATCH_TIMING, ...deps.timing };
   const lanes = new Map<number, Lane>();
   const loops = new Set<Promise<void>>();
   let stopped = false;
+  let handedOver = 0;
   const records = createGroupCommit(
-    async (attempts: FinishedAttempt[]) => {
-      await recordAttempts(deps.sql, attempts);
+    async (attempts: FirstAttempt[]) => {
+      await recordFirstAttempts(deps.sql, attempts);
       return attempts.map(() => undefined);
     },
     { maxBatch: timing.recordBatch },
@@ -60,22 +68,48 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
     return rest;
   }
 
-  /** The job path runs them instead (a lapsed lease would too, later). */
-  function handBack(items: Queued[]) {
-    if (items.length === 0) return;
-    deps.logger.info({ deliveries: items.length }, "webhook deliveries handed back to the job queue (endpoint busy or stopping)");
-    void deps.jobs
-      .release(items.map((i) => i.jobId))
-      .catch((e) => deps.logger.warn({ err: (e as Error).message }, "webhook deliveries not handed back; their leases lapse"));
+  /** Writes an outcome; the item is settled once it is committed. Retried while the process runs. */
+  function persist(item: LiveItem, row: FirstAttempt) {
+    records.submit(row).then(
+      () => item.settle(),
+      (e) => {
+        deps.logger.warn({ err: (e as Error).message, event: row.eventId }, "webhook attempt not recorded; trying again");
+        if (!stopped) setTimeout(() => persist(item, row), timing.recordRetryMs);
+      },
+    );
   }
 
-  function record(item: Queued, done: FinishedAttempt) {
+  const recordOf = (item: LiveItem, done: FinishedAttempt): FirstAttempt => ({ ...done, body: item.delivery.body });
+
+  /** Stored untried with a job due now: the job path makes the attempt instead. */
+  function handOver(items: Queued[]) {
+    if (items.length === 0) return;
+    deps.logger.info({ deliveries: items.length }, "webhook deliveries handed to the job queue (endpoint busy or stopping)");
+    handedOver += items.length;
+    for (const item of items) {
+      const d = item.delivery;
+      persist(item, {
+        integrationId: d.integration_id,
+        deliveryId: null,
+        eventId: d.event_id,
+        eventType: d.event_type,
+        messageId: d.message_id,
+        attempt: 0,
+        status: "pending",
+        httpStatus: null,
+        responseBody: null,
+        responseTimeMs: null,
+        error: null,
+        retryAt: null,
+        reached: null,
+        jobId: null,
+        body: d.body,
+      });
+    }
     void records
-      .submit(done)
-      .catch((e) =>
-        deps.logger.warn({ err: (e as Error).message, delivery: item.delivery.id }, "webhook attempt not recorded; its lease lapses and it is tried again"),
-      )
-      .finally(() => deps.jobs.unhold([item.jobId]));
+      .flush()
+      .then(() => deps.jobs.wake())
+      .catch(() => {});
   }
 
   async function drainLane(integrationId: number, lane: Lane) {
@@ -83,16 +117,19 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
       while (!stopped && waiting(lane) > 0) {
         const item = lane.queue[lane.head++]!;
         if (lane.head > 1024 && lane.head * 2 > lane.queue.length) lane.queue = takeAll(lane);
-        if (deps.clock.now() - item.since > timing.maxWaitMs || deps.jobs.leaseLeft(item.jobId) < timing.minLeaseMs) {
-          handBack([item, ...takeAll(lane)]);
+        if (deps.clock.now() - item.since > timing.maxWaitMs) {
+          handOver([item, ...takeAll(lane)]);
           break;
         }
+        let done: FinishedAttempt;
         try {
-          record(item, await makeAttempt(deps, item.delivery, (endpoint) => deps.limiter.wait(endpoint), item.jobId));
+          done = await makeAttempt(deps, item.delivery, (endpoint) => deps.limiter.wait(endpoint), null);
         } catch (e) {
-          deps.jobs.unhold([item.jobId]);
-          deps.logger.warn({ err: (e as Error).message, delivery: item.delivery.id }, "webhook attempt failed to run; its lease lapses and it is tried again");
+          deps.logger.warn({ err: (e as Error).message, event: item.delivery.event_id }, "webhook attempt failed to run; handed to the job queue");
+          handOver([item]);
+          continue;
         }
+        persist(item, recordOf(item, done));
       }
     } finally {
       lane.running--;
@@ -111,37 +148,44 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
   }
 
   return {
-    /** Takes over the first attempts of deliveries whose jobs this instance claimed at their creation. */
-    dispatch(handoffs: Handoff[]) {
-      if (handoffs.length === 0) return;
-      deps.jobs.hold(
-        DELIVERY_QUEUE,
-        handoffs.map((h) => h.jobId),
-      );
-      if (stopped) return handBack(handoffs.map((h) => ({ ...h, since: 0 })));
+    /** Takes over the first attempts of live deliveries, in log order per endpoint. */
+    dispatch(items: LiveItem[]) {
+      if (items.length === 0) return;
       const since = deps.clock.now();
+      if (stopped) return handOver(items.map((i) => ({ ...i, since })));
       const touched = new Map<number, Lane>();
-      for (const h of handoffs) {
-        const id = h.delivery.integration_id;
+      for (const item of items) {
+        const id = item.delivery.integration_id;
         let lane = lanes.get(id);
         if (!lane) lanes.set(id, (lane = { queue: [], head: 0, running: 0 }));
-        lane.queue.push({ ...h, since });
+        lane.queue.push({ ...item, since });
         touched.set(id, lane);
       }
       for (const [id, lane] of touched) {
-        if (waiting(lane) > timing.maxQueued) handBack(lane.queue.splice(lane.head + timing.maxQueued));
+        const n = waiting(lane);
+        const slow = n > timing.maxQueued && since - lane.queue[lane.head]!.since > timing.slowHeadMs;
+        if (slow || n > timing.maxQueuedFast) handOver(lane.queue.splice(lane.head + (slow ? timing.maxQueued : timing.maxQueuedFast)));
         start(id, lane);
       }
     },
     /** Deliveries waiting for or in an attempt in this process, per integration. */
     backlog: () => new Map([...lanes].map(([id, lane]) => [id, waiting(lane) + lane.running])),
+    /** How many deliveries were handed to the job queue untried since the start (benchmarks). */
+    handedOver: () => handedOver,
+    /**
+     * Forgets what waits, unattempted and unrecorded: this process no longer owns the consumer,
+     * whose next owner reads those events again.
+     */
+    abandon() {
+      for (const lane of lanes.values()) takeAll(lane);
+    },
     resume() {
       stopped = false;
     },
-    /** Hands what waits back to the job queue, lets the attempts under way finish and records them. */
+    /** Hands what waits to the job queue, lets the attempts under way finish and records everything. */
     async stop() {
       stopped = true;
-      for (const lane of lanes.values()) handBack(takeAll(lane));
+      for (const lane of lanes.values()) handOver(takeAll(lane));
       await Promise.allSettled([...loops]);
       await records.flush();
     },

@@ -9,7 +9,7 @@ import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
 import { createLogConsumer } from "./consumer";
 import { type DeliveryDeps, deliveryHandler, openSecret, sendSigned } from "./delivery";
-import { insertLog, loadDeliveriesForAttempt } from "./delivery-store";
+import { insertLog } from "./delivery-store";
 import { createDispatcher } from "./dispatcher";
 import { createEndpointLimiter } from "./endpoint-limiter";
 import { newTestEventId, testEvent } from "./events";
@@ -23,8 +23,8 @@ export type TestResult = { success: boolean; http_status: number; response_body:
 
 /**
  * The webhook feature's moving parts, built once with the services: the secret box, the log
- * consumer that makes deliveries of events and hands their first attempts to the dispatcher
- * (per-endpoint lanes in this process), the delivery handler of the job path (registered by
+ * consumer that matches events to integrations and hands their first attempts to the dispatcher
+ * (per-endpoint lanes in this process, outcomes stored afterwards), the delivery handler of the job path (registered by
  * server/jobs/workers.ts for the live and the replay queue), the SSRF check used by the routes,
  * and the test send.
  */
@@ -52,12 +52,10 @@ export function createWebhookEngine(deps: {
     events: deps.events,
     clock: deps.clock,
     logger: deps.logger,
-    claim: deps.jobs.claimedBy,
-    async deliver(created) {
-      const jobOf = new Map(created.map((c) => [c.delivery_id, c.job_id]));
-      const loaded = await loadDeliveriesForAttempt(deps.sql, [...jobOf.keys()], delivery.disableAfterSeconds);
-      dispatcher.dispatch(loaded.map((d) => ({ delivery: d, jobId: jobOf.get(d.id)! })));
-    },
+    owner: deps.jobs.workerId,
+    disableAfterSeconds: delivery.disableAfterSeconds,
+    deliver: (items) => dispatcher.dispatch(items),
+    abandon: () => dispatcher.abandon(),
   });
 
   /**
@@ -112,13 +110,16 @@ export function createWebhookEngine(deps: {
     async stop() {
       await consumer.stop();
       await dispatcher.stop();
+      await consumer.release();
     },
     /** Live deliveries waiting for or in their first attempt in this process, per integration. */
     backlog: () => dispatcher.backlog(),
+    /** How many live deliveries went to the job queue untried (their endpoint busy, or stopping). */
+    handedOver: () => dispatcher.handedOver(),
+    /** How far this process has read the log and recorded every delivery of it (undefined: another instance owns the consumer). */
+    progress: () => consumer.progress(),
     /** Wakes this instance's delivery workers after deliveries were created outside the consumer. */
     wakeWorkers: () => deps.jobs.wake(),
-    /** Makes the deliveries of every readable event now (tests that drive the work by hand). */
-    drainEvents: () => consumer.drain(),
     /** The SSRF verdict on a target URL under this server's WEBHOOK_ALLOW_PRIVATE. */
     checkTarget: (url: URL) => checkTarget(url, { allowPrivate: delivery.allowPrivate, lookup: delivery.lookup }),
   };

@@ -1,8 +1,16 @@
 import type { Sql } from "../db/client";
 import type { StoredEvent } from "../events/log";
-import type { Claim } from "../jobs/queue";
-import { type CreatedDelivery, type DeliveryOrigin, type DeliveryQueue, type EventToMatch, findEventTargets, insertDeliveries } from "./delivery-store";
+import {
+  type CreatedDelivery,
+  type DeliveryForAttempt,
+  type DeliveryOrigin,
+  type DeliveryQueue,
+  type EventToMatch,
+  findEventTargets,
+  insertDeliveries,
+} from "./delivery-store";
 import { webhookBody } from "./events";
+import { loadIntegrationsForAttempt } from "./live-store";
 import { NOT_FROM_LOG } from "./subscriptions";
 
 /** Queue of live webhook deliveries (and redeliveries): one job per delivery, retried by the delivery worker itself. */
@@ -35,14 +43,14 @@ const messageIdOf = (e: StoredEvent) => {
  * Creates the deliveries of log events (docs/events.md "Webhooks"): one per event and integration
  * that gets it (findEventTargets), each with its job, in one query for the targets and one
  * statement for the rows. The body is the event under its own id, the same for every integration
- * and every later redelivery or replay. `integrationId` narrows to one integration (replay);
- * `claimedBy`: the jobs are born claimed by this instance (the consumer's first attempts).
+ * and every later redelivery or replay. `integrationId` narrows to one integration. Used by
+ * replays; live deliveries are stored only with their first attempt (matchLiveDeliveries).
  * Returns the deliveries created.
  */
 export async function createDeliveries(
   sql: Sql,
   events: StoredEvent[],
-  opts: { origin: DeliveryOrigin; queue: DeliveryQueue; integrationId?: number; claimedBy?: Claim },
+  opts: { origin: DeliveryOrigin; queue: DeliveryQueue; integrationId?: number },
 ): Promise<CreatedDelivery[]> {
   const deliverable = events.filter((e) => !NOT_FROM_LOG.includes(e.type));
   if (deliverable.length === 0) return [];
@@ -56,5 +64,49 @@ export async function createDeliveries(
     if (body === undefined) bodies.set(t.event_row, (body = webhookBody(e)));
     return { webhook_integration_id: t.integration_id, event_id: e.cursor, event_type: e.type, message_id: messageIdOf(e), body, origin: opts.origin };
   });
-  return insertDeliveries(sql, rows, opts.queue, opts.claimedBy);
+  return insertDeliveries(sql, rows, opts.queue);
+}
+
+/**
+ * The live deliveries of log events, ready for their first attempt and not stored (the log
+ * consumer writes each with its outcome): per event (by its row id), the deliveries it gets, in
+ * integration order; an event that no integration gets is absent. Two queries: the targets
+ * (findEventTargets) and what the attempts need of their integrations.
+ */
+export async function matchLiveDeliveries(sql: Sql, events: StoredEvent[], disableAfterSeconds: number): Promise<Map<number, DeliveryForAttempt[]>> {
+  const out = new Map<number, DeliveryForAttempt[]>();
+  const deliverable = events.filter((e) => !NOT_FROM_LOG.includes(e.type));
+  if (deliverable.length === 0) return out;
+  const targets = await findEventTargets(sql, deliverable.map(toMatch));
+  if (targets.length === 0) return out;
+  const integrations = await loadIntegrationsForAttempt(sql, [...new Set(targets.map((t) => t.integration_id))], disableAfterSeconds);
+  const byRow = new Map(deliverable.map((e) => [e.position.id, e]));
+  const bodies = new Map<number, string>();
+  for (const t of targets) {
+    const e = byRow.get(t.event_row)!;
+    const i = integrations.get(t.integration_id);
+    if (!i) continue; // removed since the match
+    let body = bodies.get(t.event_row);
+    if (body === undefined) bodies.set(t.event_row, (body = webhookBody(e)));
+    const list = out.get(t.event_row) ?? [];
+    if (list.length === 0) out.set(t.event_row, list);
+    list.push({
+      id: null,
+      event_id: e.cursor,
+      event_type: e.type,
+      message_id: messageIdOf(e),
+      body,
+      status: "pending",
+      attempts: 0,
+      integration_id: i.id,
+      url: i.url,
+      headers: i.headers,
+      timeout_seconds: i.timeout_seconds,
+      retry_count: i.retry_count,
+      is_active: i.is_active,
+      secret_sealed: i.secret_sealed,
+      failing_too_long: i.failing_too_long,
+    });
+  }
+  return out;
 }

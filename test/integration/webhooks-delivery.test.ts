@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { appendEvents } from "../../server/events/log";
+import { encodeCursor } from "../../server/events/cursor";
 import { createTenant } from "../fixtures";
 import { createTestContext, type TestContext } from "../helpers";
-import { createHook, createNumber, createTeam, fastForwardRetries, logsOf, receiveSms, startReceiver, waitFor } from "./webhooks-helpers";
+import { createHook, createNumber, createTeam, deliveriesMade, fastForwardRetries, logsOf, receiveSms, startReceiver, waitFor } from "./webhooks-helpers";
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -153,26 +153,37 @@ describe("webhook deliveries", () => {
     s.receiver.stop();
   }, 30_000);
 
-  test("a delivery whose worker died mid-attempt is claimed again and delivered", async () => {
+  test("a first attempt its instance died before recording is made by the next owner of the consumer, once the dead one's lease lapsed, under the event's id", async () => {
     const s = await setup({});
-    await ctx.services.jobs.stop();
+    await ctx.services.webhooks.stop();
+    let leaseSet = 0;
+    let eventId = "";
     try {
-      await receiveSms(ctx, s.sim.id);
-      // The fan-out ran in a worker that then died: its job is still claimed by nobody alive.
-      const [msg] = await ctx.sql<{ id: number }[]>`select max(id) as id from messages where hosted_sim_id = ${s.sim.id}`;
-      // Its event, as the fan-out appends it (the fan-out itself appends nothing more: same dedupe key).
-      const message = { id: msg!.id, hosted_sim_id: s.sim.id, locked: false, team_id: s.team.id };
-      await appendEvents(ctx.sql, [
-        { organizationId: s.org.id, type: "message.received", hostedSimId: s.sim.id, teamId: s.team.id, dedupeKey: `message:${msg!.id}`, payload: { message } },
-      ]);
-      await waitFor(async () => (await ctx.sql`select 1 from webhook_deliveries where webhook_integration_id = ${s.id}`).length > 0);
-      await ctx.sql`update jobs set attempts = 1, locked_by = 'crashed-worker', locked_until = now() - interval '1 second'
-                    where queue = 'webhook.delivery' and (payload->>'delivery_id')::bigint in (select id from webhook_deliveries where webhook_integration_id = ${s.id})`;
+      const stored = await receiveSms(ctx, s.sim.id);
+      // The fan-out (still running) appends the event; a dead instance owns the consumer: it had
+      // read the event, its attempt was never recorded, its lease runs for two more seconds.
+      const event = await waitFor(
+        async () =>
+          (
+            await ctx.sql<{ id: number; txid: string }[]>`
+              select id, txid::text as txid from events where type = 'message.received' and (payload->'message'->>'id')::bigint = ${stored.messageId}`
+          )[0],
+        10_000,
+        "the event appended",
+      );
+      eventId = encodeCursor(event);
+      await ctx.sql`update event_consumers set owner = 'dead-instance', owner_until = now() + interval '2 seconds' where name = 'webhooks'`;
+      leaseSet = performance.now();
     } finally {
-      ctx.services.start();
+      await ctx.services.webhooks.start();
     }
-    await waitFor(() => s.receiver.received.length >= 1, 10_000, "redelivery");
-    expect(s.receiver.received[0]!.verifiedWith).toBe(s.secret);
+    const [got] = await waitFor(() => s.receiver.received.length > 0 && s.receiver.received, 15_000, "the delivery by the next owner");
+    expect(got!.at - leaseSet).toBeGreaterThan(1_000);
+    expect(got!.headers["webhook-id"]).toBe(eventId);
+    expect(got!.verifiedWith).toBe(s.secret);
+    await deliveriesMade(ctx);
+    const [owner] = await ctx.sql<{ owner: string }[]>`select owner from event_consumers where name = 'webhooks'`;
+    expect(owner!.owner).toBe(ctx.services.jobs.workerId);
     s.receiver.stop();
   }, 30_000);
   test("a secret that cannot be opened (SECRETS_KEY changed) is a logged failure, not a job looping forever", async () => {

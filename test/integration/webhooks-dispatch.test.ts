@@ -84,7 +84,7 @@ describe("live deliveries run per endpoint in the process (dispatcher)", () => {
     healthy.stop();
   }, 60_000);
 
-  test("waiting for an endpoint's slot is not an attempt: no log record, no retry, the job still held until its turn", async () => {
+  test("waiting for an endpoint's slot is not an attempt: nothing stored (no delivery row, log record or job) until its turn", async () => {
     const a = await createTenant(ctx.sql);
     const team = await createTeam(ctx.sql, a.org.id);
     const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: team.id }]);
@@ -93,10 +93,10 @@ describe("live deliveries run per endpoint in the process (dispatcher)", () => {
     slow.secrets.push(hook.secret);
     const n = ENDPOINT_CONCURRENCY + 10;
     for (let i = 0; i < n; i++) await receiveSms(ctx, sim.id, `slot ${i}`);
-    await deliveriesMade(ctx);
     await waitFor(() => slow.held.length === ENDPOINT_CONCURRENCY, 10_000, "the endpoint's slots all taken");
-    const waiting = await deliveryState(hook.id);
-    expect(waiting).toEqual({ deliveries: n, attempted: 0, jobs_free: 0 });
+    await waitFor(() => ctx.services.webhooks.backlog().get(hook.id) === n, 10_000, "every delivery in the endpoint's lane");
+    // The first attempts in flight and those waiting for a slot are in memory only.
+    expect(await deliveryState(hook.id)).toEqual({ deliveries: 0, attempted: 0, jobs_free: 0 });
     expect((await logsOf(ctx, a.token, hook.id)).data).toHaveLength(0);
     expect(slow.held.length).toBe(ENDPOINT_CONCURRENCY);
 
@@ -114,15 +114,12 @@ describe("live deliveries run per endpoint in the process (dispatcher)", () => {
     });
     expect(logs.data.every((l) => l.status === "succeeded" && l.attempt === 1)).toBe(true);
     expect(new Set(slow.received.map((r) => r.headers["webhook-id"])).size).toBe(n);
-    await waitFor(
-      async () =>
-        (await deliveryState(hook.id)).jobs_free === 0 &&
-        (
-          await ctx.sql`select 1 from jobs j join webhook_deliveries d on (j.payload->>'delivery_id')::bigint = d.id where d.webhook_integration_id = ${hook.id}`
-        ).length === 0,
-      10_000,
-      "every job settled",
-    );
+    // Each is stored once answered, succeeded at its first attempt, with no job.
+    await deliveriesMade(ctx);
+    expect(await deliveryState(hook.id)).toEqual({ deliveries: n, attempted: n, jobs_free: 0 });
+    expect(
+      await ctx.sql`select 1 from jobs j join webhook_deliveries d on (j.payload->>'delivery_id')::bigint = d.id where d.webhook_integration_id = ${hook.id}`,
+    ).toHaveLength(0);
     slow.stop();
   }, 60_000);
 
@@ -151,5 +148,49 @@ describe("live deliveries run per endpoint in the process (dispatcher)", () => {
     expect(poison).toEqual({ status: "failed", jobs: 0 });
     expect(receiver.received.filter((r) => r.event.data.text === "poison")).toHaveLength(3);
     receiver.stop();
+  }, 60_000);
+  test("stopping hands the waiting first attempts to the job queue, records those under way, and writes the position past them all", async () => {
+    const a = await createTenant(ctx.sql);
+    const team = await createTeam(ctx.sql, a.org.id);
+    const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: team.id }]);
+    const slow = hangingReceiver();
+    const hook = await createHook(ctx, a.token, { url: slow.url }, [{ teamId: team.id, mode: "always" }]);
+    slow.secrets.push(hook.secret);
+    const n = ENDPOINT_CONCURRENCY + 10;
+    for (let i = 0; i < n; i++) await receiveSms(ctx, sim.id, `stop ${i}`);
+    await waitFor(() => ctx.services.webhooks.backlog().get(hook.id) === n, 10_000, "every delivery in the endpoint's lane");
+    await waitFor(() => slow.held.length === ENDPOINT_CONCURRENCY, 10_000, "the endpoint's slots all taken");
+
+    const stopped = ctx.services.webhooks.stop();
+    // The 10 waiting are stored untried with a job each, while the 16 under way are still held.
+    await waitFor(async () => (await deliveryState(hook.id)).deliveries === n - ENDPOINT_CONCURRENCY, 10_000, "the waiting handed over");
+    const [handed] = await ctx.sql<{ untried: number; jobs: number }[]>`
+      select count(*) filter (where d.attempts = 0 and d.status = 'pending')::int as untried, count(j.id)::int as jobs
+      from webhook_deliveries d left join jobs j on j.queue = 'webhook.delivery' and (j.payload->>'delivery_id')::bigint = d.id
+      where d.webhook_integration_id = ${hook.id}`;
+    expect(handed).toEqual({ untried: n - ENDPOINT_CONCURRENCY, jobs: n - ENDPOINT_CONCURRENCY });
+    slow.release();
+    await stopped;
+    // The attempts under way were recorded before stop returned (the job path may have tried some of the others meanwhile).
+    const after = await deliveryState(hook.id);
+    expect(after.deliveries).toBe(n);
+    expect(after.attempted).toBeGreaterThanOrEqual(ENDPOINT_CONCURRENCY);
+    // Every event's deliveries are recorded: the position is past the last one, and nobody owns it.
+    const [c] = await ctx.sql<{ owner: string | null; behind: boolean }[]>`
+      select owner, exists (select 1 from events e where (e.txid, e.id) > (c.after_txid, c.after_id)) as behind
+      from event_consumers c where name = 'webhooks'`;
+    expect(c).toEqual({ owner: null, behind: false });
+
+    await ctx.services.webhooks.start();
+    await waitFor(
+      () => {
+        slow.release();
+        return new Set(slow.received.map((r) => r.event.data.text)).size === n;
+      },
+      20_000,
+      "the handed-over ones delivered by the job path",
+    );
+    await waitFor(async () => (await deliveryState(hook.id)).attempted === n, 10_000, "every delivery attempted once recorded");
+    slow.stop();
   }, 60_000);
 });

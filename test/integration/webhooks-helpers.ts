@@ -1,5 +1,6 @@
 import { Webhook } from "standardwebhooks";
 import type { Sql } from "../../server/db/client";
+import { isAfter } from "../../server/events/cursor";
 import { storeInboundMessage } from "../../server/messages/inbound";
 import type { TestContext } from "../helpers";
 
@@ -77,16 +78,20 @@ export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 10_000
 }
 
 /**
- * Waits until the inbound fan-out has run and the webhook consumer has read the whole log: every
+ * Waits until the inbound fan-out has run and this instance's webhook consumer has read the whole
+ * log and recorded every delivery of it (first attempts made, or handed to the job queue): every
  * delivery of the messages received so far exists.
  */
 export async function deliveriesMade(ctx: TestContext) {
   await waitFor(
     async () => {
-      const [r] = await ctx.sql<{ fanout: number; behind: boolean }[]>`
-        select (select count(*) from jobs where queue = 'message.inbound' and not dead)::int as fanout,
-               exists (select 1 from events e, event_consumers c where c.name = 'webhooks' and (e.txid, e.id) > (c.after_txid, c.after_id)) as behind`;
-      return r!.fanout === 0 && !r!.behind;
+      const [r] = await ctx.sql<{ fanout: number; txid: string | null; id: number | null }[]>`
+        select (select count(*) from jobs where queue = 'message.inbound' and not dead)::int as fanout, e.txid::text as txid, e.id
+        from (select 1) one left join lateral (select txid, id from events order by txid desc, id desc limit 1) e on true`;
+      if (r!.fanout > 0) return false;
+      if (r!.txid === null) return true;
+      const progress = ctx.services.webhooks.progress();
+      return progress !== undefined && !isAfter({ txid: r!.txid, id: r!.id! }, progress.settled);
     },
     10_000,
     "webhook deliveries made from the event log",

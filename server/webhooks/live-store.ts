@@ -1,0 +1,140 @@
+import type { Sql } from "../db/client";
+import type { Position } from "../events/cursor";
+import { enqueueJobs } from "../jobs/queue";
+import type { FinishedAttempt } from "./delivery-store";
+
+/**
+ * Storage of the log consumer's first attempts (server/webhooks/consumer.ts): nothing is written
+ * before a first attempt, only its outcome afterwards, many per statement; and the consumer's
+ * position with its owner's lease (`event_consumers`).
+ */
+
+/** What an attempt needs from an integration, by id (inactive ones included: their deliveries are abandoned). */
+export type IntegrationForAttempt = {
+  id: number;
+  url: string;
+  headers: Record<string, string>;
+  timeout_seconds: number;
+  retry_count: number;
+  is_active: boolean;
+  secret_sealed: string;
+  failing_too_long: boolean;
+};
+
+export async function loadIntegrationsForAttempt(sql: Sql, ids: number[], disableAfterSeconds: number): Promise<Map<number, IntegrationForAttempt>> {
+  if (ids.length === 0) return new Map();
+  const rows = await sql<IntegrationForAttempt[]>`
+    select id, url, headers, timeout_seconds, retry_count, is_active, secret_sealed,
+           coalesce(failing_since <= now() - make_interval(secs => ${disableAfterSeconds}), false) as failing_too_long
+    from webhook_integrations where id = any(${ids}::bigint[])`;
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/**
+ * A live delivery's first attempt as recorded, with the body its row keeps (for redeliveries
+ * and retries). `attempt` 0 with status `pending`: not attempted here but handed to the job path
+ * (its endpoint's lane was too long or too slow, or the process is stopping).
+ */
+export type FirstAttempt = FinishedAttempt & { body: string };
+
+/**
+ * Records first attempts in one statement, however many: each delivery's row as its attempt
+ * left it (succeeded, failed, retrying, or pending when handed over untried), its log record when
+ * attempted, a job for what is to be tried again (due at its retry, or now), and the failure run
+ * of each integration tried (as recordAttempts). A row that exists already (the event was read
+ * again after its consumer's owner died) keeps its state and gets only the log record.
+ */
+export async function recordFirstAttempts(sql: Sql, attempts: FirstAttempt[]) {
+  if (attempts.length === 0) return;
+  const seen = new Set<string>();
+  const rows: Record<string, unknown>[] = [];
+  for (const r of attempts) {
+    // One row per (event, integration) in a statement: ON CONFLICT DO UPDATE cannot touch a row twice.
+    const key = `${r.eventId} ${r.integrationId}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    rows.push({
+      integration_id: r.integrationId,
+      event_id: r.eventId,
+      event_type: r.eventType,
+      message_id: r.messageId,
+      body: r.body,
+      attempt: r.attempt,
+      status: r.status,
+      http_status: r.httpStatus,
+      response_body: r.responseBody,
+      response_time_ms: r.responseTimeMs,
+      error: r.error,
+      retry_at: r.retryAt?.toISOString() ?? null,
+    });
+  }
+  const runs = new Map<number, boolean>();
+  for (const r of attempts) if (r.reached) runs.set(r.integrationId, r.reached === "failed");
+  const failing = [...runs].map(([id, failed]) => ({ id, failed }));
+  // A record lost to a crash of PostgreSQL goes with the consumer position written after it (the
+  // WAL is one sequence): the events are read again and attempted again under the same ids.
+  await sql`
+    with r as materialized (
+      select * from jsonb_to_recordset(${sql.json(rows as never)}) as r(integration_id bigint, event_id text, event_type text,
+        message_id bigint, body text, attempt int, status text, http_status int, response_body text, response_time_ms int, error text,
+        retry_at timestamptz)
+    ), d as (
+      insert into webhook_deliveries (webhook_integration_id, event_id, event_type, message_id, body, origin, status, attempts)
+      select integration_id, event_id, event_type, message_id, body, 'live', status, attempt from r
+      on conflict (event_id, webhook_integration_id) where origin = 'live' do update set updated_at = now()
+      returning id, event_id, webhook_integration_id, (xmax = 0) as inserted
+    ), l as (
+      insert into webhook_delivery_logs (webhook_integration_id, delivery_id, event_id, event_type, message_id, attempt, status,
+        http_status, response_body, response_time_ms, error, next_retry_at)
+      select r.integration_id, d.id, r.event_id, r.event_type, r.message_id, r.attempt, r.status, r.http_status, r.response_body,
+        r.response_time_ms, r.error, r.retry_at
+      from r join d on d.event_id = r.event_id and d.webhook_integration_id = r.integration_id where r.attempt > 0
+    ), j as (${enqueueJobs(
+      sql,
+      "webhook.delivery",
+      sql`select jsonb_build_object('delivery_id', d.id), r.retry_at from r join d on d.event_id = r.event_id and d.webhook_integration_id = r.integration_id
+          where d.inserted and r.status in ('retrying', 'pending')`,
+      { runAtColumn: true },
+    )}), f as (
+      update webhook_integrations i set failing_since = case when f.failed then now() end
+      from jsonb_to_recordset(${sql.json(failing as never)}) as f(id bigint, failed boolean)
+      where i.id = f.id and f.failed = (i.failing_since is null)
+    )
+    select set_config('synchronous_commit', 'off', true)`;
+}
+
+/**
+ * Takes the consumer `name` for `owner` under a lease of `leaseSeconds` (database time) when it is
+ * free, lapsed or already `owner`'s; returns its durable position, or null when another owner
+ * holds it.
+ */
+export async function claimConsumer(sql: Sql, name: string, owner: string, leaseSeconds: number): Promise<Position | null> {
+  const [row] = await sql<{ txid: string; id: number }[]>`
+    update event_consumers set owner = ${owner}, owner_until = now() + make_interval(secs => ${leaseSeconds})
+    where name = ${name} and (owner is null or owner = ${owner} or owner_until < now())
+    returning after_txid::text as txid, after_id as id`;
+  return row ?? null;
+}
+
+/**
+ * Renews `owner`'s lease and writes its position (`position` null: unchanged); false when it no
+ * longer owns the consumer (its lease lapsed and another instance took it). Lost to a crash, it
+ * only makes the next owner read again from an older position.
+ */
+export async function renewConsumer(sql: Sql, name: string, owner: string, leaseSeconds: number, position: Position | null): Promise<boolean> {
+  const [row] = await sql<{ n: number }[]>`
+    with c as (
+      update event_consumers set owner_until = now() + make_interval(secs => ${leaseSeconds}), updated_at = now()
+        ${position ? sql`, after_txid = ${position.txid}::xid8, after_id = ${position.id}` : sql``}
+      where name = ${name} and owner = ${owner} returning 1)
+    select (select count(*) from c)::int as n, set_config('synchronous_commit', 'off', true)`;
+  return (row?.n ?? 0) > 0;
+}
+
+/** Writes the position and lets the consumer go, so another instance takes it at once. */
+export async function releaseConsumer(sql: Sql, name: string, owner: string, position: Position | null) {
+  await sql`
+    update event_consumers set owner = null, owner_until = null, updated_at = now()
+      ${position ? sql`, after_txid = ${position.txid}::xid8, after_id = ${position.id}` : sql``}
+    where name = ${name} and owner = ${owner}`;
+}
