@@ -93,6 +93,14 @@ const benches: Bench[] = [
         met: o.heartbeat.cpuUsPerRequestNet <= 40,
         command,
       },
+      {
+        figure: "global hooks: server CPU of the app's most trivial route less the same route in bare Elysia",
+        measured: `${o.trivialRoute.hooksUs} µs (app ${o.trivialRoute.app.cpuUsPerRequestNet} µs, ${n(o.trivialRoute.app.rps)} req/s)`,
+        baseline: `${o.trivialRoute.bare.cpuUsPerRequestNet} µs, ${n(o.trivialRoute.bare.rps)} req/s`,
+        target: "≤ 5 µs",
+        met: o.trivialRoute.hooksUs !== null && o.trivialRoute.hooksUs <= 5,
+        command,
+      },
     ],
   },
   {

@@ -65,7 +65,8 @@ export function createBodyRules() {
     refusal(request: Request, route: string, raw: unknown): AppError | null {
       const rule = rules.get(`${request.method} ${route}`);
       if (!rule) return null;
-      const type = mediaType(request.headers.get("content-type"));
+      const header = request.headers.get("content-type");
+      const type = header === JSON_MEDIA_TYPE ? header : mediaType(header);
       if (type === null) return hasBody(request) ? unsupportedMediaType(rule.accepted) : null;
       if (!rule.accepted.includes(type)) return unsupportedMediaType(rule.accepted);
       if (type === JSON_MEDIA_TYPE && raw !== undefined && (typeof raw !== "object" || raw === null || Array.isArray(raw))) return notAnObject();
