@@ -58,7 +58,7 @@ try {
       body: sms(i),
     });
   await closedLoop(req, { concurrency: 64, seconds: 2 });
-  const max = await closedLoop(req, { concurrency: CONCURRENCY, seconds: SECONDS });
+  const max = await closedLoop(req, { concurrency: CONCURRENCY, seconds: SECONDS, serverPid: server.proc.pid });
   await Bun.sleep(2000);
   const fixed = await openLoop(req, { rate: RATE, seconds: SECONDS });
   const [stored] = await sql<{ n: number }[]>`select count(*)::int as n from device_sms`;
