@@ -46,7 +46,9 @@ type Series = { labels: { method: string; route: string; status: string }; count
  * `+Inf`, `_sum`, `_count`).
  */
 function requestHistogram(registry: Registry, o: { name: string; help: string; buckets: number[] }) {
-  const series = new Map<string, Series>();
+  // By route, method and status: no key string built (and hashed) per request.
+  const byRoute = new Map<string, Map<string, Map<number, Series>>>();
+  const series = { values: () => [...byRoute.values()].flatMap((m) => [...m.values()].flatMap((s) => [...s.values()])), clear: () => byRoute.clear() };
   const { name, help, buckets } = o;
   const get = async () => ({
     name,
@@ -72,9 +74,12 @@ function requestHistogram(registry: Registry, o: { name: string; help: string; b
   });
   registry.registerMetric({ name, help, get, reset: () => series.clear() } as unknown as Metric);
   return function observe(method: string, route: string, status: number, seconds: number) {
-    const key = `${status} ${method} ${route}`;
-    let s = series.get(key);
-    if (!s) series.set(key, (s = { labels: { method, route, status: String(status) }, counts: new Float64Array(buckets.length), sum: 0, count: 0 }));
+    let byMethod = byRoute.get(route);
+    if (!byMethod) byRoute.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    let s = byStatus.get(status);
+    if (!s) byStatus.set(status, (s = { labels: { method, route, status: String(status) }, counts: new Float64Array(buckets.length), sum: 0, count: 0 }));
     let i = 0;
     while (i < buckets.length && seconds > buckets[i]!) i++;
     if (i < buckets.length) s.counts[i]! += 1;
