@@ -4,7 +4,7 @@ import { notFound } from "../errors";
 import { iso } from "../lib/clock";
 import type { Services } from "../services";
 import { buildDeviceConfig } from "./device-config";
-import { DeviceConfig, DeviceParams, Heartbeat, HeartbeatAnswer, RelayParams, SmsAccepted, SubmitSms } from "./schema";
+import { DeviceConfig, DeviceParams, Heartbeat, HeartbeatAnswer, SmsAccepted, SubmitSms } from "./schema";
 import { findDevice } from "./store";
 
 type Deps = Pick<Services, "auth" | "sql" | "clock" | "devices">;
@@ -29,17 +29,17 @@ export function relayRoutes(services: Deps) {
     .post(
       "/api/byos/devices/:device/heartbeat",
       async ({ caller: c, params, body }) => {
-        const state = await actors.require(Number(params.device), c.organization.id);
+        const state = await actors.require(params.device, c.organization.id);
         const doze = body.is_in_doze_mode ?? false;
         await actors.heartbeat(state, { doze, batteryLevel: body.battery_level, signalStrength: body.signal_strength, simCards: body.sim_cards });
         return { success: true, next_heartbeat_in: devices.nextHeartbeatIn(doze), server_time: iso(clock.now()) };
       },
-      { auth: { apiKey: "session_only" }, params: RelayParams, body: Heartbeat, response: { 200: HeartbeatAnswer }, detail: { tags, summary: "Heartbeat" } },
+      { auth: { apiKey: "session_only" }, params: DeviceParams, body: Heartbeat, response: { 200: HeartbeatAnswer }, detail: { tags, summary: "Heartbeat" } },
     )
     .post(
       "/api/byos/devices/:device/sms",
       async ({ caller: c, params, body, set }) => {
-        const state = await actors.require(Number(params.device), c.organization.id);
+        const state = await actors.require(params.device, c.organization.id);
         // SMS wait for state changes already queued on the device (a disable in flight wins); the
         // status itself is checked by the insert, against the database, not this instance's copy.
         await actors.settled(state);
@@ -56,7 +56,7 @@ export function relayRoutes(services: Deps) {
       },
       {
         auth: { apiKey: "session_only" },
-        params: RelayParams,
+        params: DeviceParams,
         body: SubmitSms,
         response: { 202: SmsAccepted },
         detail: { tags, summary: "Submit a received SMS" },

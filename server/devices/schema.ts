@@ -1,6 +1,6 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { t } from "elysia";
-import { DateTime, IdDigitsParam, IdParam, IntegerParam, Optional, Text } from "../lib/fields";
+import { DateTime, IdParam, IntegerParam, Optional, Text } from "../lib/fields";
 import { PageOf } from "../lib/pagination";
 
 const E164_PATTERN = "^\\+[1-9]\\d{6,14}$";
@@ -9,8 +9,6 @@ const Timestamp = Type.String({ format: "date-time" });
 const Nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
 
 export const DeviceParams = t.Object({ device: IdParam() });
-/** DeviceParams for the heartbeat and SMS routes, not converted: the handler calls Number(params.device). */
-export const RelayParams = t.Object({ device: IdDigitsParam() });
 export const SimCardParams = t.Object({ device: IdParam(), simCard: IdParam() });
 export const DeviceListQuery = t.Object({
   status: t.Optional(t.Union([t.Literal("active"), t.Literal("disabled"), t.Literal("revoked"), t.Literal("pending_verification")])),

@@ -28,15 +28,7 @@ TypeRegistry.Set<{ minimum: number; maximum: number }>("IntegerParam", (schema, 
  * as OpenAPI has always shown these parameters: a string of digits or a number.
  */
 export function IntegerParam(minimum: number, maximum: number, options: { description?: string; errorMessage?: string } = {}) {
-  return t
-    .Transform(integerDigits(minimum, maximum, options))
-    .Decode((value) => Number(value))
-    .Encode((value) => value);
-}
-
-/** IntegerParam's check without its conversion: the route calls Number() itself. */
-function integerDigits(minimum: number, maximum: number, options: { description?: string; errorMessage?: string }) {
-  return Type.Unsafe<string | number>({
+  const schema = Type.Unsafe<string | number>({
     [Kind]: "IntegerParam",
     minimum,
     maximum,
@@ -45,19 +37,14 @@ function integerDigits(minimum: number, maximum: number, options: { description?
     errorMessage: options.errorMessage ?? "must be an integer",
     ...(options.description ? { description: options.description } : {}),
   });
+  return t
+    .Transform(schema)
+    .Decode((value) => Number(value))
+    .Encode((value) => value);
 }
 
-const ID_PARAM = { description: "a positive integer id", errorMessage: "must be a positive integer id" };
-
 /** A path or query id: 1 to 2^53 − 1, digits only. */
-export const IdParam = () => IntegerParam(1, ID_MAX, ID_PARAM);
-
-/**
- * The same check as IdParam, the value left as sent (digits, or a number): for the routes devices
- * call all day, where Elysia's decoding of a transformed parameter (TypeBox walks the schema on
- * every request) costs more than the route's `Number(params.x)`. Documented the same.
- */
-export const IdDigitsParam = () => integerDigits(1, ID_MAX, ID_PARAM);
+export const IdParam = () => IntegerParam(1, ID_MAX, { description: "a positive integer id", errorMessage: "must be a positive integer id" });
 
 /** The instants a client may send: what a message or a query can sensibly mean, and PostgreSQL can hold. */
 export const DATE_TIME_MIN = Date.UTC(1970, 0, 1);
