@@ -2,7 +2,8 @@
  * Heartbeats per second: authenticated heartbeats through the real server (auth, validation,
  * device actor, coalesced writes to PostgreSQL) against a baseline Elysia route validating the
  * same body, in one run on the same machine; GET /api/me with the same token shows what the
- * authentication alone allows. Every device is brought online first (its first heartbeat waits
+ * authentication alone allows, and the app's most trivial route against the same route in bare
+ * Elysia what the app's global hooks cost (`trivialRoute.hooksUs`, server CPU µs per request). Every device is brought online first (its first heartbeat waits
  * for its write; `firstHeartbeatsPerSecond`), then the steady state is measured. With few
  * devices each heartbeats many times a second and the deferred writer merges a device's
  * heartbeats of one 100 ms window into one row; more devices (--devices 20000) means more rows.
@@ -55,6 +56,12 @@ try {
     seconds: SECONDS,
     serverPid: server.proc.pid,
   });
+  // The app's most trivial route against the same route in bare Elysia: what the global hooks cost.
+  const trivial = (base: string) => () => new Request(`${base}/.well-known/oauth-authorization-server`);
+  await closedLoop(trivial(baseline.url), { concurrency: CONCURRENCY, seconds: 1 });
+  await closedLoop(trivial(server.url), { concurrency: CONCURRENCY, seconds: 1 });
+  const trivialBare = await closedLoop(trivial(baseline.url), { concurrency: CONCURRENCY, seconds: SECONDS, serverPid: baseline.proc.pid });
+  const trivialApp = await closedLoop(trivial(server.url), { concurrency: CONCURRENCY, seconds: SECONDS, serverPid: server.proc.pid });
   const [online] = await sql<{ n: number }[]>`select count(*)::int as n from devices where is_online`;
   console.log(
     JSON.stringify(
@@ -69,6 +76,15 @@ try {
         // Server CPU per request against the baseline's: the figure load from other processes barely moves.
         cpuRatio: real.cpuUsPerRequestNet && base.cpuUsPerRequestNet ? +(base.cpuUsPerRequestNet / real.cpuUsPerRequestNet).toFixed(3) : null,
         ratioToAuthOnly: +(real.rps / me.rps).toFixed(3),
+        // Server CPU per request of the trivial route: the app's less bare Elysia's is the global hooks' cost.
+        trivialRoute: {
+          bare: trivialBare,
+          app: trivialApp,
+          hooksUs:
+            trivialApp.cpuUsPerRequestNet !== undefined && trivialBare.cpuUsPerRequestNet !== undefined
+              ? +(trivialApp.cpuUsPerRequestNet - trivialBare.cpuUsPerRequestNet).toFixed(1)
+              : null,
+        },
         firstHeartbeatsPerSecond,
         devicesOnline: online!.n,
       },

@@ -1,12 +1,16 @@
 /**
  * SMS ingest: durable, acknowledged submissions per second through the real server with real
  * PostgreSQL (closed loop, as fast as it goes), latency at a fixed 5,000/s (open loop), and the
- * durable intake alone (group commit without HTTP and authentication) for comparison.
+ * durable intake alone (group commit without HTTP and authentication) for comparison, and the
+ * device_sms table's cost in a 100-row pgbench insert against a minimal row, in the same run.
  *
  *   bun bench/devices-sms.ts [--devices 1000] [--seconds 10] [--concurrency 256] [--rate 5000] [--workers 4]
  *
  * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test).
  */
+import { rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createSmsIngest } from "../server/devices/sms-ingest";
 import { arg, closedLoop, connect, dropDatabase, freshBenchDatabase, openLoop, seedDevices, spawnServer } from "./devices-load";
 
@@ -46,6 +50,44 @@ async function intakeAlone(dbUrl: string, deviceIds: number[]) {
   return { submissions: n, perSecond: Math.round(n / ((performance.now() - start) / 1000)) };
 }
 
+/**
+ * The table's own cost, judged against a baseline of the same run: pgbench inserting 100 rows a
+ * transaction (4 clients) into an empty copy of device_sms (`like ... including all`: its
+ * generated key, indexes and defaults; it has no trigger or foreign key of its own) and into an
+ * empty minimal table of the same columns (its primary key only), alternated, `rounds` times
+ * each; null without pgbench on the PATH.
+ */
+async function tableCost(dbUrl: string, seconds: number, rounds = 2) {
+  if (!Bun.which("pgbench")) return null;
+  const sql = connect(dbUrl);
+  await sql`create table sms_minimal (id bigint generated always as identity primary key, device_id bigint not null, message_id uuid not null,
+    sim_slot integer, from_number text not null, body text not null, received_at timestamptz not null)`;
+  // device_sms as migrated (columns, generated key, indexes, defaults), empty like the minimal table.
+  await sql`create table sms_device_copy (like device_sms including all)`;
+  await sql.end();
+  const insert = (table: string) => `insert into ${table} (device_id, message_id, sim_slot, from_number, body, received_at)
+select 1 + (random()*999)::int, gen_random_uuid(), 1, '+15550001111',
+       'hello world this is an ordinary text message of some sixty chars ' || g || random(), now()
+from generate_series(1,100) g;
+`;
+  const rowsPerSecond = async (table: string) => {
+    const script = join(tmpdir(), `simhost-bench-${table}-${process.pid}.sql`);
+    await Bun.write(script, insert(table));
+    const run = Bun.spawnSync(["pgbench", "-n", "-c", "4", "-j", "2", "-T", String(seconds), "-f", script, dbUrl], { stderr: "ignore" });
+    rmSync(script, { force: true });
+    const tps = Number(run.stdout.toString().match(/tps = ([0-9.]+)/)?.[1] ?? Number.NaN);
+    return Math.round(tps * 100);
+  };
+  const minimal: number[] = [];
+  const table: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    minimal.push(await rowsPerSecond("sms_minimal"));
+    table.push(await rowsPerSecond("sms_device_copy"));
+  }
+  const mean = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
+  return { minimalRowsPerSecond: minimal, deviceSmsRowsPerSecond: table, ratio: +(mean(table) / mean(minimal)).toFixed(3), deviceSmsMean: mean(table) };
+}
+
 const dbUrl = await freshBenchDatabase("sms");
 const server = await spawnServer("server/main.ts", { DATABASE_URL: dbUrl, WORKERS: String(WORKERS) }, "/api/health");
 try {
@@ -58,7 +100,7 @@ try {
       body: sms(i),
     });
   await closedLoop(req, { concurrency: 64, seconds: 2 });
-  const max = await closedLoop(req, { concurrency: CONCURRENCY, seconds: SECONDS });
+  const max = await closedLoop(req, { concurrency: CONCURRENCY, seconds: SECONDS, serverPid: server.proc.pid });
   await Bun.sleep(2000);
   const fixed = await openLoop(req, { rate: RATE, seconds: SECONDS });
   const [stored] = await sql<{ n: number }[]>`select count(*)::int as n from device_sms`;
@@ -66,6 +108,7 @@ try {
   server.proc.kill();
   await server.proc.exited;
   const direct = await intakeAlone(dbUrl, deviceIds);
+  const pgbench = await tableCost(dbUrl, Math.min(SECONDS, 5));
   console.log(
     JSON.stringify(
       {
@@ -75,6 +118,8 @@ try {
         storedRows: stored!.n,
         acceptedOverHttp: accepted,
         intakeWithoutHttp: direct,
+        // device_sms against a minimal row in a 100-row pgbench insert, alternated in this run.
+        pgbench,
       },
       null,
       2,

@@ -79,15 +79,17 @@ const timings = new WeakMap<Request, { id: string; start: number }>();
 /** Each request's body as parsed, before validation reshapes it (server/lib/body-rules.ts looks at it). */
 const parsedBodies = new WeakMap<Request, unknown>();
 
-/** The path of an absolute request URL, without parsing the whole URL (this runs on every request). */
+/** The path of an absolute request URL, without parsing the whole URL (this runs on every POST). */
 function pathOf(url: string): string {
   const start = url.indexOf("/", url.indexOf("//") + 2);
   if (start < 0) return "/";
-  const end = url.slice(start).search(/[?#]/);
-  return end < 0 ? url.slice(start) : url.slice(start, start + end);
+  const query = url.indexOf("?", start);
+  const fragment = url.indexOf("#", start);
+  const end = query < 0 ? fragment : fragment < 0 ? query : Math.min(query, fragment);
+  return end < 0 ? url.slice(start) : url.slice(start, end);
 }
 
-/** The request of POST /api/messages (any version prefix). */
+/** The request of POST /api/messages (any version prefix), whose body may be larger than others. */
 const isSendRequest = (request: Request) => request.method === "POST" && SEND_PATH.test(pathOf(request.url));
 
 /** The HTTP application. It never listens: main.ts serves it, tests call `app.handle`. */
@@ -100,16 +102,20 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
   const sendLimits = { ...limits, bodyBytes: Math.max(limits.bodyBytes, SEND_BODY_BYTES) };
   const webConsole = consoleRoutes(services.config);
   const app = new Elysia({ websocket: websocketServerOptions, serve: { maxRequestBodySize: BUN_BODY_BYTES } })
+    // Global hooks run for every request: none may read as async to Elysia (an `await`, or a
+    // `return f(...)` in its source), since Elysia then awaits it, which costs every request a tick.
     .onRequest(({ request, set }) => {
       const id = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
       timings.set(request, { id, start: performance.now() });
       set.headers["x-request-id"] = id;
       // Before routing, authentication and parsing: an oversized request costs nothing more.
       const refused = checkRequest(request, isSendRequest(request) ? sendLimits : limits);
+      let answer: Response | undefined;
       if (refused) {
         set.status = refused.status;
-        return errorResponse(refused, id);
+        answer = errorResponse(refused, id);
       }
+      return answer;
     })
     .onTransform(({ body, query, request, route }) => {
       if (body !== undefined) parsedBodies.set(request, body);
@@ -146,9 +152,13 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       if (removed) throw validationFailed({ [removed.field]: [removed.message] });
     })
     .onAfterHandle(({ request, route, set, response }) => {
-      if (route === "/openapi.json") return deprecations.annotate(addEventPayloads(toOpenApi30(response as never)));
-      const headers = deprecations.signal(request.method, route, request);
-      if (headers) Object.assign(set.headers, headers);
+      let document: Record<string, unknown> | undefined;
+      if (route === "/openapi.json") document = deprecations.annotate(addEventPayloads(toOpenApi30(response as never)));
+      else {
+        const headers = deprecations.signal(request.method, route, request);
+        if (headers) Object.assign(set.headers, headers);
+      }
+      return document;
     })
     .onAfterResponse(({ request, route, set }) => {
       const t = timings.get(request);
@@ -156,7 +166,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       const seconds = (performance.now() - t.start) / 1000;
       const status = typeof set.status === "number" ? set.status : 200;
       const path = route || "unmatched";
-      metrics.httpRequests.observe({ method: request.method, route: path, status: String(status) }, seconds);
+      metrics.observeRequest(request.method, path, status, seconds);
       if (logger.isLevelEnabled("info"))
         logger.info({ requestId: t.id, method: request.method, route: path, status, ms: Math.round(seconds * 10000) / 10 }, "request");
     })

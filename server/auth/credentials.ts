@@ -2,7 +2,7 @@ import { type ApiKeyRow, deleteApiKey, insertApiKey, replaceApiKeySecret, update
 import type { Pool, Sql } from "../db/client";
 import { unauthenticated } from "../errors";
 import { type Clock, systemClock } from "../lib/clock";
-import { sha256 } from "../lib/crypto";
+import { sha256, sha256Base64 } from "../lib/crypto";
 import type { Logger } from "../lib/logger";
 import { bearerToken, type Caller, type Permission } from "./caller";
 import { createCallerCache, type Invalidation, type Revocation } from "./caller-cache";
@@ -78,18 +78,22 @@ export function createCredentials(opts: CredentialOptions) {
   /** True while every revocation reaches this instance before its revoker answers. */
   const cacheUsable = () => feed.fresh() && (!bus || bus.registered());
 
-  async function resolve(request: Request): Promise<Caller> {
+  /** The caller a request's token stands for: at once from the cache, else a promise of the database's answer. */
+  function resolve(request: Request): Caller | Promise<Caller> {
     const token = bearerToken(request.headers.get("authorization"));
     if (!token) throw unauthenticated();
     const orgHeader = request.headers.get("x-organization-id");
-    const key = `${sha256(token).toString("base64")}|${orgHeader ?? ""}`;
+    // Hashed once: the digest is both the cache key and (on a miss) what the lookup compares.
+    const digest = sha256Base64(token);
+    const key = `${digest}|${orgHeader ?? ""}`;
     const usable = cacheUsable();
     const cached = usable ? cache.get(key) : undefined;
     if (cached) return cached;
     const since = cache.generation();
-    const caller = await lookUp(token, orgHeader);
-    if (usable) cache.set(key, caller, since);
-    return caller;
+    return lookUp(token, Buffer.from(digest, "base64"), orgHeader).then((caller) => {
+      if (usable) cache.set(key, caller, since);
+      return caller;
+    });
   }
 
   /** Runs `listener` for every revocation seen on this instance (realtime ends the subscriptions it authorized). */

@@ -1,20 +1,19 @@
 import type { Pool } from "../db/client";
 import { notFound, permissionDenied, unauthenticated } from "../errors";
 import type { Clock } from "../lib/clock";
-import { sha256 } from "../lib/crypto";
 import type { Caller, OrganizationRow, Permission, Role, UserContext, UserRow } from "./caller";
 
 /** Resolves a Bearer token against the database (no cache: credentials.ts decides when to cache). */
 export function createCallerLookup(opts: { sql: Pool; sessionTtlDays: number; clock: Clock }) {
   const { sql } = opts;
 
-  /** A session or OAuth token → its user; sliding expiry, written at most once a minute. */
-  async function userFromToken(token: string): Promise<UserContext | null> {
+  /** A session or OAuth token (by its digest) → its user; sliding expiry, written at most once a minute. */
+  async function userFromToken(digest: Buffer): Promise<UserContext | null> {
     const [row] = await sql<(UserRow & { session_id: number; kind: "session" | "oauth"; last_used_at: Date | null })[]>`
       select u.id, u.name, u.email, u.email_verified_at, u.totp_enabled, u.created_at, u.updated_at,
              s.id as session_id, s.kind, s.last_used_at
       from sessions s join users u on u.id = s.user_id
-      where s.token_hash = ${sha256(token)} and s.expires_at > now()`;
+      where s.token_hash = ${digest} and s.expires_at > now()`;
     if (!row) return null;
     if (!row.last_used_at || opts.clock.now() - row.last_used_at.getTime() > 60_000) {
       const slide = row.kind === "session" ? sql`, expires_at = now() + make_interval(days => ${opts.sessionTtlDays})` : sql``;
@@ -24,12 +23,12 @@ export function createCallerLookup(opts: { sql: Pool; sessionTtlDays: number; cl
     return { user, kind, sessionId: session_id };
   }
 
-  async function fromApiKey(token: string): Promise<Caller | null> {
+  async function fromApiKey(digest: Buffer): Promise<Caller | null> {
     const [row] = await sql<{ id: number; name: string; permissions: Permission[]; last_used_at: Date | null; org: OrganizationRow }[]>`
       select k.id, k.name, k.permissions, k.last_used_at,
              json_build_object('id', o.id, 'name', o.name, 'plan', o.plan, 'created_at', o.created_at, 'updated_at', o.updated_at) as org
       from api_keys k join organizations o on o.id = k.organization_id
-      where k.key_hash = ${sha256(token)}`;
+      where k.key_hash = ${digest}`;
     if (!row) return null;
     if (!row.last_used_at || opts.clock.now() - row.last_used_at.getTime() > 60_000) {
       await sql`update api_keys set last_used_at = now() where id = ${row.id}`;
@@ -64,13 +63,14 @@ export function createCallerLookup(opts: { sql: Pool; sessionTtlDays: number; cl
     return { organization, role, readScope: orgHeader !== null ? [row.id] : rows.map((r) => r.id) };
   }
 
-  return async function lookUp(token: string, orgHeader: string | null): Promise<Caller> {
+  /** `digest`: the token's sha256, which the caller has computed already (its cache key). */
+  return async function lookUp(token: string, digest: Buffer, orgHeader: string | null): Promise<Caller> {
     if (token.startsWith("sk_")) {
-      const caller = await fromApiKey(token);
+      const caller = await fromApiKey(digest);
       if (!caller) throw unauthenticated();
       return caller;
     }
-    const ctx = await userFromToken(token);
+    const ctx = await userFromToken(digest);
     if (!ctx) throw unauthenticated();
     const { organization, role, readScope } = await membership(ctx.user.id, orgHeader);
     return { kind: ctx.kind, organization, readScope, user: ctx.user, role, apiKey: null, sessionId: ctx.sessionId };

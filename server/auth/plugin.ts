@@ -15,14 +15,36 @@ const outcomes = new WeakMap<Request, Outcome>();
  */
 export type RouteRule = Rule & { refine?: (caller: Caller, request: Request) => void };
 
-async function decide(auth: Authenticator, request: Request, rule: RouteRule): Promise<Outcome> {
+function judge(resolved: Caller, request: Request, rule: RouteRule): Outcome {
   try {
-    const caller = authorize(await auth.resolve(request), rule);
+    const caller = authorize(resolved, rule);
     rule.refine?.(caller, request);
     return { caller };
   } catch (error) {
     return { error };
   }
+}
+
+/** At once for a caller the cache holds (most requests: no promise, no tick), else once the lookup has answered. */
+function decide(auth: Authenticator, request: Request, rule: RouteRule): Outcome | Promise<Outcome> {
+  let resolved: Caller | Promise<Caller>;
+  try {
+    resolved = auth.resolve(request);
+  } catch (error) {
+    return { error };
+  }
+  if (resolved instanceof Promise)
+    return resolved.then(
+      (caller) => judge(caller, request, rule),
+      (error) => ({ error }),
+    );
+  return judge(resolved, request, rule);
+}
+
+/** Keeps the outcome for the later hooks; a refused caller's body is replaced by `{}` unread. */
+function keep(request: Request, outcome: Outcome): Record<string, never> | undefined {
+  outcomes.set(request, outcome);
+  return "error" in outcome ? {} : undefined;
 }
 
 /**
@@ -41,15 +63,15 @@ export function callerPlugin(auth: Authenticator) {
   return new Elysia({ name: "simhost-caller" }).macro({
     auth: (rule: RouteRule) => ({
       detail: { "x-simhost-auth": { apiKey: rule.apiKey, ...(rule.role ? { role: rule.role } : {}) } } as Record<string, unknown>,
-      async parse({ request }: { request: Request }) {
-        const outcome = await decide(auth, request, rule);
-        outcomes.set(request, outcome);
-        if ("error" in outcome) return {};
+      // Elysia awaits what a parse hook returns only when it is a promise.
+      parse({ request }: { request: Request }) {
+        const outcome = decide(auth, request, rule);
+        return outcome instanceof Promise ? outcome.then((o) => keep(request, o)) : keep(request, outcome);
       },
       async transform({ request }: { request: Request }) {
-        const outcome = outcomes.get(request) ?? (await decide(auth, request, rule));
+        let outcome = outcomes.get(request);
+        if (!outcome) outcomes.set(request, (outcome = await decide(auth, request, rule)));
         if ("error" in outcome) throw outcome.error;
-        outcomes.set(request, outcome);
       },
       resolve: ({ request }: { request: Request }) => ({ caller: (outcomes.get(request) as { caller: Caller }).caller }),
     }),
@@ -62,7 +84,7 @@ export function callerPlugin(auth: Authenticator) {
  */
 export function lazyCallerPlugin(auth: Authenticator) {
   return new Elysia({ name: "simhost-caller-lazy" }).derive({ as: "scoped" }, ({ request }) => {
-    let resolved: Promise<Caller> | undefined;
+    let resolved: Caller | Promise<Caller> | undefined;
     return {
       caller: async (rule: Rule) => {
         resolved ??= auth.resolve(request);

@@ -70,6 +70,10 @@ export type DeviceState = {
   tail: Promise<unknown> | null;
 };
 
+/** A device's two deadlines in the presence scheduler, by number (ids are positive): looked up on every heartbeat. */
+const offlineKey = (id: number) => id;
+const alertKey = (id: number) => -id;
+
 function fromSnapshot(s: PresenceSnapshot): DeviceState {
   return {
     id: s.id,
@@ -135,15 +139,15 @@ export function createDeviceActors(deps: { clock: Clock; scheduler: Scheduler; t
   function scheduleOffline(state: DeviceState) {
     if (state.lastSeenAt === null) return;
     const due = state.lastSeenAt + offlineTimeout(state);
-    const armed = scheduler.dueAt(`o${state.id}`);
+    const armed = scheduler.dueAt(offlineKey(state.id));
     if (armed !== undefined && armed <= due) return;
-    scheduler.schedule(`o${state.id}`, due, () => checkOffline(state));
+    scheduler.schedule(offlineKey(state.id), due, () => checkOffline(state));
   }
 
   /** API.md: the alert waits two further heartbeat intervals after the device went offline. */
   function scheduleAlert(state: DeviceState) {
     if (state.offlineSince === null) return;
-    scheduler.schedule(`a${state.id}`, state.offlineSince + 2 * heartbeatInterval(state), () => track(checkAlert(state)));
+    scheduler.schedule(alertKey(state.id), state.offlineSince + 2 * heartbeatInterval(state), () => track(checkAlert(state)));
   }
 
   function checkOffline(state: DeviceState) {
@@ -202,8 +206,8 @@ export function createDeviceActors(deps: { clock: Clock; scheduler: Scheduler; t
   }
 
   function forget(id: number) {
-    scheduler.cancel(`o${id}`);
-    scheduler.cancel(`a${id}`);
+    scheduler.cancel(offlineKey(id));
+    scheduler.cancel(alertKey(id));
     actors.delete(id);
   }
 
@@ -220,7 +224,7 @@ export function createDeviceActors(deps: { clock: Clock; scheduler: Scheduler; t
     state.doze = doze;
     state.lastSeenAt = at;
     state.offlineSince = null;
-    scheduler.cancel(`a${state.id}`);
+    scheduler.cancel(alertKey(state.id));
     scheduleOffline(state);
   }
 
@@ -258,8 +262,8 @@ export function createDeviceActors(deps: { clock: Clock; scheduler: Scheduler; t
   function markRevoked(state: DeviceState) {
     state.status = "revoked";
     state.online = false;
-    scheduler.cancel(`o${state.id}`);
-    scheduler.cancel(`a${state.id}`);
+    scheduler.cancel(offlineKey(state.id));
+    scheduler.cancel(alertKey(state.id));
   }
 
   return {

@@ -4,6 +4,18 @@ import type { DeviceStatus } from "./transitions";
 
 export type SmsSubmission = { deviceId: number; messageId: string; simSlot: number | null; from: string; body: string; receivedAt: string };
 
+// The batch travels as one JSON text (serialised natively) rather than six arrays, whose
+// elements the driver escapes one by one in JavaScript. Text fields hold no NUL (refused with 422
+// before any handler runs), which jsonb could not hold.
+const asRow = (i: SmsSubmission) => ({
+  device_id: i.deviceId,
+  message_id: i.messageId,
+  sim_slot: i.simSlot,
+  from_number: i.from,
+  body: i.body,
+  received_at: i.receivedAt,
+});
+
 /**
  * Stores a batch of submissions and the job that will process them, in one statement (one
  * round trip, one commit). Rows of devices that may not submit are filtered out; duplicates of
@@ -14,10 +26,8 @@ export type SmsSubmission = { deviceId: number; messageId: string; simSlot: numb
 export async function insertSmsBatch(sql: Sql, items: SmsSubmission[]) {
   return sql<{ id: number; status: DeviceStatus }[]>`
     with v as (
-      select * from unnest(${items.map((i) => i.deviceId)}::bigint[], ${items.map((i) => i.messageId)}::uuid[],
-                           ${items.map((i) => i.simSlot)}::int[], ${items.map((i) => i.from)}::text[],
-                           ${items.map((i) => i.body)}::text[], ${items.map((i) => i.receivedAt)}::timestamptz[])
-        as v(device_id, message_id, sim_slot, from_number, body, received_at)),
+      select * from jsonb_to_recordset(${JSON.stringify(items.map(asRow))}::text::jsonb)
+        as v(device_id bigint, message_id uuid, sim_slot int, from_number text, body text, received_at timestamptz)),
     accepted as (
       select v.* from v join devices d on d.id = v.device_id where d.status in ('active', 'pending_verification')),
     inserted as (

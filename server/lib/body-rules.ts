@@ -51,21 +51,29 @@ export const notAnObject = () => validationFailed({ body: ["must be a JSON objec
 
 /** Looks up each request's route once the app is built, and says what is wrong with its body's shape. */
 export function createBodyRules() {
-  const rules = new Map<string, { accepted: readonly string[]; schema: TSchema }>();
+  type Rule = { accepted: readonly string[]; schema: TSchema };
+  const rules = new Map<string, Map<string, Rule>>();
+  // By route, then method: both strings come from Elysia as they are (their hashes cached), where a
+  // key built per request would be a new string to hash on every request.
+  const ruleOf = (method: string, route: string) => rules.get(route)?.get(method);
   return {
     learn(routes: Route[]) {
       for (const route of routes) {
         const accepted = acceptedMediaTypes(route);
-        if (accepted) rules.set(`${route.method} ${route.path}`, { accepted, schema: route.hooks!.body as TSchema });
+        if (!accepted) continue;
+        const byMethod = rules.get(route.path) ?? new Map<string, Rule>();
+        byMethod.set(route.method, { accepted, schema: route.hooks!.body as TSchema });
+        rules.set(route.path, byMethod);
       }
     },
     /** The body schema of a route that takes a body. */
-    schema: (method: string, route: string) => rules.get(`${method} ${route}`)?.schema,
+    schema: (method: string, route: string) => ruleOf(method, route)?.schema,
     /** The error a body of this route's request stands for, before its fields are looked at; null when its shape is fine. */
     refusal(request: Request, route: string, raw: unknown): AppError | null {
-      const rule = rules.get(`${request.method} ${route}`);
+      const rule = ruleOf(request.method, route);
       if (!rule) return null;
-      const type = mediaType(request.headers.get("content-type"));
+      const header = request.headers.get("content-type");
+      const type = header === JSON_MEDIA_TYPE ? header : mediaType(header);
       if (type === null) return hasBody(request) ? unsupportedMediaType(rule.accepted) : null;
       if (!rule.accepted.includes(type)) return unsupportedMediaType(rule.accepted);
       if (type === JSON_MEDIA_TYPE && raw !== undefined && (typeof raw !== "object" || raw === null || Array.isArray(raw))) return notAnObject();

@@ -37,20 +37,23 @@ export const iso = (ms: number | Date) => new Date(ms).toISOString();
  */
 export type Scheduler = {
   /** Runs `fn` once at `at` (ms epoch), replacing any earlier entry with the same key. */
-  schedule(key: string, at: number, fn: () => void): void;
-  cancel(key: string): void;
+  schedule(key: SchedulerKey, at: number, fn: () => void): void;
+  cancel(key: SchedulerKey): void;
   /** When the entry with this key is due, if one is pending. */
-  dueAt(key: string): number | undefined;
+  dueAt(key: SchedulerKey): number | undefined;
   size(): number;
   stop(): void;
 };
 
-type Entry = { key: string; at: number; fn: () => void };
+/** Numbers where a key is looked up on a hot path (a device's deadlines on every heartbeat): no string to build and hash. */
+export type SchedulerKey = string | number;
+
+type Entry = { key: SchedulerKey; at: number; fn: () => void };
 
 export function createScheduler(clock: Clock): Scheduler & { runDue(): void } {
   // A binary heap of entries; cancelled or replaced entries are skipped lazily.
   const heap: Entry[] = [];
-  const live = new Map<string, Entry>();
+  const live = new Map<SchedulerKey, Entry>();
   let timer: Timer | undefined;
   let armedAt = Number.POSITIVE_INFINITY;
 

@@ -42,6 +42,7 @@ export function createDeprecations(list: Deprecation[], publicUrl: string, sunse
   const link = (anchor: string, rel: string) => `<${publicUrl}/changelog#${anchor}>; rel="${rel}"; type="text/markdown"`;
   // Looked up on every request: only the few deprecated routes go on to read the query.
   const byRoute = Map.groupBy(list, (d) => `${d.method} ${d.route}`);
+  const routes = new Set(list.map((d) => d.route));
   const anySunset = Object.keys(sunsets).length > 0;
   const used = (method: string, route: string, request: Request) => {
     const candidates = byRoute.get(`${method} ${route}`);
@@ -54,7 +55,7 @@ export function createDeprecations(list: Deprecation[], publicUrl: string, sunse
     /** Headers for a request that used something deprecated in its version, or of a version with an end date; or null. */
     signal(method: string, route: string, request: Request): Record<string, string> | null {
       // Most requests: a route nothing deprecates, and no version with an end date.
-      if (!anySunset && !byRoute.has(`${method} ${route}`)) return null;
+      if (!anySunset && !(routes.has(route) && byRoute.has(`${method} ${route}`))) return null;
       const version = apiVersion(request);
       const hit = used(method, route, request).find((d) => d.removedIn === undefined || version < d.removedIn);
       const sunset = sunsets[version];
@@ -74,7 +75,7 @@ export function createDeprecations(list: Deprecation[], publicUrl: string, sunse
     },
     /** What this request uses that its version no longer has (answered with 422), or null. */
     removed(method: string, route: string, request: Request): Removed | null {
-      if (!byRoute.has(`${method} ${route}`)) return null;
+      if (!routes.has(route) || !byRoute.has(`${method} ${route}`)) return null;
       const version = apiVersion(request);
       const gone = used(method, route, request).find((d) => d.removedIn !== undefined && version >= d.removedIn);
       if (!gone) return null;

@@ -132,18 +132,42 @@ export function Optional<T extends TSchema>(schema: T, nullMeans: "absent" | "cl
   return Type.Optional({ ...schema, nullable: true, "x-null-means": nullMeans } as T);
 }
 
+/** What `dropAbsentNulls` does to values of one schema: worked out once per schema, not per request. */
+type NullPlan = { absent: string[]; nested: [string, NullPlan][]; items: NullPlan | null };
+/** null: nothing under this schema can hold an absent-meaning null. */
+const nullPlans = new WeakMap<TSchema, NullPlan | null>();
+
+function nullPlanOf(schema: TSchema): NullPlan | null {
+  if (nullPlans.has(schema)) return nullPlans.get(schema) ?? null;
+  nullPlans.set(schema, null); // a schema that refers to itself stops here
+  const items = schema.items ? nullPlanOf(schema.items as TSchema) : null;
+  const absent: string[] = [];
+  const nested: [string, NullPlan][] = [];
+  for (const [key, field] of Object.entries((schema.properties ?? {}) as Record<string, TSchema>)) {
+    if (field["x-null-means"] === "absent") absent.push(key);
+    const inner = field.anyOf ? (field.anyOf as TSchema[]).find((s) => s.type === "object" || s.type === "array") : field;
+    const plan = inner ? nullPlanOf(inner) : null;
+    if (plan) nested.push([key, plan]);
+  }
+  const plan = items || absent.length > 0 || nested.length > 0 ? { absent, nested, items } : null;
+  nullPlans.set(schema, plan);
+  return plan;
+}
+
+function dropByPlan(plan: NullPlan, value: unknown): void {
+  if (typeof value !== "object" || value === null) return;
+  if (Array.isArray(value)) {
+    if (plan.items) for (const item of value) dropByPlan(plan.items, item);
+    return;
+  }
+  const record = value as Record<string, unknown>;
+  for (const key of plan.absent) if (record[key] === null) delete record[key];
+  for (const [key, inner] of plan.nested) dropByPlan(inner, record[key]);
+}
+
 /** Removes the `null`s that mean "not sent" (see `Optional`) from a request body, in place, following its schema. */
 export function dropAbsentNulls(schema: TSchema | undefined, value: unknown): void {
   if (!schema || typeof value !== "object" || value === null) return;
-  if (Array.isArray(value)) {
-    if (schema.items) for (const item of value) dropAbsentNulls(schema.items as TSchema, item);
-    return;
-  }
-  const properties = schema.properties as Record<string, TSchema> | undefined;
-  if (!properties) return;
-  const record = value as Record<string, unknown>;
-  for (const [key, field] of Object.entries(properties)) {
-    if (record[key] === null && field["x-null-means"] === "absent") delete record[key];
-    else dropAbsentNulls(field.anyOf ? (field.anyOf as TSchema[]).find((s) => s.type === "object" || s.type === "array") : field, record[key]);
-  }
+  const plan = nullPlanOf(schema);
+  if (plan) dropByPlan(plan, value);
 }

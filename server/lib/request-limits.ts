@@ -24,10 +24,12 @@ export const headersTooLarge = (limit: number) =>
     headers: { connection: "close" },
   });
 
-/** Header bytes as they travel: `name: value\r\n` per field. */
+/** Header bytes as they travel: `name: value\r\n` per field (forEach: no [name, value] pair per field). */
 export function headerBytes(headers: Headers): number {
   let total = 0;
-  for (const [name, value] of headers) total += name.length + value.length + 4;
+  headers.forEach((value, name) => {
+    total += name.length + value.length + 4;
+  });
   return total;
 }
 
@@ -43,7 +45,7 @@ export function checkRequest(request: Request, limits: RequestLimits): AppError 
   const declared = header !== null && /^\d+$/.test(header) ? Number(header) : null;
   if (declared !== null && declared > limits.bodyBytes) return payloadTooLarge(limits.bodyBytes);
   // With a Content-Length within the limit, HTTP framing already bounds what can be read.
-  if (request.body && (declared === null || request.headers.has("transfer-encoding"))) countBody(request, limits.bodyBytes);
+  if ((declared === null || request.headers.has("transfer-encoding")) && request.body) countBody(request, limits.bodyBytes);
   return null;
 }
 

@@ -53,6 +53,18 @@ describe("SMS submission idempotency", () => {
     for (const { device } of devices) expect((await messagesOf(device.id)).length).toBe(50);
   });
 
+  test("deleting a device (by hand: the application only revokes them) deletes its stored SMS, as the foreign key's cascade did", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(ctx, token);
+    const kept = await activeDevice(ctx, token);
+    for (const id of [device.id, kept.device.id])
+      expect((await ctx.request("POST", `/api/byos/devices/${id}/sms`, { token, body: smsBody() })).status).toBe(202);
+    const stored = async (id: number) => (await ctx.sql<{ n: number }[]>`select count(*)::int as n from device_sms where device_id = ${id}`)[0]!.n;
+    expect([await stored(device.id), await stored(kept.device.id)]).toEqual([1, 1]);
+    await ctx.sql`delete from devices where id = ${device.id}`;
+    expect([await stored(device.id), await stored(kept.device.id)]).toEqual([0, 1]);
+  });
+
   test("validation: sim_slot 1..2, body up to 1600, from up to 20, message_id a UUID", async () => {
     const { token } = await createTenant(ctx.sql);
     const { device } = await activeDevice(ctx, token);

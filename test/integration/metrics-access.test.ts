@@ -20,6 +20,24 @@ describe("/metrics with METRICS_TOKEN set", () => {
     expect(res.text).toContain("simhost_queue_backlog");
   });
 
+  test("every request is counted in the duration histogram by method, route and status, in Prometheus' histogram form", async () => {
+    const scrape = async () => (await ctx.request("GET", "/metrics", { token: TOKEN })).text;
+    const line = (name: string, le = "") =>
+      new RegExp(`^simhost_http_request_duration_seconds_${name}\\{${le}method="GET",route="/api/health",status="200"\\} ([0-9.e+-]+)$`, "m");
+    const count = async () => Number((await scrape()).match(line("count"))?.[1] ?? 0);
+    const before = await count();
+    for (let i = 0; i < 3; i++) await ctx.request("GET", "/api/health");
+    // Observed after each answer went out: poll until the three are in, or the deadline passes.
+    const deadline = Date.now() + 5000;
+    let counted = await count();
+    while (counted < before + 3 && Date.now() < deadline) counted = await count();
+    expect(counted).toBe(before + 3);
+    const text = await scrape();
+    expect(Number(text.match(line("bucket", 'le="\\+Inf",'))?.[1])).toBe(counted);
+    expect(Number(text.match(line("bucket", 'le="2.5",'))?.[1])).toBeLessThanOrEqual(counted);
+    expect(Number(text.match(line("sum"))?.[1])).toBeGreaterThan(0);
+  });
+
   test("no token, a wrong token, or a user's session answer 401 in the error shape", async () => {
     const session = (await createTenant(ctx.sql)).token;
     for (const token of [undefined, "wrong-token-0123456789", `${TOKEN}x`, session]) {
