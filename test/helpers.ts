@@ -55,7 +55,7 @@ export async function emptyEmbeddedDataDir(): Promise<string> {
 }
 
 /** The same with every migration applied: the migrations run once per process. */
-async function migratedEmbeddedDataDir(): Promise<string> {
+export async function migratedEmbeddedDataDir(): Promise<string> {
   migrated ??= emptyEmbeddedDataDir().then((dataDir) => prepared(dataDir, (sql) => migrate(sql)));
   return copyOf(await migrated);
 }
