@@ -9,6 +9,7 @@ import { migrate } from "../server/db/migrate";
 import { randomString } from "../server/lib/crypto";
 import { createServices, type Services } from "../server/services";
 import { createResponseCheck, type OpenApiDocument } from "./response-schemas";
+import { temporaryFolders } from "./temporary-folders";
 
 export type TestContext = Awaited<ReturnType<typeof createTestContext>>;
 
@@ -22,6 +23,7 @@ export type TestContext = Awaited<ReturnType<typeof createTestContext>>;
 export async function createTestContext(env: Record<string, string> = {}) {
   const databaseUrl = env.DATABASE_URL ?? (process.env.DATABASE_URL ? await migratedDatabase(process.env.DATABASE_URL) : undefined);
   const dataDir = databaseUrl || env.DATA_DIR !== undefined ? mkdtempSync(join(tmpdir(), "simhost-test-")) : await migratedEmbeddedDataDir();
+  temporaryFolders.add(dataDir);
   const config = loadConfig({
     ...process.env,
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
@@ -38,6 +40,7 @@ export async function createTestContext(env: Record<string, string> = {}) {
   const close = async () => {
     await services.close();
     rmSync(dataDir, { recursive: true, force: true });
+    temporaryFolders.delete(dataDir);
   };
   return { services, app, config, sql: services.sql, request, close };
 }
@@ -60,9 +63,9 @@ export async function migratedEmbeddedDataDir(): Promise<string> {
   return copyOf(await migrated);
 }
 
-/** Opens the embedded database in `dataDir`, runs `prepare`, closes it; the folder goes when the process ends. */
+/** Opens the embedded database in `dataDir`, runs `prepare`, closes it. */
 async function prepared(dataDir: string, prepare: (sql: Database["sql"]) => Promise<unknown>): Promise<string> {
-  process.on("exit", () => rmSync(dataDir, { recursive: true, force: true }));
+  temporaryFolders.add(dataDir);
   const db = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
   try {
     await prepare(db.sql);
@@ -74,6 +77,7 @@ async function prepared(dataDir: string, prepare: (sql: Database["sql"]) => Prom
 
 function copyOf(template: string): string {
   const dataDir = mkdtempSync(join(tmpdir(), "simhost-test-"));
+  temporaryFolders.add(dataDir);
   cpSync(embeddedDir(template), embeddedDir(dataDir), { recursive: true });
   return dataDir;
 }
