@@ -1,26 +1,33 @@
-import { mkdtempSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { buildApp } from "../server/app";
 import { loadConfig } from "../server/config";
+import { type Database, embeddedDir, openDatabase } from "../server/db/client";
+import { migrate } from "../server/db/migrate";
 import { randomString } from "../server/lib/crypto";
 import { createServices, type Services } from "../server/services";
 import { createResponseCheck, type OpenApiDocument } from "./response-schemas";
+import { temporaryFolders } from "./temporary-folders";
 
 export type TestContext = Awaited<ReturnType<typeof createTestContext>>;
 
 /**
  * The app in-process against a real, migrated database: PostgreSQL when DATABASE_URL is set,
  * otherwise an embedded one in a temporary folder. Tests keep apart by creating their own
- * organizations and users, so they share one database per process.
+ * organizations and users, so they share one database per process. A context's database is a
+ * copy of one migrated once per process (migratedDatabase, migratedEmbeddedDataDir): creating
+ * and migrating a database per context cost more than most test files' tests.
  */
 export async function createTestContext(env: Record<string, string> = {}) {
-  const databaseUrl = env.DATABASE_URL ?? (process.env.DATABASE_URL ? await freshDatabase(process.env.DATABASE_URL) : undefined);
+  const databaseUrl = env.DATABASE_URL ?? (process.env.DATABASE_URL ? await migratedDatabase(process.env.DATABASE_URL) : undefined);
+  const dataDir = databaseUrl || env.DATA_DIR !== undefined ? mkdtempSync(join(tmpdir(), "simhost-test-")) : await migratedEmbeddedDataDir();
+  temporaryFolders.add(dataDir);
   const config = loadConfig({
     ...process.env,
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-    DATA_DIR: mkdtempSync(join(tmpdir(), "simhost-test-")),
+    DATA_DIR: dataDir,
     PUBLIC_URL: "http://localhost:3000",
     WEBHOOK_ALLOW_PRIVATE: "true",
     REDIS_PREFIX: `simhost-test-${randomString(8)}:`,
@@ -30,15 +37,80 @@ export async function createTestContext(env: Record<string, string> = {}) {
   const app = buildApp(services);
 
   const request = checkedRequests(app);
+  const close = async () => {
+    await services.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    temporaryFolders.delete(dataDir);
+  };
+  return { services, app, config, sql: services.sql, request, close };
+}
 
-  return { services, app, config, sql: services.sql, request, close: () => services.close() };
+let initialized: Promise<string> | undefined;
+let migrated: Promise<string> | undefined;
+
+/**
+ * A new DATA_DIR holding an empty embedded database: a copy of one created once per process
+ * (creating the cluster is most of an embedded database's start; a copy takes a fraction).
+ */
+export async function emptyEmbeddedDataDir(): Promise<string> {
+  initialized ??= prepared(mkdtempSync(join(tmpdir(), "simhost-template-")), async () => {});
+  return copyOf(await initialized);
+}
+
+/** The same with every migration applied: the migrations run once per process. */
+export async function migratedEmbeddedDataDir(): Promise<string> {
+  migrated ??= emptyEmbeddedDataDir().then((dataDir) => prepared(dataDir, (sql) => migrate(sql)));
+  return copyOf(await migrated);
+}
+
+/** Opens the embedded database in `dataDir`, runs `prepare`, closes it. */
+async function prepared(dataDir: string, prepare: (sql: Database["sql"]) => Promise<unknown>): Promise<string> {
+  temporaryFolders.add(dataDir);
+  const db = await openDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir });
+  try {
+    await prepare(db.sql);
+  } finally {
+    await db.close();
+  }
+  return dataDir;
+}
+
+function copyOf(template: string): string {
+  const dataDir = mkdtempSync(join(tmpdir(), "simhost-test-"));
+  temporaryFolders.add(dataDir);
+  cpSync(embeddedDir(template), embeddedDir(dataDir), { recursive: true });
+  return dataDir;
+}
+
+const templates = new Map<string, Promise<string>>();
+/**
+ * A fresh database (freshDatabase) with every migration applied: a copy of a template database
+ * that this process migrated once (CREATE DATABASE ... TEMPLATE), not the migrations run again.
+ */
+export async function migratedDatabase(url: string): Promise<string> {
+  let template = templates.get(url);
+  if (!template) {
+    template = (async () => {
+      const templateUrl = await freshDatabase(url);
+      const sql = postgres(templateUrl, { max: 1, onnotice: () => {} });
+      try {
+        await migrate(sql);
+      } finally {
+        await sql.end();
+      }
+      return new URL(templateUrl).pathname.slice(1);
+    })();
+    templates.set(url, template);
+  }
+  return freshDatabase(url, await template);
 }
 
 /**
- * A new, empty database on the server of `url` for one test process, so runs never see each
- * other's rows or half-written migrations. Databases of runs older than two hours are dropped.
+ * A new database on the server of `url` for one test process, so runs never see each other's
+ * rows or half-written migrations: empty, or a copy of `template`. Databases of runs older than
+ * two hours are dropped.
  */
-export async function freshDatabase(url: string): Promise<string> {
+export async function freshDatabase(url: string, template?: string): Promise<string> {
   const admin = postgres(url, { max: 1, onnotice: () => {} });
   try {
     const stale = await admin<{ datname: string }[]>`select datname from pg_database where datname like 'simhost_t_%'`;
@@ -48,7 +120,7 @@ export async function freshDatabase(url: string): Promise<string> {
       if (created < cutoff) await admin.unsafe(`drop database if exists "${datname}" with (force)`).catch(() => {});
     }
     const name = `simhost_t_${Math.floor(Date.now() / 1000)}_${randomString(6).toLowerCase()}`;
-    await admin.unsafe(`create database "${name}"`);
+    await admin.unsafe(`create database "${name}"${template ? ` template "${template}"` : ""}`);
     const u = new URL(url);
     u.pathname = `/${name}`;
     return u.toString();
@@ -124,7 +196,7 @@ export function sharedTestContext(): Promise<TestContext> {
  * (needs DATABASE_URL and REDIS_URL); `close` closes both.
  */
 export async function twoInstances() {
-  const url = await freshDatabase(process.env.DATABASE_URL!);
+  const url = await migratedDatabase(process.env.DATABASE_URL!);
   const prefix = `simhost-test-${crypto.randomUUID().slice(0, 8)}:`;
   const a = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix });
   const b = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix });

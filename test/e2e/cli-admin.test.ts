@@ -3,6 +3,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createOrg, createUser, sessionFor } from "../fixtures";
+import { eventually } from "../fixtures-numbers";
 import { createTestContext, type TestContext } from "../helpers";
 import { cliEnv, runCli, uniqueNumber } from "./cli-helpers";
 
@@ -121,8 +122,13 @@ describe("changes by admin commands reach the running server at once (no cached 
     await createUser(ctx.sql, { orgId: org.id, role: "owner" });
     const member = await createUser(ctx.sql, { orgId: org.id, role: "member" });
     const token = await sessionFor(ctx.sql, member.id);
+    // The identity must be cached for this to prove anything. The cache is used only while the
+    // revocation log's last read is fresh (500 ms), which a loaded machine can let lapse: wait for
+    // it rather than assume it, then check the lookup was stored.
+    await eventually(() => ctx.services.auth.cacheInUse(), 10_000, "the caller cache in use");
+    const cached = ctx.services.auth.cacheSize();
     expect((await ctx.request("GET", "/api/me", { token })).status).toBe(200);
-    expect(ctx.services.auth.cacheInUse()).toBe(true); // the identity above is cached
+    expect(ctx.services.auth.cacheSize()).toBe(cached + 1);
 
     const r = await admin("admin", "user", "remove", "--org", String(org.id), "--email", member.email.toUpperCase(), "--json");
     expect(r.code).toBe(0);
