@@ -54,7 +54,12 @@ const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1),
  * `enqueue`. The jobs are due at once: their `run_at` is the database's `now()` (the
  * transaction's start), and claims take the later of that clock and the queue's (see below).
  */
-export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragment, o: { runAt?: Date; claimedBy?: Claim } = {}): postgres.Fragment {
+export function enqueueJobs(
+  sql: Sql,
+  queue: QueueName,
+  payloads: postgres.Fragment,
+  o: { runAt?: Date | "per-row"; claimedBy?: Claim } = {},
+): postgres.Fragment {
   const spec = queueSpec(QUEUES, queue);
   const maxAttempts = spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   // `claimedBy`: the jobs are born claimed by the instance that will run them itself (JobQueue.hold).
@@ -63,6 +68,9 @@ export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragm
     return sql`insert into jobs (queue, payload, max_attempts, attempts, locked_by, locked_until, run_at)
       select ${queue}, p.payload, ${maxAttempts}, 1, ${o.claimedBy.workerId}, l.until, l.until
       from (${payloads}) as p(payload), (select now() + make_interval(secs => ${o.claimedBy.leaseSeconds}) as until) as l`;
+  // `runAt` "per-row": `payloads` selects (payload, run_at), each job due at its own time (the pacer's wake-ups of many SIMs).
+  if (o.runAt === "per-row")
+    return sql`insert into jobs (queue, payload, max_attempts, run_at) select ${queue}, p.payload, ${maxAttempts}, p.run_at from (${payloads}) as p(payload, run_at)`;
   // `runAt`: every job of the statement is due then instead (a bulk send's scheduled dispatch, its device timeout).
   if (o.runAt)
     return sql`insert into jobs (queue, payload, max_attempts, run_at) select ${queue}, p.payload, ${maxAttempts}, ${o.runAt}::timestamptz from (${payloads}) as p(payload)`;

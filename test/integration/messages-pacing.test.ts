@@ -244,7 +244,44 @@ describe("sender pools (hosted_sims)", () => {
     await c.close();
   }, 120_000);
 
-  test("validation: hosted_sim or hosted_sims, not both; a pool takes one recipient", async () => {
+  test("a bulk send through a pool: each recipient by the same rule (sticky kept, offline skipped, caps held, load spread), one batch, in request order", async () => {
+    const clock = createFakeClock(START);
+    const c = await instance(clock);
+    const t = await createTenant(base.sql, { plan: "enterprise" });
+    const offline = await createByosNumber(base.sql, t.org.id, { online: false });
+    const capped = await createByosNumber(base.sql, t.org.id, { online: true });
+    const third = await createByosNumber(base.sql, t.org.id, { online: true });
+    const fourth = await createByosNumber(base.sql, t.org.id, { online: true });
+    await policy(c, t.token, "/api/sending-policy", { messages_per_minute: 600, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1000 });
+    await policy(c, t.token, `/api/numbers/${capped.hostedSimId}/sending-policy`, {
+      messages_per_minute: 600,
+      min_delay_seconds: 0,
+      max_delay_seconds: 0,
+      daily_cap: 3,
+    });
+    const friend = randomNumber();
+    expect((await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: fourth.hostedSimId, to: friend, text: "hi" } })).status).toBe(202);
+    await settle(clock);
+    const to = [...Array.from({ length: 10 }, () => randomNumber()), friend, ...Array.from({ length: 9 }, () => randomNumber())];
+    const pool = [offline.hostedSimId, capped.hostedSimId, third.hostedSimId, fourth.hostedSimId];
+    const res = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sims: pool, to, text: "pooled bulk" } });
+    expect(res.status).toBe(202);
+    const messages: { to: string; hosted_sim_id: number; batch_id: string }[] = res.body.data.messages;
+    expect(messages.map((m) => m.to)).toEqual(to);
+    expect(new Set(messages.map((m) => m.batch_id))).toEqual(new Set([res.body.data.batch_id]));
+    const per = (sim: number) => messages.filter((m) => m.hosted_sim_id === sim).length;
+    expect(messages.find((m) => m.to === friend)!.hosted_sim_id).toBe(fourth.hostedSimId);
+    expect(per(offline.hostedSimId)).toBe(0);
+    expect(per(capped.hostedSimId)).toBe(3);
+    expect(per(third.hostedSimId) + per(fourth.hostedSimId)).toBe(17);
+    expect(Math.abs(per(third.hostedSimId) - (per(fourth.hostedSimId) + 1))).toBeLessThanOrEqual(1);
+    const listed = await c.request("GET", `/api/messages?batch=${res.body.data.batch_id}&per_page=100`, { token: t.token });
+    expect(listed.body.data).toHaveLength(20);
+    await settle(clock);
+    await c.close();
+  }, 120_000);
+
+  test("validation: hosted_sim or hosted_sims, not both", async () => {
     const clock = createFakeClock(START);
     const c = await instance(clock);
     const t = await createTenant(base.sql);
@@ -257,9 +294,8 @@ describe("sender pools (hosted_sims)", () => {
     expect(both.body.errors.hosted_sim).toBeDefined();
     const none = await c.request("POST", "/api/messages", { token: t.token, body: { to: "+15550001234", text: "x" } });
     expect(none.status).toBe(422);
-    const bulk = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sims: [a.hostedSimId], to: ["+15550001234"], text: "x" } });
-    expect(bulk.status).toBe(422);
-    expect(bulk.body.errors.hosted_sims).toBeDefined();
+    const empty = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sims: [], to: "+15550001234", text: "x" } });
+    expect(empty.status).toBe(422);
     await c.close();
   }, 60_000);
 });
