@@ -15,6 +15,8 @@ export type OutboundInsert = {
   sendAt: Date | null;
   expiresAt: Date | null;
   batchId: string | null;
+  /** The sender pool (`hosted_sims`) the send was accepted through; null for one `hosted_sim`. */
+  senderPool: number[] | null;
 };
 
 /**
@@ -45,10 +47,11 @@ export async function insertOutbound(
       order by r.k),
     msgs as (
       insert into messages (id, hosted_sim_id, number, direction, from_number, to_number, text, status, source,
-                            device_id, sim_slot, team_id, locked, organization_id, send_at, expires_at, batch_id, status_updated_at)
+                            device_id, sim_slot, team_id, locked, organization_id, send_at, expires_at, batch_id, status_updated_at, sender_pool)
       overriding system value
       select i.id, ${o.hostedSimId}, ${o.number}, 'outbound', ${o.number}, i.to_number, i.text, ${o.status}, 'api',
-             ${o.deviceId}, ${o.simSlot}, ${o.teamId}, ${o.locked}, ${o.organizationId}, ${o.sendAt}, ${o.expiresAt}, ${o.batchId}::uuid, now()
+             ${o.deviceId}, ${o.simSlot}, ${o.teamId}, ${o.locked}, ${o.organizationId}, ${o.sendAt}, ${o.expiresAt}, ${o.batchId}::uuid, now(),
+             ${o.senderPool}::bigint[]
       from input i order by i.k
       returning id),
     counted as (

@@ -95,6 +95,7 @@ export async function sendMessage(deps: OutboundDeps, c: Caller, body: SendReque
         sendAt: plan.sendAt,
         expiresAt: plan.expiresAt,
         batchId,
+        senderPool: body.hosted_sims ?? null,
       };
       const jobs = (ids: postgres.Fragment) => sendJobs(tx, ids, { sendAt: plan.sendAt, expiresAt: plan.expiresAt, pace: device ? sim.id : null });
       const { used, ids } = await insertOutbound(tx, insert, recipients, { limit, jobs });

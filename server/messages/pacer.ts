@@ -6,6 +6,7 @@ import type { Clock } from "../lib/clock";
 import { deviceCommand, statusEventsOf } from "./outbound-events";
 import { moveStatuses } from "./outbound-store";
 import { effectivePolicies, lockPacings, markDispatched, type SimPacing, savePacings, simsWaitingFor, type WaitingSend, waitingSends } from "./policy-store";
+import { rerouteStranded } from "./reroute";
 import { afterSend, nextSlot, type SendingPolicy } from "./sending-policy";
 
 export type PacerDeps = { sql: Pool; jobs: JobQueue; events: Pick<EventTail, "notify">; clock?: Clock; deviceTimeoutSeconds: number };
@@ -43,12 +44,14 @@ export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[
   const expired: number[] = [];
   const handed: number[] = [];
   const wakes: { sim: number; at: number }[] = [];
+  const stranded: number[] = [];
   const bySim = Map.groupBy(waiting, (w) => w.hosted_sim_id);
   for (const [sim, before] of states) {
     const run = planRun(bySim.get(sim) ?? [], before, (m) => policies.get(`${m.organization_id}:${sim}`)!, now);
     expired.push(...run.expired);
     handed.push(...run.handed);
     if (run.wake !== null) wakes.push({ sim, at: run.wake });
+    if (run.phoneAway) stranded.push(sim);
     states.set(sim, run.state);
   }
   const events: NewEvent[] = [];
@@ -60,6 +63,9 @@ export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[
   );
   for (const m of sent) events.push(deviceCommand(m.organization_id, m.device_id, m));
   await savePacings(tx, states);
+  // Sends of a sender pool waiting for a phone that is away go to another phone of their pool, paced there.
+  const rerouted = await rerouteStranded(tx, stranded, now);
+  for (const sim of rerouted) wakes.push({ sim, at: now });
   if (wakes.length > 0) await enqueueWakes(tx, wakes);
   return events;
 }
@@ -77,8 +83,12 @@ function planRun(sends: WaitingSend[], before: SimPacing, policyOf: (m: WaitingS
   let state = before;
   let wake: number | null = null;
   let looked = 0;
+  let phoneAway = false;
   for (const m of sends) {
-    if (!m.device_ready) break;
+    if (!m.device_ready) {
+      phoneAway = true;
+      break;
+    }
     looked++;
     if (m.expires_at && m.expires_at.getTime() <= now) {
       expired.push(m.id);
@@ -97,7 +107,7 @@ function planRun(sends: WaitingSend[], before: SimPacing, policyOf: (m: WaitingS
   if (wake === null && looked === PER_SIM) wake = now;
   if (wake !== null && state.wakeAt !== null && state.wakeAt > now && state.wakeAt <= wake) wake = null;
   if (wake !== null) state = { ...state, wakeAt: wake };
-  return { expired, handed, state, wake };
+  return { expired, handed, state, wake, phoneAway };
 }
 
 /** The pace jobs of SIMs at their next slots, one statement for all. */

@@ -201,6 +201,74 @@ describe("a phone that is away", () => {
   }, 120_000);
 });
 
+describe("a pool's phone that goes away", () => {
+  test("sends of a pool waiting for a phone that went offline move to another online number of the pool, sticky kept, paced there, none twice; a one-number send waits", async () => {
+    const clock = createFakeClock(START);
+    const c = await instance(clock);
+    const t = await createTenant(base.sql, { plan: "enterprise" });
+    const a = await createByosNumber(base.sql, t.org.id, { online: true });
+    const b = await createByosNumber(base.sql, t.org.id, { online: false });
+    const d = await createByosNumber(base.sql, t.org.id, { online: false });
+    await policy(c, t.token, "/api/sending-policy", { messages_per_minute: 1, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1000 });
+    // d wrote to `friend` before: once online again it is the friend's sticky number.
+    const friend = randomNumber();
+    await base.sql`update devices set is_online = true where id = ${d.deviceId}`;
+    const earlier = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: d.hostedSimId, to: friend, text: "earlier" } });
+    expect(earlier.status).toBe(202);
+    await settle(clock);
+    await base.sql`update devices set is_online = false where id = ${d.deviceId}`;
+    // Only a is online: every pool send goes from it, one a minute.
+    const pool = [a.hostedSimId, b.hostedSimId, d.hostedSimId];
+    const to = [randomNumber(), randomNumber(), friend, randomNumber(), randomNumber()];
+    const res = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sims: pool, to, text: "pooled" } });
+    expect(res.status).toBe(202);
+    const ids: number[] = res.body.data.messages.map((m: { id: number; hosted_sim_id: number }) => m.id);
+    expect(res.body.data.messages.every((m: { hosted_sim_id: number }) => m.hosted_sim_id === a.hostedSimId)).toBe(true);
+    const alone = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: a.hostedSimId, to: randomNumber(), text: "a only" } });
+    await settle(clock);
+    expect(await dispatchedCount(ids)).toBe(1);
+    // a's phone goes away, b's and d's come back; a's next slot finds it away and moves the pool's sends.
+    await base.sql`update devices set is_online = false where id = ${a.deviceId}`;
+    await base.sql`update devices set is_online = true where id = any(${[b.deviceId, d.deviceId]}::bigint[])`;
+    while (await step(c, clock, [a.hostedSimId, b.hostedSimId, d.hostedSimId])) {}
+    const rows = await base.sql<{ id: number; to: string; sim: number; at: Date | null }[]>`
+      select id, to_number as "to", hosted_sim_id as sim, dispatched_at as at from messages where id = any(${ids}::bigint[]) order by id`;
+    expect(rows.every((r) => r.at !== null)).toBe(true);
+    expect(rows[0]!.sim).toBe(a.hostedSimId);
+    expect(rows.find((r) => r.to === friend)!.sim).toBe(d.hostedSimId);
+    expect(rows.slice(1).every((r) => r.sim !== a.hostedSimId)).toBe(true);
+    expect(rows.filter((r) => r.sim === b.hostedSimId).length).toBeGreaterThanOrEqual(1);
+    const once = await orders(ids);
+    expect([...once.values()]).toEqual([1, 1, 1, 1, 1]);
+    // Each moved send's order went to its new phone; its history row is on its new number.
+    const sent = await base.sql<{ id: number; device: number }[]>`
+      select (payload->'message'->>'id')::bigint as id, device_id as device from events where type = 'message.send' and (payload->'message'->>'id')::bigint = any(${ids}::bigint[])`;
+    const deviceOf = new Map([
+      [a.hostedSimId, a.deviceId],
+      [b.hostedSimId, b.deviceId],
+      [d.hostedSimId, d.deviceId],
+    ]);
+    for (const r of rows) expect(sent.find((s) => s.id === r.id)!.device).toBe(deviceOf.get(r.sim)!);
+    const views = await base.sql<{ message_id: number; hosted_sim_id: number }[]>`
+      select message_id, hosted_sim_id from message_visibility where message_id = any(${ids}::bigint[]) order by message_id`;
+    expect(views.map((v) => v.hosted_sim_id)).toEqual(rows.map((r) => r.sim));
+    // Paced on their new numbers: one a minute on each.
+    for (const sim of [b.hostedSimId, d.hostedSimId]) {
+      const times = rows
+        .filter((r) => r.sim === sim)
+        .map((r) => r.at!.getTime())
+        .sort((x, y) => x - y);
+      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(60_000);
+    }
+    // A send from one number (not a pool) keeps waiting for its phone.
+    const [kept] = await base.sql<
+      { sim: number; at: Date | null }[]
+    >`select hosted_sim_id as sim, dispatched_at as at from messages where id = ${alone.body.data.id}`;
+    expect(kept).toEqual({ sim: a.hostedSimId, at: null });
+    await c.close();
+  }, 120_000);
+});
+
 describe("sender pools (hosted_sims)", () => {
   test("one phone offline, one at its cap: the sends go through the third; sticky sender holds across 100 messages", async () => {
     const clock = createFakeClock(START);
