@@ -57,7 +57,7 @@ async function healthyTargets(tx: Sql, organizationId: number, pool: number[], n
   const targets: Target[] = [];
   for (const id of pool) {
     const sim = await findHostedSim(tx, [organizationId], id);
-    if (!sim || sim.status !== "active" || sim.provider !== "byos") continue;
+    if (sim?.status !== "active" || sim.provider !== "byos") continue;
     if (sim.lock_live && sim.lock_organization_id !== organizationId) continue;
     const device = await byosDeviceOf(tx, id);
     if (device?.device_status !== "active" || !device.is_online) continue;
