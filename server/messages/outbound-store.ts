@@ -97,13 +97,6 @@ export async function findOutbound(sql: Sql, id: number): Promise<OutboundRow | 
   return row ?? null;
 }
 
-/** Outbound messages of an organization by id, in id order (the answer of a send). */
-export async function findOutboundMessages(sql: Sql, organizationId: number, ids: number[]): Promise<Message[]> {
-  return sql<Message[]>`
-    select ${messageColumns(sql)} from messages m
-    where m.id = any(${ids}::bigint[]) and m.organization_id = ${organizationId} and m.direction = 'outbound' order by m.id`;
-}
-
 /** The outbound message a device may report on: sent through that device by the caller's organization. */
 export async function findDeviceOutbound(sql: Sql, q: { messageId: number; deviceId: number; organizationId: number }): Promise<OutboundRow | null> {
   const [row] = await sql<OutboundRow[]>`
