@@ -100,6 +100,7 @@ try {
   await seedScheduled(onlineSims, SCHEDULED, t0, 1, marker);
   while (Date.now() < t0) await Bun.sleep(50);
   const cpuAtStart = await cpuSeconds(pid);
+  const dbCpuAtStart = await databaseCpu();
   const loadDuring: number[][] = [];
   for (let i = 0; i < 2400; i++) {
     const [w] = await sql<{ n: number }[]>`select count(*)::int as n from messages where text = ${marker} and dispatched_at is not null`;
@@ -108,6 +109,9 @@ try {
     await Bun.sleep(250);
   }
   const dispatchCpu = (await cpuSeconds(pid)) - cpuAtStart;
+  const dbCpuAtEnd = await databaseCpu();
+  let dispatchDbCpu = 0;
+  for (const [backend, seconds] of dbCpuAtEnd) dispatchDbCpu += seconds - (dbCpuAtStart.get(backend) ?? 0);
   const [lat] = await sql<{ n: number; p50: number; p99: number; max: number }[]>`
     select count(*)::int as n,
       percentile_cont(0.5) within group (order by extract(epoch from dispatched_at - send_at) * 1000)::float8 as p50,
@@ -122,6 +126,7 @@ try {
     p99_ms: Math.round(lat!.p99),
     max_ms: Math.round(lat!.max),
     server_cpu_us_per_send: lat!.n > 0 ? Math.round((dispatchCpu * 1e6) / lat!.n) : null,
+    db_cpu_us_per_send: lat!.n > 0 ? Math.round((dispatchDbCpu * 1e6) / lat!.n) : null,
     load: loadDuring[0] ?? load(),
   };
   console.log(`dispatch at 1000 scheduled sends/s: ${JSON.stringify(out.dispatch)}`);
@@ -142,6 +147,19 @@ try {
     load: load(),
   };
   console.log(`hold: ${JSON.stringify(out.hold)}`);
+
+  /**
+   * CPU seconds (/proc) of each PostgreSQL backend connected to the bench database but this one
+   * (the server's pool), by pid: the database's share of the work, the rest of the server's
+   * PostgreSQL being shared with other databases. A backend that exits meanwhile is not counted.
+   */
+  async function databaseCpu() {
+    const backends = await sql<{ pid: number }[]>`
+      select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`;
+    const out = new Map<number, number>();
+    for (const b of backends) out.set(b.pid, await cpuSeconds(b.pid).catch(() => 0));
+    return out;
+  }
 
   /** `n` scheduled sends over `simIds` in turn, send_at `stepMs` apart from `at`, each with its dispatch job due then. */
   async function seedScheduled(simIds: number[], n: number, at: number, stepMs: number, text: string) {
