@@ -14,13 +14,13 @@ type Due = { id: number; hosted_sim_id: number; device_id: number | null; expire
  * goes on as a send made then would (a provider job; a device send's expiry job at expires_at),
  * or `expired` when expires_at has passed (the job ran late, e.g. after a restart), so it is
  * never sent late; a cancelled message is left alone. The device sends' SIMs are paced in the
- * same transaction (pacer.ts) before the sends move, so a send whose SIM may send now is queued
- * and handed to its phone by one update, without a pace job between. A fixed number of
- * statements per batch, whatever its size.
+ * same transaction (pacer.ts), so a send whose SIM may send now is handed to its phone in the
+ * commit that queues it, without a pace job between. A fixed number of statements per batch,
+ * whatever its size.
  */
 export async function dispatchScheduled(deps: OutboundDeps & PacerDeps, messageIds: number[]) {
   const now = deps.clock?.now() ?? Date.now();
-  const appended = await deps.sql.begin(async (tx) => {
+  const handed = await deps.sql.begin(async (tx) => {
     const due = await tx<Due[]>`
       select id, hosted_sim_id, device_id, expires_at from messages
       where id = any(${messageIds}::bigint[]) and direction = 'outbound' and status = 'scheduled' order by id`;
@@ -28,24 +28,19 @@ export async function dispatchScheduled(deps: OutboundDeps & PacerDeps, messageI
     const late = due.filter((m) => m.expires_at !== null && m.expires_at.getTime() <= now);
     const onTime = due.filter((m) => m.expires_at === null || m.expires_at.getTime() > now);
     const expired = await moveStatuses(tx, ids(late), "expired", ["scheduled"], { error: "It expired before it could be sent." });
-    // Device sends are paced first: one whose SIM may send now is queued and handed over by one
-    // update, the pacer queues the others; provider sends are queued here.
-    const devices = onTime.filter((m) => m.device_id !== null);
-    const paced = await paceSimsIn(deps, tx, [...new Set(devices.map((m) => m.hosted_sim_id))], ids(devices));
-    const providerIds = ids(onTime.filter((m) => m.device_id === null));
-    const queued = new Set([...paced.queued, ...(await moveStatuses(tx, providerIds, "queued", ["scheduled"]))]);
+    const queued = new Set(await moveStatuses(tx, ids(onTime), "queued", ["scheduled"]));
     const moved = onTime.filter((m) => queued.has(m.id));
     await enqueueFollowUps(tx, moved);
-    // Each send's message.queued (or message.expired) before its message.send.
     const events = await statusEventsOf(
       tx,
       [...expired, ...queued].sort((a, b) => a - b),
     );
-    events.push(...paced.events);
+    const sims = [...new Set(moved.filter((m) => m.device_id !== null).map((m) => m.hosted_sim_id))];
+    events.push(...(await paceSimsIn(deps, tx, sims)));
     await appendEvents(tx, events);
     return events.length > 0;
   });
-  if (!appended) return;
+  if (!handed) return;
   deps.jobs.wake();
   deps.events.notify();
 }

@@ -33,18 +33,13 @@ const PER_SIM = 20;
  * multiply). A run that finds the phone offline stops without one: the device's return enqueues
  * `message.outbound.device-online`, which paces its SIMs. Extra jobs find nothing to do.
  *
- * `due`: a dispatch batch's device sends to these SIMs (still `scheduled`), paced with the waiting
- * ones: each handed over is queued by the update that hands it over (one write instead of two),
- * the others are queued before stranded sends are rerouted (so they move with them).
- *
- * Returns the events to append with the transaction (message.send, message.expired) and the ids
- * of `due` queued (a send cancelled meanwhile is not).
+ * Returns the events to append with the transaction (message.send, message.expired).
  */
-export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[], due: number[] = []): Promise<{ events: NewEvent[]; queued: number[] }> {
-  if (hostedSimIds.length === 0) return { events: [], queued: [] };
+export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[]): Promise<NewEvent[]> {
+  if (hostedSimIds.length === 0) return [];
   const now = deps.clock?.now() ?? Date.now();
   const states = await lockPacings(tx, hostedSimIds);
-  const waiting = await waitingSends(tx, [...states.keys()], PER_SIM, due);
+  const waiting = await waitingSends(tx, [...states.keys()], PER_SIM);
   const policies = await effectivePolicies(tx, distinctPairs(waiting));
   const expired: number[] = [];
   const handed: number[] = [];
@@ -63,30 +58,16 @@ export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[
   const gone = await moveStatuses(tx, expired, "expired", ["queued"], { error: "No device picked up the message before it expired." });
   events.push(...(await statusEventsOf(tx, gone)));
   const pickUpBy = new Date(now + deps.deviceTimeoutSeconds * 1000);
-  const sent = await markDispatched(
-    tx,
-    handed,
-    now,
-    (ids) => enqueueJobs(tx, "message.outbound.device-timeout", tx`select jsonb_build_object('message_id', id) from (${ids}) as t`, { runAt: pickUpBy }),
-    due,
+  const sent = await markDispatched(tx, handed, now, (ids) =>
+    enqueueJobs(tx, "message.outbound.device-timeout", tx`select jsonb_build_object('message_id', id) from (${ids}) as t`, { runAt: pickUpBy }),
   );
   for (const m of sent) events.push(deviceCommand(m.organization_id, m.device_id, m));
-  const sentIds = new Set(sent.map((m) => m.id));
-  const queued = due.filter((id) => sentIds.has(id));
-  queued.push(
-    ...(await moveStatuses(
-      tx,
-      due.filter((id) => !sentIds.has(id)),
-      "queued",
-      ["scheduled"],
-    )),
-  );
   await savePacings(tx, states);
   // Sends of a sender pool waiting for a phone that is away go to another phone of their pool, paced there.
   const rerouted = await rerouteStranded(tx, stranded, now);
   for (const sim of rerouted) wakes.push({ sim, at: now });
   if (wakes.length > 0) await enqueueWakes(tx, wakes);
-  return { events, queued };
+  return events;
 }
 
 /**
@@ -149,7 +130,7 @@ const distinctPairs = (sends: WaitingSend[]) => {
 export async function paceSims(deps: PacerDeps, hostedSimIds: number[]) {
   if (hostedSimIds.length === 0) return;
   const events = await deps.sql.begin(async (tx) => {
-    const { events } = await paceSimsIn(deps, tx, hostedSimIds);
+    const events = await paceSimsIn(deps, tx, hostedSimIds);
     await appendEvents(tx, events);
     return events;
   });

@@ -104,46 +104,32 @@ export type WaitingSend = { id: number; hosted_sim_id: number; organization_id: 
 
 /**
  * The oldest device sends of each SIM waiting to be handed to its phone (at most `perSim` each,
- * oldest first, by the waiting index), with whether that phone is online and active. `due`: the
- * scheduled sends a dispatch batch is about to queue (still `scheduled`), read with them so the
- * pacer can hand them over in the same update that queues them (markDispatched).
+ * oldest first, by the waiting index), with whether that phone is online and active.
  */
-export async function waitingSends(tx: Sql, hostedSimIds: number[], perSim: number, due: number[] = []): Promise<WaitingSend[]> {
-  const rows = await tx<WaitingSend[]>`
+export async function waitingSends(tx: Sql, hostedSimIds: number[], perSim: number): Promise<WaitingSend[]> {
+  return tx<WaitingSend[]>`
     select w.* from unnest(${hostedSimIds}::bigint[]) as s(id) cross join lateral (
       select m.id, m.hosted_sim_id, m.organization_id, m.device_id, m.expires_at, coalesce(d.is_online and d.status = 'active', false) as device_ready
       from messages m left join devices d on d.id = m.device_id
       where m.hosted_sim_id = s.id and m.direction = 'outbound' and m.status = 'queued' and m.device_id is not null and m.dispatched_at is null
       order by m.id limit ${perSim}) w
-    union all
-    select m.id, m.hosted_sim_id, m.organization_id, m.device_id, m.expires_at, coalesce(d.is_online and d.status = 'active', false)
-    from messages m left join devices d on d.id = m.device_id
-    where m.id = any(${due}::bigint[]) and m.direction = 'outbound' and m.status = 'scheduled' and m.device_id is not null
-      and m.hosted_sim_id = any(${hostedSimIds}::bigint[])
-    order by 2, 1`;
-  if (due.length === 0) return rows;
-  // Both kinds, oldest first: still at most perSim of each SIM.
-  return [...Map.groupBy(rows, (r) => r.hosted_sim_id).values()].flatMap((sends) => sends.slice(0, perSim));
+    order by w.hosted_sim_id, w.id`;
 }
 
 /**
  * Marks waiting device sends handed to their phone at `at`, returning what their `message.send`
- * carries; a send no longer waiting (cancelled meanwhile) is left out. A send of `due` (a
- * dispatch batch's, still `scheduled`) is queued by the same update: one write instead of two.
- * Sends without expires_at get their pick-up timeout job here (OUTBOUND_DEVICE_TIMEOUT_SECONDS
- * from now): those with one already have it at expires_at, from when they started waiting.
+ * carries; a send no longer waiting (cancelled meanwhile) is left out. Sends without expires_at
+ * get their pick-up timeout job here (OUTBOUND_DEVICE_TIMEOUT_SECONDS from now): those with one
+ * already have it at expires_at, from when they started waiting.
  */
-export async function markDispatched(tx: Sql, messageIds: number[], at: number, timeouts: (ids: postgres.Fragment) => postgres.Fragment, due: number[] = []) {
+export async function markDispatched(tx: Sql, messageIds: number[], at: number, timeouts: (ids: postgres.Fragment) => postgres.Fragment) {
   if (messageIds.length === 0) return [];
   return tx<
     { id: number; organization_id: number; device_id: number; hosted_sim_id: number; number: string; to: string; text: string; sim_slot: number | null }[]
   >`
     with handed as (
-      -- The SET sees the row before the update: status_updated_at moves only for a send queued now.
-      update messages set status = 'queued', dispatched_at = ${new Date(at)}, updated_at = now(),
-        status_updated_at = case when status = 'scheduled' then now() else status_updated_at end
-      where id = any(${messageIds}::bigint[]) and dispatched_at is null
-        and (status = 'queued' or (status = 'scheduled' and id = any(${due}::bigint[])))
+      update messages set dispatched_at = ${new Date(at)}, updated_at = now()
+      where id = any(${messageIds}::bigint[]) and status = 'queued' and dispatched_at is null
       returning id, organization_id, device_id, hosted_sim_id, number, to_number as "to", text, sim_slot, expires_at),
     timeouts as (${timeouts(tx`select id from handed where expires_at is null`)})
     select id, organization_id, device_id, hosted_sim_id, number, "to", text, sim_slot from handed order by id`;
