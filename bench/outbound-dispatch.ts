@@ -22,7 +22,7 @@
  */
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import { arg, closedLoop, connect, dropDatabase, freshBenchDatabase, seedDevices, spawnServer } from "./devices-load";
+import { arg, closedLoop, connect, cpuSeconds, dropDatabase, freshBenchDatabase, seedDevices, spawnServer } from "./devices-load";
 
 const SIMS = arg("sims", 200);
 const SECONDS = arg("seconds", 10);
@@ -53,19 +53,33 @@ try {
   const post = (body: unknown) => new Request(`${server.url}/api/messages`, { method: "POST", headers, body: JSON.stringify(body) });
   const phone = (i: number) => `+1555${String(i % 10_000_000).padStart(7, "0")}`;
 
-  const baseline = await closedLoop(() => new Request(`${server.url}/api/me`, { headers }), { concurrency: 16, seconds: SECONDS });
+  const pid = server.proc.pid;
+  const baseline = await closedLoop(() => new Request(`${server.url}/api/me`, { headers }), { concurrency: 16, seconds: SECONDS, serverPid: pid });
   const single = await closedLoop((i) => post({ hosted_sim: onlineSims[i % onlineSims.length], to: phone(i), text: `single ${i}` }), {
     concurrency: 16,
     seconds: SECONDS,
+    serverPid: pid,
   });
   const recipients = (n: number, from: number) => Array.from({ length: n }, (_, k) => phone(from + k));
   const bulk = await closedLoop((i) => post({ hosted_sim: offlineSims[i % offlineSims.length], to: recipients(1000, i * 1000), text: "bulk" }), {
     concurrency: 2,
     seconds: SECONDS,
+    serverPid: pid,
   });
-  out.baseline = { rps: baseline.rps, p99: baseline.p99 };
-  out.single = { accepted_per_s: single.statuses[202] ? Math.round(single.statuses[202] / single.seconds) : 0, p99: single.p99, statuses: single.statuses };
-  out.bulk = { recipients_per_s: Math.round(((bulk.statuses[202] ?? 0) * 1000) / bulk.seconds), p99: bulk.p99, statuses: bulk.statuses };
+  // Server CPU per request (user + system, from /proc): less sensitive to a busy machine than the rates.
+  out.baseline = { rps: baseline.rps, p99: baseline.p99, server_cpu_us: baseline.cpuUsPerRequest };
+  out.single = {
+    accepted_per_s: single.statuses[202] ? Math.round(single.statuses[202] / single.seconds) : 0,
+    p99: single.p99,
+    statuses: single.statuses,
+    server_cpu_us: single.cpuUsPerRequest,
+  };
+  out.bulk = {
+    recipients_per_s: Math.round(((bulk.statuses[202] ?? 0) * 1000) / bulk.seconds),
+    p99: bulk.p99,
+    statuses: bulk.statuses,
+    server_cpu_us_per_recipient: bulk.cpuUsPerRequest === undefined ? undefined : +(bulk.cpuUsPerRequest / 1000).toFixed(1),
+  };
   console.log(
     `accepted: single ${JSON.stringify(out.single)}, bulk ${JSON.stringify(out.bulk)}; baseline GET /api/me ${baseline.rps}/s p99 ${baseline.p99} ms; load ${load()}`,
   );
@@ -84,6 +98,9 @@ try {
   const t0 = Date.now() + 15_000;
   const marker = `sched-${t0}`;
   await seedScheduled(onlineSims, SCHEDULED, t0, 1, marker);
+  while (Date.now() < t0) await Bun.sleep(50);
+  const cpuAtStart = await cpuSeconds(pid);
+  const dbCpuAtStart = await databaseCpu();
   const loadDuring: number[][] = [];
   for (let i = 0; i < 2400; i++) {
     const [w] = await sql<{ n: number }[]>`select count(*)::int as n from messages where text = ${marker} and dispatched_at is not null`;
@@ -91,6 +108,10 @@ try {
     if (w!.n >= SCHEDULED) break;
     await Bun.sleep(250);
   }
+  const dispatchCpu = (await cpuSeconds(pid)) - cpuAtStart;
+  const dbCpuAtEnd = await databaseCpu();
+  let dispatchDbCpu = 0;
+  for (const [backend, seconds] of dbCpuAtEnd) dispatchDbCpu += seconds - (dbCpuAtStart.get(backend) ?? 0);
   const [lat] = await sql<{ n: number; p50: number; p99: number; max: number }[]>`
     select count(*)::int as n,
       percentile_cont(0.5) within group (order by extract(epoch from dispatched_at - send_at) * 1000)::float8 as p50,
@@ -104,6 +125,8 @@ try {
     p50_ms: Math.round(lat!.p50),
     p99_ms: Math.round(lat!.p99),
     max_ms: Math.round(lat!.max),
+    server_cpu_us_per_send: lat!.n > 0 ? Math.round((dispatchCpu * 1e6) / lat!.n) : null,
+    db_cpu_us_per_send: lat!.n > 0 ? Math.round((dispatchDbCpu * 1e6) / lat!.n) : null,
     load: loadDuring[0] ?? load(),
   };
   console.log(`dispatch at 1000 scheduled sends/s: ${JSON.stringify(out.dispatch)}`);
@@ -124,6 +147,19 @@ try {
     load: load(),
   };
   console.log(`hold: ${JSON.stringify(out.hold)}`);
+
+  /**
+   * CPU seconds (/proc) of each PostgreSQL backend connected to the bench database but this one
+   * (the server's pool), by pid: the database's share of the work, the rest of the server's
+   * PostgreSQL being shared with other databases. A backend that exits meanwhile is not counted.
+   */
+  async function databaseCpu() {
+    const backends = await sql<{ pid: number }[]>`
+      select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`;
+    const out = new Map<number, number>();
+    for (const b of backends) out.set(b.pid, await cpuSeconds(b.pid).catch(() => 0));
+    return out;
+  }
 
   /** `n` scheduled sends over `simIds` in turn, send_at `stepMs` apart from `at`, each with its dispatch job due then. */
   async function seedScheduled(simIds: number[], n: number, at: number, stepMs: number, text: string) {

@@ -4625,7 +4625,7 @@ export interface operations {
                 "application/json": {
                     /** @description the number to send from; give it or `hosted_sims`; null: the same as leaving it out */
                     hosted_sim?: number | null;
-                    /** @description a sender pool instead of `hosted_sim`: 1 to 20 of your numbers; the send goes from the one that last wrote to the recipient when its phone is online and under its daily cap, else from a healthy one (docs/sending.md "Sender pools"); single recipient only; null: the same as leaving it out */
+                    /** @description a sender pool instead of `hosted_sim`: 1 to 20 of your numbers; the send goes from the one that last wrote to the recipient when its phone is online and under its daily cap, else from a healthy one (docs/sending.md "Sender pools"); with a bulk `to`, the number of each recipient is chosen by that rule; null: the same as leaving it out */
                     hosted_sims?: number[] | null;
                     /** @description an E.164 phone number, or an array of up to 1000 recipients (a bulk send) */
                     to: string | (string | {

@@ -54,12 +54,12 @@ const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1),
  * `enqueue`. The jobs are due at once: their `run_at` is the database's `now()` (the
  * transaction's start), and claims take the later of that clock and the queue's (see below).
  */
-export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragment, o: { runAt?: Date; runAtColumn?: boolean } = {}): postgres.Fragment {
+export function enqueueJobs(sql: Sql, queue: QueueName, payloads: postgres.Fragment, o: { runAt?: Date | "per-row" } = {}): postgres.Fragment {
   const spec = queueSpec(QUEUES, queue);
   const maxAttempts = spec.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-  // `runAtColumn`: `payloads` selects (payload, run_at), each job due at its own time (webhook
-  // first attempts recorded with their retries).
-  if (o.runAtColumn)
+  // `runAt` "per-row": `payloads` selects (payload, run_at), each job due at its own time, or at
+  // once where run_at is null (the pacer's wake-ups of many SIMs, webhook first attempts recorded with their retries).
+  if (o.runAt === "per-row")
     return sql`insert into jobs (queue, payload, max_attempts, run_at)
       select ${queue}, p.payload, ${maxAttempts}, coalesce(p.run_at, now()) from (${payloads}) as p(payload, run_at)`;
   // `runAt`: every job of the statement is due then instead (a bulk send's scheduled dispatch, its device timeout).

@@ -64,7 +64,7 @@ export const QUEUES = {
   },
   "message.outbound.provider": {
     description: "Hands a pool-number message to the provider API, retried with OUTBOUND_PROVIDER_RETRY_SECONDS backoff",
-    producers: ["server/messages/outbound.ts"],
+    producers: ["server/messages/outbound.ts", "server/messages/dispatch.ts"],
     handler: "server/messages/outbound-jobs.ts",
     concurrency: 4,
     visibilitySeconds: 30,
@@ -73,25 +73,29 @@ export const QUEUES = {
   "message.outbound.device-timeout": {
     description:
       "Ends a device send still queued: expired at its expires_at (waiting for its phone or handed to it), else failed when its phone has not picked it up OUTBOUND_DEVICE_TIMEOUT_SECONDS after the pacer handed it over",
-    producers: ["server/messages/outbound.ts"],
+    producers: ["server/messages/outbound.ts", "server/messages/dispatch.ts", "server/messages/pacer.ts"],
     handler: "server/messages/outbound-jobs.ts",
     concurrency: 2,
     visibilitySeconds: 30,
   },
   "message.outbound.dispatch": {
     description:
-      "Sends a scheduled message at its send_at (scheduled → queued, then to the device or the provider), or expires it when the job runs after expires_at",
+      "Sends scheduled messages at their send_at (scheduled → queued, then the provider job, or the SIM's pacer in the same transaction), or expires them when the job runs after expires_at",
     producers: ["server/messages/outbound.ts"],
     handler: "server/messages/outbound-jobs.ts",
-    concurrency: 4,
+    // One transaction moves every due send of a batch: 1,000 sends due a second are a few batches, not 1,000 transactions.
+    // One batch at a time: a batch sees every send it queues, so each SIM's sends go oldest first.
+    batchSize: 500,
+    concurrency: 1,
     visibilitySeconds: 30,
   },
   "message.outbound.pace": {
     description:
-      "Hands a SIM's waiting device sends to its phone as its sending policy allows (the pacer, under the SIM's sim_pacing row lock), and enqueues itself for the SIM's next slot",
+      "Hands SIMs' waiting device sends to their phones as their sending policies allow (the pacer, under the SIMs' sim_pacing row locks), and enqueues each SIM's next slot",
     producers: ["server/messages/outbound.ts", "server/messages/pacer.ts"],
     handler: "server/messages/outbound-jobs.ts",
-    concurrency: 8,
+    batchSize: 200,
+    concurrency: 2,
     visibilitySeconds: 30,
   },
   "message.outbound.device-online": {

@@ -40,8 +40,8 @@ export function workers(deps: WorkerDeps): Record<QueueName, Worker> {
     "webhook.replay": { one: deps.deliver },
     "message.outbound.provider": { one: outbound.send, backoff: outbound.backoff },
     "message.outbound.device-timeout": { one: outbound.deviceTimeout },
-    "message.outbound.dispatch": { one: outbound.dispatch },
-    "message.outbound.pace": { one: outbound.pace },
+    "message.outbound.dispatch": { batch: outbound.dispatch },
+    "message.outbound.pace": { batch: outbound.pace },
     "message.outbound.device-online": { one: outbound.deviceOnline },
     "number.lock-expiry": { one: lockExpiryHandler(deps) },
     "maintenance.retention": {

@@ -1,13 +1,14 @@
 import type { Config } from "../config";
 import type { Pool } from "../db/client";
 import type { EventTail } from "../events/tail";
-import type { Job, JobHandler, JobQueue } from "../jobs/queue";
+import type { BatchHandler, Job, JobHandler, JobQueue } from "../jobs/queue";
 import { RetryAfter } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
-import { changeStatus, dispatchScheduled } from "./outbound";
+import { dispatchScheduled } from "./dispatch";
+import { changeStatus } from "./outbound";
 import { countAttempt, findOutbound } from "./outbound-store";
-import { paceSim, resumeDevice } from "./pacer";
+import { paceSims, resumeDevice } from "./pacer";
 import { createProviderClient, type ProviderClient } from "./provider-client";
 
 type Deps = { sql: Pool; events: Pick<EventTail, "notify">; logger: Logger; clock?: Clock };
@@ -34,34 +35,34 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
   const now = () => deps.clock?.now() ?? Date.now();
   const expiresAt = m.expires_at ? Date.parse(m.expires_at) : null;
   if (expiresAt !== null && expiresAt - EXPIRY_MARGIN_MS <= now()) {
-    await expire(deps, m.id, m.organization_id, ["queued", "sending"], "It expired before the provider accepted it.");
+    await expire(deps, m.id, ["queued", "sending"], "It expired before the provider accepted it.");
     return;
   }
   // Not moved: cancelled (or expired) meanwhile, and so never handed to the provider.
   // Each provider call is an attempt: the first counted with the move to `sending`, a retry alone.
   if (m.status === "sending") await countAttempt(deps.sql, m.id);
-  else if (!(await changeStatus(deps, m.organization_id, m.id, "sending", ["queued"], { attempt: true }))) return;
+  else if (!(await changeStatus(deps, m.id, "sending", ["queued"], { attempt: true }))) return;
   const outcome = await provider.send({ id: m.id, from: m.from, to: m.to, body: m.text });
   if (outcome.kind === "accepted") {
-    await changeStatus(deps, m.organization_id, m.id, "sent", ["queued", "sending"], { externalId: outcome.sid || null });
+    await changeStatus(deps, m.id, "sent", ["queued", "sending"], { externalId: outcome.sid || null });
     return;
   }
   const last = job.attempts >= job.max_attempts;
   if (outcome.kind === "rejected" || last) {
-    await changeStatus(deps, m.organization_id, m.id, "failed", ["queued", "sending"], { error: outcome.error });
+    await changeStatus(deps, m.id, "failed", ["queued", "sending"], { error: outcome.error });
     return;
   }
   const delay = outcome.retryAfterMs ?? backoff(job.attempts);
   if (expiresAt !== null && now() + delay >= expiresAt - EXPIRY_MARGIN_MS) {
-    await expire(deps, m.id, m.organization_id, ["sending"], `It expired before the provider accepted it (last answer: ${outcome.error}).`);
+    await expire(deps, m.id, ["sending"], `It expired before the provider accepted it (last answer: ${outcome.error}).`);
     return;
   }
   deps.logger.info({ message: m.id, attempt: job.attempts, err: outcome.error }, "provider send will be retried");
   throw new RetryAfter(delay, outcome.error);
 }
 
-async function expire(deps: Pick<Deps, "sql" | "events">, id: number, organizationId: number, from: string[], error: string) {
-  await changeStatus(deps, organizationId, id, "expired", from, { error });
+async function expire(deps: Pick<Deps, "sql" | "events">, id: number, from: string[], error: string) {
+  await changeStatus(deps, id, "expired", from, { error });
 }
 
 /**
@@ -78,7 +79,7 @@ export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "events" |
   const [to, error] = m.expires_at
     ? ["expired", "No device picked up the message before it expired."]
     : ["failed", `No device picked up the message within ${timeoutSeconds} seconds.`];
-  return changeStatus(deps, m.organization_id, messageId, to, ["queued"], { error });
+  return changeStatus(deps, messageId, to, ["queued"], { error });
 }
 
 /** The handlers of the outbound queues (registered by server/jobs/workers.ts), with the provider sends' backoff. */
@@ -91,8 +92,9 @@ export function outboundHandlers(deps: Deps & { config: Config; jobs: JobQueue; 
   const deviceTimeout: JobHandler<Payload> = async (job) =>
     void (await failUnpickedDeviceSend(deps, job.payload.message_id, config.OUTBOUND_DEVICE_TIMEOUT_SECONDS));
   const dispatchDeps = { ...deps, deviceTimeoutSeconds: config.OUTBOUND_DEVICE_TIMEOUT_SECONDS };
-  const dispatch: JobHandler<Payload> = (job) => dispatchScheduled(dispatchDeps, job.payload.message_id);
-  const pace: JobHandler<{ hosted_sim_id: number }> = (job) => paceSim(dispatchDeps, job.payload.hosted_sim_id);
+  // Batches: one transaction for every due scheduled send / every SIM whose pace job is due.
+  const dispatch: BatchHandler<Payload> = (jobs) => dispatchScheduled(dispatchDeps, [...new Set(jobs.map((j) => j.payload.message_id))]);
+  const pace: BatchHandler<{ hosted_sim_id: number }> = (jobs) => paceSims(dispatchDeps, [...new Set(jobs.map((j) => j.payload.hosted_sim_id))]);
   const deviceOnline: JobHandler<{ device_id: number }> = (job) => resumeDevice(dispatchDeps, job.payload.device_id);
   return { send, backoff, deviceTimeout, dispatch, pace, deviceOnline };
 }

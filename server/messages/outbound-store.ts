@@ -1,5 +1,6 @@
+import type postgres from "postgres";
 import type { Sql } from "../db/client";
-import { type Message, messageColumns } from "./store";
+import { type Message, messageColumns, monthlyOutboundCountQuery } from "./store";
 
 export type OutboundInsert = {
   hostedSimId: number;
@@ -14,27 +15,57 @@ export type OutboundInsert = {
   sendAt: Date | null;
   expiresAt: Date | null;
   batchId: string | null;
+  /** The sender pool (`hosted_sims`) the send was accepted through; null for one `hosted_sim`. */
+  senderPool: number[] | null;
 };
 
 /**
- * Stores outbound messages (one per recipient, in the order given, ids ascending), visible to
- * the sending organization alone: one INSERT for the messages and one for their visibility
- * rows, whatever the count. Call inside the send transaction. Returns the ids in order.
+ * Stores outbound messages (one per recipient, in the order given, ids ascending) if they fit the
+ * organization's monthly quota, in ONE statement: the month's count, the messages, their
+ * visibility rows (visible to the sending organization alone; their history seqs handed out as
+ * one range, as inbound.ts does, instead of one counts upsert per row) and the jobs `jobs` builds
+ * from the new ids (a query of one `id` column). Run it inside the send transaction right after
+ * lockOrganizationQuota: the count's snapshot is then taken after every earlier send of the
+ * organization committed. Stores nothing when `used + recipients` would pass `limit`.
  */
-export async function insertOutbound(tx: Sql, o: OutboundInsert, recipients: { to: string; text: string }[]): Promise<number[]> {
-  const rows = await tx<{ id: number }[]>`
-    insert into messages (hosted_sim_id, number, direction, from_number, to_number, text, status, source,
-                          device_id, sim_slot, team_id, locked, organization_id, send_at, expires_at, batch_id, status_updated_at)
-    select ${o.hostedSimId}, ${o.number}, 'outbound', ${o.number}, r.to_number, r.text, ${o.status}, 'api',
-           ${o.deviceId}, ${o.simSlot}, ${o.teamId}, ${o.locked}, ${o.organizationId}, ${o.sendAt}, ${o.expiresAt}, ${o.batchId}::uuid, now()
-    from unnest(${recipients.map((r) => r.to)}::text[], ${recipients.map((r) => r.text)}::text[]) with ordinality as r(to_number, text, n)
-    order by r.n
-    returning id`;
-  const ids = rows.map((r) => r.id).sort((a, b) => a - b);
-  await tx`
-    insert into message_visibility (organization_id, hosted_sim_id, message_id, team_id, outbound)
-    select ${o.organizationId}, ${o.hostedSimId}, id, ${o.teamId}, true from unnest(${ids}::bigint[]) with ordinality as t(id, n) order by n`;
-  return ids;
+export async function insertOutbound(
+  tx: Sql,
+  o: OutboundInsert,
+  recipients: { to: string; text: string }[],
+  quota: { limit: number; jobs: (ids: postgres.Fragment) => postgres.Fragment[] },
+): Promise<{ used: number; ids: number[] }> {
+  const n = recipients.length;
+  const ids = tx`select id from input`;
+  // Each job insert a CTE of its own (job0, job1, ...), so they run in the same statement.
+  const jobs = quota.jobs(ids).reduce((all, insert, i) => tx`${all}, ${tx(`job${i}`)} as (${insert})`, tx``);
+  const [row] = await tx<{ used: number; ids: number[] }[]>`
+    with used as (${monthlyOutboundCountQuery(tx, o.organizationId)}),
+    input as (
+      select r.to_number, r.text, r.k, nextval(pg_get_serial_sequence('messages', 'id')) as id
+      from unnest(${recipients.map((r) => r.to)}::text[], ${recipients.map((r) => r.text)}::text[]) with ordinality as r(to_number, text, k)
+      where (select * from used) + ${n} <= ${quota.limit}
+      order by r.k),
+    msgs as (
+      insert into messages (id, hosted_sim_id, number, direction, from_number, to_number, text, status, source,
+                            device_id, sim_slot, team_id, locked, organization_id, send_at, expires_at, batch_id, status_updated_at, sender_pool)
+      overriding system value
+      select i.id, ${o.hostedSimId}, ${o.number}, 'outbound', ${o.number}, i.to_number, i.text, ${o.status}, 'api',
+             ${o.deviceId}, ${o.simSlot}, ${o.teamId}, ${o.locked}, ${o.organizationId}, ${o.sendAt}, ${o.expiresAt}, ${o.batchId}::uuid, now(),
+             ${o.senderPool}::bigint[]
+      from input i order by i.k
+      returning id),
+    counted as (
+      insert into message_visibility_counts as c (organization_id, hosted_sim_id, last_seq, total, inbound)
+      select ${o.organizationId}, ${o.hostedSimId}, count(*), count(*), 0 from input having count(*) > 0
+      on conflict (organization_id, hosted_sim_id) do update set last_seq = c.last_seq + excluded.last_seq, total = c.total + excluded.total
+      returning last_seq),
+    vis as (
+      insert into message_visibility (organization_id, hosted_sim_id, message_id, team_id, outbound, seq)
+      select ${o.organizationId}, ${o.hostedSimId}, i.id, ${o.teamId}, true, c.last_seq - ${n} + i.k
+      from input i, counted c order by i.k)
+    ${jobs}
+    select (select * from used) as used, coalesce((select array_agg(id order by id) from msgs), '{}') as ids`;
+  return { used: row!.used, ids: row!.ids.map(Number) };
 }
 
 /** Serializes an organization's sends for the rest of the transaction, so the quota is counted and used in one step. */
@@ -42,19 +73,19 @@ export async function lockOrganizationQuota(tx: Sql, organizationId: number) {
   await tx`select pg_advisory_xact_lock(hashtextextended(${`simhost:outbound-quota:${organizationId}`}, 0))`;
 }
 
-export async function monthlyLimit(sql: Sql, organizationId: number): Promise<number> {
-  const [row] = await sql<{ monthly_messages: number }[]>`
-    select p.monthly_messages from organizations o join plans p on p.name = o.plan where o.id = ${organizationId}`;
-  return row?.monthly_messages ?? 0;
-}
-
-/** The current lock holder of a number (null when free or run out), read inside the send transaction. */
-export async function liveLockHolder(sql: Sql, hostedSimId: number): Promise<{ organization_id: number; locked_until: string } | null> {
-  const [row] = await sql<{ organization_id: number; locked_until: string }[]>`
-    select lock_organization_id as organization_id,
-           to_char(locked_until at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as locked_until
-    from hosted_sims where id = ${hostedSimId} and lock_organization_id is not null and locked_until > now()`;
-  return row ?? null;
+/**
+ * What a send from a number needs to know before it stores anything, in one round trip: the
+ * organization's monthly limit, and the number's current lock holder (null when free or run out).
+ */
+export async function sendContext(sql: Sql, organizationId: number, hostedSimId: number) {
+  const [row] = await sql<{ monthly_limit: number | null; holder: number | null; locked_until: string | null }[]>`
+    select (select p.monthly_messages from organizations o join plans p on p.name = o.plan where o.id = ${organizationId}) as monthly_limit,
+      h.lock_organization_id as holder,
+      to_char(h.locked_until at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as locked_until
+    from (select 1) one
+    left join hosted_sims h on h.id = ${hostedSimId} and h.lock_organization_id is not null and h.locked_until > now()`;
+  const holder = row?.holder == null ? null : { organization_id: row.holder, locked_until: row.locked_until! };
+  return { limit: row?.monthly_limit ?? 0, holder };
 }
 
 /** `dispatched`: a device send the pacer has handed to its phone (message.send). */
@@ -64,13 +95,6 @@ export async function findOutbound(sql: Sql, id: number): Promise<OutboundRow | 
   const [row] = await sql<OutboundRow[]>`
     select ${messageColumns(sql)}, m.organization_id, m.dispatched_at is not null as dispatched from messages m where m.id = ${id} and m.direction = 'outbound'`;
   return row ?? null;
-}
-
-/** Outbound messages of an organization by id, in id order (the answer of a send). */
-export async function findOutboundMessages(sql: Sql, organizationId: number, ids: number[]): Promise<Message[]> {
-  return sql<Message[]>`
-    select ${messageColumns(sql)} from messages m
-    where m.id = any(${ids}::bigint[]) and m.organization_id = ${organizationId} and m.direction = 'outbound' order by m.id`;
 }
 
 /** The outbound message a device may report on: sent through that device by the caller's organization. */
@@ -93,16 +117,22 @@ export type StatusExtra = { error?: string | null; externalId?: string | null; a
  * reports cannot both win a transition). Returns false when the message was not in such a state.
  */
 export async function moveStatus(sql: Sql, id: number, to: string, from: string[], extra: StatusExtra = {}) {
-  const rows = await sql`
+  return (await moveStatuses(sql, [id], to, from, extra)).length > 0;
+}
+
+/** moveStatus for many messages in one statement (a dispatch batch); returns the ids that moved. */
+export async function moveStatuses(sql: Sql, ids: number[], to: string, from: string[], extra: StatusExtra = {}): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const rows = await sql<{ id: number }[]>`
     update messages set status = ${to}, status_updated_at = now(),
       attempts = attempts + case when ${extra.attempt ?? false}::boolean and status in ('scheduled', 'queued') then 1 else 0 end,
       error = case when ${to} in ('failed', 'expired') then ${extra.error ?? null} else error end,
       external_id = coalesce(${extra.externalId ?? null}, external_id),
       sent_at = case when ${to} in ('sent', 'delivered') then coalesce(sent_at, now()) else sent_at end,
       updated_at = now()
-    where id = ${id} and direction = 'outbound' and status = any(${from})
-    returning 1`;
-  return rows.length > 0;
+    where id = any(${ids}::bigint[]) and direction = 'outbound' and status = any(${from})
+    returning id`;
+  return rows.map((r) => r.id);
 }
 
 /** One more provider call for a message already `sending` (a retry: its first call moved it there). */

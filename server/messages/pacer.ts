@@ -1,86 +1,146 @@
 import type { Pool, Sql } from "../db/client";
 import { appendEvents, type NewEvent } from "../events/log";
 import type { EventTail } from "../events/tail";
-import type { JobQueue } from "../jobs/queue";
+import { enqueueJobs, type JobQueue } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
-import { findVisibleMessage } from "./history-store";
-import { deviceCommand, deviceDeadline, statusEvents } from "./outbound";
-import { moveStatus } from "./outbound-store";
-import { effectivePolicy, lockPacing, markDispatched, oldestWaiting, savePacing, simsWaitingFor } from "./policy-store";
+import { deviceCommand, statusEventsOf } from "./outbound-events";
+import { moveStatuses } from "./outbound-store";
+import { effectivePolicies, lockPacings, markDispatched, type SimPacing, savePacings, simsWaitingFor, type WaitingSend, waitingSends } from "./policy-store";
+import { rerouteStranded } from "./reroute";
 import { afterSend, nextSlot, type SendingPolicy } from "./sending-policy";
 
 export type PacerDeps = { sql: Pool; jobs: JobQueue; events: Pick<EventTail, "notify">; clock?: Clock; deviceTimeoutSeconds: number };
 
-/** Sends handed over per dispatch job at most; a longer backlog (a permissive policy) goes on in the next job. */
-const MAX_PER_RUN = 100;
+/**
+ * Waiting sends of a SIM looked at per run at most. A policy's gap is at least 100 ms (600 a
+ * minute), so a run hands over at most one send per SIM; the rest are sends that expired while
+ * waiting. A SIM with more of those than this goes on in the next run, due at once.
+ */
+const PER_SIM = 20;
 
 /**
- * The pacer (issue 19 items 4 and 5): hands a SIM's waiting device sends to its phone, oldest
- * first, as fast as its sending policy allows and only while the phone is online. It runs as the
- * `message.outbound.pace` job of the SIM, under the lock of the SIM's `sim_pacing` row, so one
- * instance at a time dispatches for a SIM and the state it leaves (next_allowed_at, the day's
- * count) is committed with the `message.send` it appended: a restart neither bursts nor forgets.
+ * The pacer (issue 19 items 4 and 5): hands SIMs' waiting device sends to their phones, oldest
+ * first, as fast as each SIM's sending policy allows and only while its phone is online. It
+ * runs inside the caller's transaction (a batch of `message.outbound.pace` jobs, a dispatch
+ * batch of scheduled sends, a device's return) under the locks of the SIMs' `sim_pacing` rows,
+ * so one dispatcher at a time decides for a SIM and the state it leaves (next_allowed_at, the
+ * day's count) commits with the `message.send` events it returns: a restart neither bursts nor
+ * forgets. Set-based: a fixed number of statements per call, whatever the number of SIMs.
  *
- * Every waiting send has a pace job due by the time it may go: the send enqueues one (at once,
- * or at send_at through the scheduled dispatch), and a run that stops at a pacing slot enqueues
- * the next at that slot (wake_at records it, so idle extra jobs do not multiply). A run that
- * finds the phone offline stops without one: the device's return enqueues
- * `message.outbound.device-online`, which runs the pacer of its SIMs. Extra jobs find nothing
- * to do and end.
+ * Every waiting send has a pace job (or a dispatch) due by the time it may go: the send
+ * enqueues one at once (or its scheduled dispatch paces it at send_at), and a run that stops at
+ * a pacing slot enqueues the next at that slot (wake_at records it, so idle extra jobs do not
+ * multiply). A run that finds the phone offline stops without one: the device's return enqueues
+ * `message.outbound.device-online`, which paces its SIMs. Extra jobs find nothing to do.
+ *
+ * Returns the events to append with the transaction (message.send, message.expired).
  */
-export async function paceSim(deps: PacerDeps, hostedSimId: number) {
+export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[]): Promise<NewEvent[]> {
+  if (hostedSimIds.length === 0) return [];
   const now = deps.clock?.now() ?? Date.now();
-  const handed = await deps.sql.begin(async (tx) => {
-    let state = await lockPacing(tx, hostedSimId);
-    const policies = new Map<number, SendingPolicy>();
-    const events: NewEvent[] = [];
-    let count = 0;
-    let wake: number | null = null;
-    for (let after = 0; count < MAX_PER_RUN; ) {
-      const m = await oldestWaiting(tx, hostedSimId, after);
-      if (!m?.device_ready) break;
-      after = m.id;
-      if (m.expires_at && m.expires_at.getTime() <= now) {
-        if (await moveStatus(tx, m.id, "expired", ["queued"], { error: "No device picked up the message before it expired." }))
-          events.push(...(await statusEvents(tx, m.organization_id, m.id)));
-        continue;
-      }
-      let policy = policies.get(m.organization_id);
-      if (!policy) {
-        policy = (await effectivePolicy(tx, m.organization_id, hostedSimId)).policy;
-        policies.set(m.organization_id, policy);
-      }
-      const slot = nextSlot(policy, state, now);
-      if (slot > now) {
-        wake = slot;
-        break;
-      }
-      if (!(await markDispatched(tx, m.id, now))) continue;
-      state = { ...afterSend(policy, state, now), wakeAt: state.wakeAt };
-      events.push(deviceCommand(m.organization_id, m.device_id, (await findVisibleMessage(tx, m.organization_id, m.id))!));
-      await deps.jobs.enqueue("message.outbound.device-timeout", { message_id: m.id }, { runAt: deviceDeadline(deps, m.expires_at) }, tx);
-      count++;
+  const states = await lockPacings(tx, hostedSimIds);
+  const waiting = await waitingSends(tx, [...states.keys()], PER_SIM);
+  const policies = await effectivePolicies(tx, distinctPairs(waiting));
+  const expired: number[] = [];
+  const handed: number[] = [];
+  const wakes: { sim: number; at: number }[] = [];
+  const stranded: number[] = [];
+  const bySim = Map.groupBy(waiting, (w) => w.hosted_sim_id);
+  for (const [sim, before] of states) {
+    const run = planRun(bySim.get(sim) ?? [], before, (m) => policies.get(`${m.organization_id}:${sim}`)!, now);
+    expired.push(...run.expired);
+    handed.push(...run.handed);
+    if (run.wake !== null) wakes.push({ sim, at: run.wake });
+    if (run.phoneAway) stranded.push(sim);
+    states.set(sim, run.state);
+  }
+  const events: NewEvent[] = [];
+  const gone = await moveStatuses(tx, expired, "expired", ["queued"], { error: "No device picked up the message before it expired." });
+  events.push(...(await statusEventsOf(tx, gone)));
+  const pickUpBy = new Date(now + deps.deviceTimeoutSeconds * 1000);
+  const sent = await markDispatched(tx, handed, now, (ids) =>
+    enqueueJobs(tx, "message.outbound.device-timeout", tx`select jsonb_build_object('message_id', id) from (${ids}) as t`, { runAt: pickUpBy }),
+  );
+  for (const m of sent) events.push(deviceCommand(m.organization_id, m.device_id, m));
+  await savePacings(tx, states);
+  // Sends of a sender pool waiting for a phone that is away go to another phone of their pool, paced there.
+  const rerouted = await rerouteStranded(tx, stranded, now);
+  for (const sim of rerouted) wakes.push({ sim, at: now });
+  if (wakes.length > 0) await enqueueWakes(tx, wakes);
+  return events;
+}
+
+/**
+ * What one run does for one SIM (pure): its waiting sends, oldest first, while its phone is
+ * ready: those past expires_at expire, the others go as long as the policy's next slot is now
+ * (a send cancelled since it was read is left out by markDispatched; its slot stays used, so
+ * pacing errs slow). `wake`: when a pace job must run for the SIM next (null: none needed, or
+ * one already due at or before then and still ahead of now covers it, as wake_at records).
+ */
+function planRun(sends: WaitingSend[], before: SimPacing, policyOf: (m: WaitingSend) => SendingPolicy, now: number) {
+  const expired: number[] = [];
+  const handed: number[] = [];
+  let state = before;
+  let wake: number | null = null;
+  let looked = 0;
+  let phoneAway = false;
+  for (const m of sends) {
+    if (!m.device_ready) {
+      phoneAway = true;
+      break;
     }
-    if (count === MAX_PER_RUN) wake = now;
-    // A job already due at or before `wake` and still ahead of now covers it; otherwise enqueue one.
-    if (wake !== null && !(state.wakeAt !== null && state.wakeAt > now && state.wakeAt <= wake)) {
-      await enqueuePace(deps.jobs, hostedSimId, new Date(wake), tx);
-      state = { ...state, wakeAt: wake };
+    looked++;
+    if (m.expires_at && m.expires_at.getTime() <= now) {
+      expired.push(m.id);
+      continue;
     }
-    await savePacing(tx, hostedSimId, state);
+    const policy = policyOf(m);
+    const slot = nextSlot(policy, state, now);
+    if (slot > now) {
+      wake = slot;
+      break;
+    }
+    handed.push(m.id);
+    state = { ...afterSend(policy, state, now), wakeAt: state.wakeAt };
+  }
+  // Every send looked at ended (expired or went): more may wait behind them, due at once.
+  if (wake === null && looked === PER_SIM) wake = now;
+  if (wake !== null && state.wakeAt !== null && state.wakeAt > now && state.wakeAt <= wake) wake = null;
+  if (wake !== null) state = { ...state, wakeAt: wake };
+  return { expired, handed, state, wake, phoneAway };
+}
+
+/** The pace jobs of SIMs at their next slots, one statement for all. */
+const enqueueWakes = (tx: Sql, wakes: { sim: number; at: number }[]) =>
+  enqueueJobs(
+    tx,
+    "message.outbound.pace",
+    tx`select jsonb_build_object('hosted_sim_id', w.sim), w.at
+       from unnest(${wakes.map((w) => w.sim)}::bigint[], ${wakes.map((w) => new Date(w.at).toISOString())}::timestamptz[]) as w(sim, at)`,
+    { runAt: "per-row" },
+  );
+
+const distinctPairs = (sends: WaitingSend[]) => {
+  const seen = new Map<string, { organizationId: number; hostedSimId: number }>();
+  for (const s of sends) seen.set(`${s.organization_id}:${s.hosted_sim_id}`, { organizationId: s.organization_id, hostedSimId: s.hosted_sim_id });
+  return [...seen.values()];
+};
+
+/** paceSimsIn in a transaction of its own; wakes the queue and the event readers when it handed anything over. */
+export async function paceSims(deps: PacerDeps, hostedSimIds: number[]) {
+  if (hostedSimIds.length === 0) return;
+  const events = await deps.sql.begin(async (tx) => {
+    const events = await paceSimsIn(deps, tx, hostedSimIds);
     await appendEvents(tx, events);
-    return events.length;
+    return events;
   });
-  if (handed > 0) {
+  if (events.length > 0) {
     deps.jobs.wake();
     deps.events.notify();
   }
 }
 
-export const enqueuePace = (jobs: JobQueue, hostedSimId: number, runAt: Date, tx: Sql) =>
-  jobs.enqueue("message.outbound.pace", { hosted_sim_id: hostedSimId }, { runAt }, tx);
-
 /** A device came back online (its heartbeat enqueued this): its SIMs' waiting sends go out, paced. */
 export async function resumeDevice(deps: PacerDeps, deviceId: number) {
-  for (const hostedSimId of await simsWaitingFor(deps.sql, deviceId)) await paceSim(deps, hostedSimId);
+  await paceSims(deps, await simsWaitingFor(deps.sql, deviceId));
 }

@@ -1,3 +1,4 @@
+import type postgres from "postgres";
 import type { Sql } from "../db/client";
 import { DEFAULT_POLICY, type PacingState, type SendingPolicy } from "./sending-policy";
 
@@ -63,18 +64,30 @@ const toState = (r: PacingRow | undefined): PacingState & { wakeAt: number | nul
   wakeAt: r?.wake_at?.getTime() ?? null,
 });
 
-/** A SIM's pacing state, locked for the rest of the transaction: one dispatcher per SIM at a time, on any instance. */
-export async function lockPacing(tx: Sql, hostedSimId: number) {
-  await tx`insert into sim_pacing (hosted_sim_id) values (${hostedSimId}) on conflict do nothing`;
-  const [row] = await tx<PacingRow[]>`select next_allowed_at, day, day_count, wake_at from sim_pacing where hosted_sim_id = ${hostedSimId} for update`;
-  return toState(row);
+export type SimPacing = PacingState & { wakeAt: number | null };
+
+/**
+ * SIMs' pacing states, locked for the rest of the transaction (in id order, so two dispatchers
+ * of overlapping SIMs never deadlock): one dispatcher per SIM at a time, on any instance.
+ */
+export async function lockPacings(tx: Sql, hostedSimIds: number[]): Promise<Map<number, SimPacing>> {
+  const ids = [...new Set(hostedSimIds)].sort((a, b) => a - b);
+  await tx`insert into sim_pacing (hosted_sim_id) select unnest(${ids}::bigint[]) order by 1 on conflict do nothing`;
+  const rows = await tx<(PacingRow & { hosted_sim_id: number })[]>`
+    select hosted_sim_id, next_allowed_at, day, day_count, wake_at from sim_pacing where hosted_sim_id = any(${ids}::bigint[])
+    order by hosted_sim_id for update`;
+  return new Map(rows.map((r) => [r.hosted_sim_id, toState(r)]));
 }
 
-export async function savePacing(tx: Sql, hostedSimId: number, s: PacingState & { wakeAt: number | null }) {
-  const at = (ms: number | null) => (ms === null ? null : new Date(ms));
+/** Stores the pacing states the dispatcher left (one statement for every SIM). */
+export async function savePacings(tx: Sql, states: Map<number, SimPacing>) {
+  if (states.size === 0) return;
+  const at = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  const rows = [...states].map(([id, s]) => ({ id, next: at(s.nextAllowedAt), day: s.day, count: s.dayCount, wake: at(s.wakeAt) }));
   await tx`
-    update sim_pacing set next_allowed_at = ${at(s.nextAllowedAt)}, day = ${s.day}, day_count = ${s.dayCount}, wake_at = ${at(s.wakeAt)}
-    where hosted_sim_id = ${hostedSimId}`;
+    update sim_pacing p set next_allowed_at = r.next, day = r.day, day_count = r.count, wake_at = r.wake
+    from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as r(id bigint, next timestamptz, day text, count int, wake timestamptz)
+    where p.hosted_sim_id = r.id`;
 }
 
 /** Pacing states of several SIMs, unlocked (a sender pool's choice), with how many sends wait on each. */
@@ -87,25 +100,56 @@ export async function pacingLoads(sql: Sql, hostedSimIds: number[]) {
   return new Map(rows.map((r) => [r.hosted_sim_id, { state: toState(r), waiting: r.waiting }]));
 }
 
-export type WaitingSend = { id: number; organization_id: number; device_id: number; expires_at: Date | null; device_ready: boolean };
+export type WaitingSend = { id: number; hosted_sim_id: number; organization_id: number; device_id: number; expires_at: Date | null; device_ready: boolean };
 
-/** The oldest device send of a SIM waiting to be handed to its phone, with whether that phone is online and active. */
-export async function oldestWaiting(tx: Sql, hostedSimId: number, afterId: number): Promise<WaitingSend | null> {
-  const [row] = await tx<WaitingSend[]>`
-    select m.id, m.organization_id, m.device_id, m.expires_at, coalesce(d.is_online and d.status = 'active', false) as device_ready
-    from messages m left join devices d on d.id = m.device_id
-    where m.hosted_sim_id = ${hostedSimId} and m.direction = 'outbound' and m.status = 'queued' and m.device_id is not null
-      and m.dispatched_at is null and m.id > ${afterId}
-    order by m.id limit 1`;
-  return row ?? null;
+/**
+ * The oldest device sends of each SIM waiting to be handed to its phone (at most `perSim` each,
+ * oldest first, by the waiting index), with whether that phone is online and active.
+ */
+export async function waitingSends(tx: Sql, hostedSimIds: number[], perSim: number): Promise<WaitingSend[]> {
+  return tx<WaitingSend[]>`
+    select w.* from unnest(${hostedSimIds}::bigint[]) as s(id) cross join lateral (
+      select m.id, m.hosted_sim_id, m.organization_id, m.device_id, m.expires_at, coalesce(d.is_online and d.status = 'active', false) as device_ready
+      from messages m left join devices d on d.id = m.device_id
+      where m.hosted_sim_id = s.id and m.direction = 'outbound' and m.status = 'queued' and m.device_id is not null and m.dispatched_at is null
+      order by m.id limit ${perSim}) w
+    order by w.hosted_sim_id, w.id`;
 }
 
-/** Marks a waiting device send handed to its phone at `at`; false when it no longer waits (cancelled meanwhile). */
-export async function markDispatched(tx: Sql, messageId: number, at: number) {
-  const rows = await tx`
-    update messages set dispatched_at = ${new Date(at)}, updated_at = now()
-    where id = ${messageId} and status = 'queued' and dispatched_at is null returning 1`;
-  return rows.length > 0;
+/**
+ * Marks waiting device sends handed to their phone at `at`, returning what their `message.send`
+ * carries; a send no longer waiting (cancelled meanwhile) is left out. Sends without expires_at
+ * get their pick-up timeout job here (OUTBOUND_DEVICE_TIMEOUT_SECONDS from now): those with one
+ * already have it at expires_at, from when they started waiting.
+ */
+export async function markDispatched(tx: Sql, messageIds: number[], at: number, timeouts: (ids: postgres.Fragment) => postgres.Fragment) {
+  if (messageIds.length === 0) return [];
+  return tx<
+    { id: number; organization_id: number; device_id: number; hosted_sim_id: number; number: string; to: string; text: string; sim_slot: number | null }[]
+  >`
+    with handed as (
+      update messages set dispatched_at = ${new Date(at)}, updated_at = now()
+      where id = any(${messageIds}::bigint[]) and status = 'queued' and dispatched_at is null
+      returning id, organization_id, device_id, hosted_sim_id, number, to_number as "to", text, sim_slot, expires_at),
+    timeouts as (${timeouts(tx`select id from handed where expires_at is null`)})
+    select id, organization_id, device_id, hosted_sim_id, number, "to", text, sim_slot from handed order by id`;
+}
+
+/**
+ * The policies of several (organization, SIM) pairs in one query: each the number's own, else
+ * the organization's default, else DEFAULT_POLICY (as effectivePolicy). Keyed `org:sim`.
+ */
+export async function effectivePolicies(sql: Sql, pairs: { organizationId: number; hostedSimId: number }[]): Promise<Map<string, SendingPolicy>> {
+  const out = new Map<string, SendingPolicy>();
+  if (pairs.length === 0) return out;
+  const rows = await sql<(PolicyRow & { org: number; sim: number })[]>`
+    select distinct on (q.org, q.sim) q.org, q.sim, p.messages_per_minute, p.min_delay_ms, p.max_delay_ms, p.daily_cap,
+      p.quiet_start, p.quiet_end, p.time_zone, p.hosted_sim_id
+    from unnest(${pairs.map((p) => p.organizationId)}::bigint[], ${pairs.map((p) => p.hostedSimId)}::bigint[]) as q(org, sim)
+    left join sending_policies p on p.organization_id = q.org and (p.hosted_sim_id is null or p.hosted_sim_id = q.sim)
+    order by q.org, q.sim, p.hosted_sim_id nulls last`;
+  for (const r of rows) out.set(`${r.org}:${r.sim}`, r.messages_per_minute === null ? DEFAULT_POLICY : toPolicy(r));
+  return out;
 }
 
 /** The SIMs whose sends wait for this device. */
@@ -116,11 +160,13 @@ export async function simsWaitingFor(sql: Sql, deviceId: number): Promise<number
   return rows.map((r) => r.hosted_sim_id);
 }
 
-/** The number of `candidates` that last wrote to `to` for the organization (the sticky sender), if any. */
-export async function lastSenderTo(sql: Sql, organizationId: number, to: string, candidates: number[]): Promise<number | null> {
-  const [row] = await sql<{ hosted_sim_id: number }[]>`
-    select hosted_sim_id from messages
-    where organization_id = ${organizationId} and direction = 'outbound' and to_number = ${to} and hosted_sim_id = any(${candidates}::bigint[])
-    order by id desc limit 1`;
-  return row?.hosted_sim_id ?? null;
+/** For each recipient, the number of `candidates` that last wrote to it for the organization (the sticky sender), if any. */
+export async function lastSendersTo(sql: Sql, organizationId: number, recipients: string[], candidates: number[]): Promise<Map<string, number>> {
+  const rows = await sql<{ to_number: string; hosted_sim_id: number }[]>`
+    select r.to_number, l.hosted_sim_id from unnest(${recipients}::text[]) as r(to_number)
+    cross join lateral (
+      select hosted_sim_id from messages
+      where organization_id = ${organizationId} and direction = 'outbound' and to_number = r.to_number and hosted_sim_id = any(${candidates}::bigint[])
+      order by id desc limit 1) l`;
+  return new Map(rows.map((r) => [r.to_number, r.hosted_sim_id]));
 }

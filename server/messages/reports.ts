@@ -22,7 +22,7 @@ export async function applyReport(deps: Deps, message: OutboundRow, status: stri
   for (let round = 0; round < 8; round++) {
     const verdict = judgeReport(current, status);
     if (verdict !== "move") return verdict;
-    if (await changeStatus(deps, message.organization_id, message.id, status, [current], extra)) return "moved";
+    if (await changeStatus(deps, message.id, status, [current], extra)) return "moved";
     const now = await findOutbound(deps.sql, message.id);
     if (!now) return "conflict";
     current = now.status;

@@ -66,7 +66,7 @@ export const SendBody = Type.Object({
       maxItems: 20,
       uniqueItems: true,
       description:
-        'a sender pool instead of `hosted_sim`: 1 to 20 of your numbers; the send goes from the one that last wrote to the recipient when its phone is online and under its daily cap, else from a healthy one (docs/sending.md "Sender pools"); single recipient only',
+        'a sender pool instead of `hosted_sim`: 1 to 20 of your numbers; the send goes from the one that last wrote to the recipient when its phone is online and under its daily cap, else from a healthy one (docs/sending.md "Sender pools"); with a bulk `to`, the number of each recipient is chosen by that rule',
     }),
     "absent",
   ),

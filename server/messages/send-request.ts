@@ -60,7 +60,6 @@ export function planSend(body: SendRequest, now: number): PlannedSend {
   const errors: Record<string, string[]> = {};
   const bulk = Array.isArray(body.to);
   if ((body.hosted_sim === undefined) === (body.hosted_sims === undefined)) errors.hosted_sim = ["give either hosted_sim or hosted_sims (a sender pool)"];
-  else if (body.hosted_sims && bulk) errors.hosted_sims = ["a sender pool takes one recipient (`to` a number), not a bulk send"];
   let recipients: { to: string; text: string }[];
   if (Array.isArray(body.to)) {
     if (body.to.length === 0 || body.to.length > MAX_RECIPIENTS) throw validationFailed({ to: [`must hold 1 to ${MAX_RECIPIENTS} recipients`] });

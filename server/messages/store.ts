@@ -65,12 +65,15 @@ export async function findMessagesForFanout(sql: Sql, ids: number[]) {
  * Cancelled and expired messages never went out and are not counted (their unit is given back).
  */
 export async function monthlyOutboundCount(sql: Sql, organizationId: number): Promise<number> {
-  const [row] = await sql<{ count: number }[]>`
-    select count(*) as count from messages
-    where organization_id = ${organizationId} and direction = 'outbound' and status not in ('cancelled', 'expired')
-      and created_at >= date_trunc('month', now() at time zone 'UTC') at time zone 'UTC'`;
+  const [row] = await sql<{ count: number }[]>`select (${monthlyOutboundCountQuery(sql, organizationId)}) as count`;
   return row?.count ?? 0;
 }
+
+/** monthlyOutboundCount as a subquery, for the send statement that checks the quota and stores in one step. */
+export const monthlyOutboundCountQuery = (sql: Sql, organizationId: number) => sql`
+  select count(*)::int from messages
+  where organization_id = ${organizationId} and direction = 'outbound' and status not in ('cancelled', 'expired')
+    and created_at >= date_trunc('month', now() at time zone 'UTC') at time zone 'UTC'`;
 
 /**
  * The last message id handed out so far (0 before the first): every message stored later gets

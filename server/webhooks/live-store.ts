@@ -94,7 +94,7 @@ export async function recordFirstAttempts(sql: Sql, attempts: FirstAttempt[]) {
       "webhook.delivery",
       sql`select jsonb_build_object('delivery_id', d.id), r.retry_at from r join d on d.event_id = r.event_id and d.webhook_integration_id = r.integration_id
           where d.inserted and r.status in ('retrying', 'pending')`,
-      { runAtColumn: true },
+      { runAt: "per-row" },
     )}), f as (
       update webhook_integrations i set failing_since = case when f.failed then now() end
       from jsonb_to_recordset(${sql.json(failing as never)}) as f(id bigint, failed boolean)

@@ -201,6 +201,74 @@ describe("a phone that is away", () => {
   }, 120_000);
 });
 
+describe("a pool's phone that goes away", () => {
+  test("sends of a pool waiting for a phone that went offline move to another online number of the pool, sticky kept, paced there, none twice; a one-number send waits", async () => {
+    const clock = createFakeClock(START);
+    const c = await instance(clock);
+    const t = await createTenant(base.sql, { plan: "enterprise" });
+    const a = await createByosNumber(base.sql, t.org.id, { online: true });
+    const b = await createByosNumber(base.sql, t.org.id, { online: false });
+    const d = await createByosNumber(base.sql, t.org.id, { online: false });
+    await policy(c, t.token, "/api/sending-policy", { messages_per_minute: 1, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1000 });
+    // d wrote to `friend` before: once online again it is the friend's sticky number.
+    const friend = randomNumber();
+    await base.sql`update devices set is_online = true where id = ${d.deviceId}`;
+    const earlier = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: d.hostedSimId, to: friend, text: "earlier" } });
+    expect(earlier.status).toBe(202);
+    await settle(clock);
+    await base.sql`update devices set is_online = false where id = ${d.deviceId}`;
+    // Only a is online: every pool send goes from it, one a minute.
+    const pool = [a.hostedSimId, b.hostedSimId, d.hostedSimId];
+    const to = [randomNumber(), randomNumber(), friend, randomNumber(), randomNumber()];
+    const res = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sims: pool, to, text: "pooled" } });
+    expect(res.status).toBe(202);
+    const ids: number[] = res.body.data.messages.map((m: { id: number; hosted_sim_id: number }) => m.id);
+    expect(res.body.data.messages.every((m: { hosted_sim_id: number }) => m.hosted_sim_id === a.hostedSimId)).toBe(true);
+    const alone = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: a.hostedSimId, to: randomNumber(), text: "a only" } });
+    await settle(clock);
+    expect(await dispatchedCount(ids)).toBe(1);
+    // a's phone goes away, b's and d's come back; a's next slot finds it away and moves the pool's sends.
+    await base.sql`update devices set is_online = false where id = ${a.deviceId}`;
+    await base.sql`update devices set is_online = true where id = any(${[b.deviceId, d.deviceId]}::bigint[])`;
+    while (await step(c, clock, [a.hostedSimId, b.hostedSimId, d.hostedSimId])) {}
+    const rows = await base.sql<{ id: number; to: string; sim: number; at: Date | null }[]>`
+      select id, to_number as "to", hosted_sim_id as sim, dispatched_at as at from messages where id = any(${ids}::bigint[]) order by id`;
+    expect(rows.every((r) => r.at !== null)).toBe(true);
+    expect(rows[0]!.sim).toBe(a.hostedSimId);
+    expect(rows.find((r) => r.to === friend)!.sim).toBe(d.hostedSimId);
+    expect(rows.slice(1).every((r) => r.sim !== a.hostedSimId)).toBe(true);
+    expect(rows.filter((r) => r.sim === b.hostedSimId).length).toBeGreaterThanOrEqual(1);
+    const once = await orders(ids);
+    expect([...once.values()]).toEqual([1, 1, 1, 1, 1]);
+    // Each moved send's order went to its new phone; its history row is on its new number.
+    const sent = await base.sql<{ id: number; device: number }[]>`
+      select (payload->'message'->>'id')::bigint as id, device_id as device from events where type = 'message.send' and (payload->'message'->>'id')::bigint = any(${ids}::bigint[])`;
+    const deviceOf = new Map([
+      [a.hostedSimId, a.deviceId],
+      [b.hostedSimId, b.deviceId],
+      [d.hostedSimId, d.deviceId],
+    ]);
+    for (const r of rows) expect(sent.find((s) => s.id === r.id)!.device).toBe(deviceOf.get(r.sim)!);
+    const views = await base.sql<{ message_id: number; hosted_sim_id: number }[]>`
+      select message_id, hosted_sim_id from message_visibility where message_id = any(${ids}::bigint[]) order by message_id`;
+    expect(views.map((v) => v.hosted_sim_id)).toEqual(rows.map((r) => r.sim));
+    // Paced on their new numbers: one a minute on each.
+    for (const sim of [b.hostedSimId, d.hostedSimId]) {
+      const times = rows
+        .filter((r) => r.sim === sim)
+        .map((r) => r.at!.getTime())
+        .sort((x, y) => x - y);
+      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(60_000);
+    }
+    // A send from one number (not a pool) keeps waiting for its phone.
+    const [kept] = await base.sql<
+      { sim: number; at: Date | null }[]
+    >`select hosted_sim_id as sim, dispatched_at as at from messages where id = ${alone.body.data.id}`;
+    expect(kept).toEqual({ sim: a.hostedSimId, at: null });
+    await c.close();
+  }, 120_000);
+});
+
 describe("sender pools (hosted_sims)", () => {
   test("one phone offline, one at its cap: the sends go through the third; sticky sender holds across 100 messages", async () => {
     const clock = createFakeClock(START);
@@ -244,7 +312,44 @@ describe("sender pools (hosted_sims)", () => {
     await c.close();
   }, 120_000);
 
-  test("validation: hosted_sim or hosted_sims, not both; a pool takes one recipient", async () => {
+  test("a bulk send through a pool: each recipient by the same rule (sticky kept, offline skipped, caps held, load spread), one batch, in request order", async () => {
+    const clock = createFakeClock(START);
+    const c = await instance(clock);
+    const t = await createTenant(base.sql, { plan: "enterprise" });
+    const offline = await createByosNumber(base.sql, t.org.id, { online: false });
+    const capped = await createByosNumber(base.sql, t.org.id, { online: true });
+    const third = await createByosNumber(base.sql, t.org.id, { online: true });
+    const fourth = await createByosNumber(base.sql, t.org.id, { online: true });
+    await policy(c, t.token, "/api/sending-policy", { messages_per_minute: 600, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1000 });
+    await policy(c, t.token, `/api/numbers/${capped.hostedSimId}/sending-policy`, {
+      messages_per_minute: 600,
+      min_delay_seconds: 0,
+      max_delay_seconds: 0,
+      daily_cap: 3,
+    });
+    const friend = randomNumber();
+    expect((await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: fourth.hostedSimId, to: friend, text: "hi" } })).status).toBe(202);
+    await settle(clock);
+    const to = [...Array.from({ length: 10 }, () => randomNumber()), friend, ...Array.from({ length: 9 }, () => randomNumber())];
+    const pool = [offline.hostedSimId, capped.hostedSimId, third.hostedSimId, fourth.hostedSimId];
+    const res = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sims: pool, to, text: "pooled bulk" } });
+    expect(res.status).toBe(202);
+    const messages: { to: string; hosted_sim_id: number; batch_id: string }[] = res.body.data.messages;
+    expect(messages.map((m) => m.to)).toEqual(to);
+    expect(new Set(messages.map((m) => m.batch_id))).toEqual(new Set([res.body.data.batch_id]));
+    const per = (sim: number) => messages.filter((m) => m.hosted_sim_id === sim).length;
+    expect(messages.find((m) => m.to === friend)!.hosted_sim_id).toBe(fourth.hostedSimId);
+    expect(per(offline.hostedSimId)).toBe(0);
+    expect(per(capped.hostedSimId)).toBe(3);
+    expect(per(third.hostedSimId) + per(fourth.hostedSimId)).toBe(17);
+    expect(Math.abs(per(third.hostedSimId) - (per(fourth.hostedSimId) + 1))).toBeLessThanOrEqual(1);
+    const listed = await c.request("GET", `/api/messages?batch=${res.body.data.batch_id}&per_page=100`, { token: t.token });
+    expect(listed.body.data).toHaveLength(20);
+    await settle(clock);
+    await c.close();
+  }, 120_000);
+
+  test("validation: hosted_sim or hosted_sims, not both", async () => {
     const clock = createFakeClock(START);
     const c = await instance(clock);
     const t = await createTenant(base.sql);
@@ -257,9 +362,8 @@ describe("sender pools (hosted_sims)", () => {
     expect(both.body.errors.hosted_sim).toBeDefined();
     const none = await c.request("POST", "/api/messages", { token: t.token, body: { to: "+15550001234", text: "x" } });
     expect(none.status).toBe(422);
-    const bulk = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sims: [a.hostedSimId], to: ["+15550001234"], text: "x" } });
-    expect(bulk.status).toBe(422);
-    expect(bulk.body.errors.hosted_sims).toBeDefined();
+    const empty = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sims: [], to: "+15550001234", text: "x" } });
+    expect(empty.status).toBe(422);
     await c.close();
   }, 60_000);
 });
