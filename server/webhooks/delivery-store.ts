@@ -65,6 +65,28 @@ export async function insertLog(sql: Sql, r: AttemptRecord) {
  */
 export type FinishedAttempt = AttemptRecord & { retryAt: Date | null; reached: "succeeded" | "failed" | null; jobId: number | null };
 
+/** The columns of an attempt's outcome, as both recorders (this one and live-store.ts's) hand them to jsonb_to_recordset. */
+export const outcomeColumns = (r: FinishedAttempt) => ({
+  integration_id: r.integrationId,
+  event_id: r.eventId,
+  event_type: r.eventType,
+  message_id: r.messageId,
+  attempt: r.attempt,
+  status: r.status,
+  http_status: r.httpStatus,
+  response_body: r.responseBody,
+  response_time_ms: r.responseTimeMs,
+  error: r.error,
+  retry_at: r.retryAt?.toISOString() ?? null,
+});
+
+/** Each tried integration's failure run as the batch leaves it: the last attempt that reached its endpoint decides. */
+export function failureRuns(attempts: FinishedAttempt[]) {
+  const runs = new Map<number, boolean>();
+  for (const r of attempts) if (r.reached) runs.set(r.integrationId, r.reached === "failed");
+  return [...runs].map(([id, failed]) => ({ id, failed }));
+}
+
 /**
  * Records attempts in one statement, however many: each delivery's new state, its log record,
  * its job (removed when the delivery is done, released until `retryAt` when not), and the
@@ -76,24 +98,8 @@ export type FinishedAttempt = AttemptRecord & { retryAt: Date | null; reached: "
  */
 export async function recordAttempts(sql: Sql, attempts: FinishedAttempt[]) {
   if (attempts.length === 0) return;
-  const rows = attempts.map((r) => ({
-    delivery_id: r.deliveryId,
-    job_id: r.jobId,
-    integration_id: r.integrationId,
-    event_id: r.eventId,
-    event_type: r.eventType,
-    message_id: r.messageId,
-    attempt: r.attempt,
-    status: r.status,
-    http_status: r.httpStatus,
-    response_body: r.responseBody,
-    response_time_ms: r.responseTimeMs,
-    error: r.error,
-    retry_at: r.retryAt?.toISOString() ?? null,
-  }));
-  const runs = new Map<number, boolean>();
-  for (const r of attempts) if (r.reached) runs.set(r.integrationId, r.reached === "failed");
-  const failing = [...runs].map(([id, failed]) => ({ id, failed }));
+  const rows = attempts.map((r) => ({ delivery_id: r.deliveryId, job_id: r.jobId, ...outcomeColumns(r) }));
+  const failing = failureRuns(attempts);
   // A record lost to a crash means the attempt is made again: at least once, as promised. So the
   // commit does not wait for the WAL flush (one disk sync per batch of webhooks otherwise).
   await sql`

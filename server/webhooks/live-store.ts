@@ -1,7 +1,7 @@
 import type { Sql } from "../db/client";
 import type { Position } from "../events/cursor";
 import { enqueueJobs } from "../jobs/queue";
-import type { FinishedAttempt } from "./delivery-store";
+import { type FinishedAttempt, failureRuns, outcomeColumns } from "./delivery-store";
 
 /**
  * Storage of the log consumer's first attempts (server/webhooks/consumer.ts): nothing is written
@@ -53,24 +53,9 @@ export async function recordFirstAttempts(sql: Sql, attempts: FirstAttempt[]) {
     const key = `${r.eventId} ${r.integrationId}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    rows.push({
-      integration_id: r.integrationId,
-      event_id: r.eventId,
-      event_type: r.eventType,
-      message_id: r.messageId,
-      body: r.body,
-      attempt: r.attempt,
-      status: r.status,
-      http_status: r.httpStatus,
-      response_body: r.responseBody,
-      response_time_ms: r.responseTimeMs,
-      error: r.error,
-      retry_at: r.retryAt?.toISOString() ?? null,
-    });
+    rows.push({ ...outcomeColumns(r), body: r.body });
   }
-  const runs = new Map<number, boolean>();
-  for (const r of attempts) if (r.reached) runs.set(r.integrationId, r.reached === "failed");
-  const failing = [...runs].map(([id, failed]) => ({ id, failed }));
+  const failing = failureRuns(attempts);
   // A record lost to a crash of PostgreSQL goes with the consumer position written after it (the
   // WAL is one sequence): the events are read again and attempted again under the same ids.
   await sql`
