@@ -9,7 +9,7 @@
  *   --quick  short durations and fewer rounds (a few minutes in all); the summary says so
  *   --only   just these benchmarks (names below); the doc is then left alone unless --write
  *
- * Names: heartbeat, sms, sms-api-only, webhooks, webhooks-devices, history, connections, broadcast-one, broadcast-redis, actors,
+ * Names: heartbeat, sms, sms-api-only, webhooks, webhooks-drain, webhooks-devices, history, connections, broadcast-one, broadcast-redis, actors,
  * two-instances, next, events-wait, events-ingest, outbound. Needs PostgreSQL at BENCH_DATABASE_URL's server (default 127.0.0.1:5432) and
  * Redis at REDIS_URL (default 127.0.0.1:6379); every script makes and drops its own database
  * (history keeps its reusable 1M-message data set in `simhost_bench`) and uses its own Redis prefix.
@@ -187,6 +187,25 @@ const benches: Bench[] = [
         command,
       },
     ],
+  },
+  {
+    name: "webhooks-drain",
+    script: "bench/webhooks-e2e.ts",
+    args: ["--drain", quick ? "5000" : "20000"],
+    timeout: quick ? 300 : 600,
+    rows: (o, command) => {
+      const ratio = o.deliveries_per_second / o.baseline_bare_sign_and_post.per_second;
+      return [
+        {
+          figure: "one endpoint drains message.received deliveries (log consumer, lanes, signing, POST, records), receiver in its own process",
+          measured: `${n(o.deliveries_per_second)}/s, ratio ${ratio.toFixed(2)} to bare (${n(o.drained)} delivered, ${n(o.duplicates)} twice; ${o.cpu_us_per_delivery} µs CPU per delivery)`,
+          baseline: bareSignAndPost(o),
+          target: "≥ 3,000/s and ≥ 1/3 of the bare sign-and-POST ceiling",
+          met: o.deliveries_per_second >= 3000 && ratio >= 1 / 3 && o.duplicates === 0,
+          command,
+        },
+      ];
+    },
   },
   {
     name: "webhooks-devices",
@@ -402,10 +421,19 @@ const benches: Bench[] = [
 /** The last JSON object of a script's output: a single line, or pretty-printed from a `{` line on. */
 function lastJson(stdout: string): Json {
   const lines = stdout.trimEnd().split("\n");
+  // A result printed with indentation opens and closes on lines of its own; a log line printed
+  // after it (the server's JSON logs share stdout) must not be taken for it, nor glued to it.
+  for (let i = lines.length - 1; i >= 0; i--) {
+    if (lines[i] !== "{") continue;
+    const end = lines.indexOf("}", i);
+    try {
+      if (end > i) return JSON.parse(lines.slice(i, end + 1).join("\n"));
+    } catch {}
+  }
   for (let i = lines.length - 1; i >= 0; i--) {
     if (!lines[i]!.startsWith("{")) continue;
     try {
-      return JSON.parse(lines.slice(i).join("\n"));
+      return JSON.parse(lines[i]!);
     } catch {}
   }
   throw new Error("no JSON result in the output");
