@@ -27,7 +27,7 @@ export type DeliveryDeps = {
   disableAfterSeconds: number;
   lookup?: Lookup;
   clock: Clock;
-  /** Signing keys and SSRF passes kept for a few seconds (attempt-caches.ts). */
+  /** Signing keys kept for a few seconds, and the SSRF guard (attempt-caches.ts). */
   caches: AttemptCaches;
 };
 
@@ -40,8 +40,8 @@ export function customHeaders(headers: Record<string, string>): Record<string, s
 
 /**
  * One signed POST to a target, after the SSRF guard has looked at the address it resolves to
- * now (a URL accepted at create time may resolve elsewhere later; a pass is kept a few seconds,
- * and dropped when the connection fails). Used by deliveries and by the synchronous test event.
+ * now (a URL accepted at create time may resolve elsewhere later). Used by deliveries and by
+ * the synchronous test event.
  */
 export async function sendSigned(
   deps: Pick<DeliveryDeps, "caches" | "clock">,
@@ -50,9 +50,7 @@ export async function sendSigned(
   const refused = await deps.caches.checkTarget(t.url);
   if (refused) return { ok: false, httpStatus: null, responseBody: null, responseTimeMs: 0, error: `target refused: ${refused}`, retryAfterMs: null };
   const headers = { ...customHeaders(t.headers), ...signatureHeaders(t.key, t.eventId, t.body, deps.clock.now()) };
-  const result = await postWebhook({ url: t.url, headers, body: t.body, timeoutMs: t.timeoutSeconds * 1000 });
-  if (result.httpStatus === null) deps.caches.forgetTarget(t.url);
-  return result;
+  return postWebhook({ url: t.url, headers, body: t.body, timeoutMs: t.timeoutSeconds * 1000 });
 }
 
 /**
