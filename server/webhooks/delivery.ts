@@ -1,9 +1,11 @@
+import type { KeyObject } from "node:crypto";
 import type { Mailer } from "../alerts/notify";
 import type { Pool } from "../db/client";
 import { JOB_REMOVED, type JobHandler, type JobQueue, RetryAfter } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
+import type { AttemptCaches } from "./attempt-caches";
 import { type DeliveryForAttempt, type FinishedAttempt, loadDeliveriesForAttempt, recordAttempts } from "./delivery-store";
 import type { EndpointLimiter, Slot } from "./endpoint-limiter";
 import { disableIntegration } from "./failing";
@@ -11,7 +13,7 @@ import { type AttemptResult, postWebhook } from "./http";
 import { judgeAttempt } from "./retry-policy";
 import type { SecretBox } from "./secrets";
 import { SIGNATURE_HEADERS, signatureHeaders } from "./signing";
-import { checkTarget, type Lookup } from "./ssrf";
+import type { Lookup } from "./ssrf";
 
 export type DeliveryDeps = {
   sql: Pool;
@@ -25,6 +27,8 @@ export type DeliveryDeps = {
   disableAfterSeconds: number;
   lookup?: Lookup;
   clock: Clock;
+  /** Signing keys kept for a few seconds, and the SSRF guard (attempt-caches.ts). */
+  caches: AttemptCaches;
 };
 
 const RESERVED = new Set<string>([...SIGNATURE_HEADERS, "content-type", "content-length", "host", "transfer-encoding", "connection"]);
@@ -40,22 +44,22 @@ export function customHeaders(headers: Record<string, string>): Record<string, s
  * the synchronous test event.
  */
 export async function sendSigned(
-  deps: Pick<DeliveryDeps, "allowPrivate" | "lookup" | "clock">,
-  t: { url: string; headers: Record<string, string>; timeoutSeconds: number; secret: string; eventId: string; body: string },
+  deps: Pick<DeliveryDeps, "caches" | "clock">,
+  t: { url: string; headers: Record<string, string>; timeoutSeconds: number; key: KeyObject; eventId: string; body: string },
 ): Promise<AttemptResult> {
-  const refused = await checkTarget(new URL(t.url), { allowPrivate: deps.allowPrivate, lookup: deps.lookup });
+  const refused = await deps.caches.checkTarget(t.url);
   if (refused) return { ok: false, httpStatus: null, responseBody: null, responseTimeMs: 0, error: `target refused: ${refused}`, retryAfterMs: null };
-  const headers = { ...customHeaders(t.headers), ...signatureHeaders(t.secret, t.eventId, t.body, deps.clock.now()) };
+  const headers = { ...customHeaders(t.headers), ...signatureHeaders(t.key, t.eventId, t.body, deps.clock.now()) };
   return postWebhook({ url: t.url, headers, body: t.body, timeoutMs: t.timeoutSeconds * 1000 });
 }
 
 /**
- * The signing secret, or a failed attempt when it cannot be opened (SECRETS_KEY changed or lost):
- * such a delivery is retried and logged like any failure instead of looping on the job queue.
+ * The signing key, or a failed attempt when the secret cannot be opened (SECRETS_KEY changed or
+ * lost): such a delivery is retried and logged like any failure instead of looping on the job queue.
  */
-export async function openSecret(deps: Pick<DeliveryDeps, "secrets" | "logger">, sealed: string): Promise<string | AttemptResult> {
+export async function openSigningKey(deps: Pick<DeliveryDeps, "caches" | "logger">, sealed: string): Promise<KeyObject | AttemptResult> {
   try {
-    return await deps.secrets.open(sealed);
+    return await deps.caches.key(sealed);
   } catch (e) {
     deps.logger.error({ err: (e as Error).message }, "webhook secret cannot be opened; regenerate it or restore SECRETS_KEY");
     const error = "the signing secret cannot be read (was SECRETS_KEY changed?); regenerate the secret";
@@ -70,13 +74,13 @@ async function attemptDelivery(deps: DeliveryDeps, d: DeliveryForAttempt, acquir
   const slot = await acquire(String(d.integration_id));
   let result: AttemptResult | undefined;
   try {
-    const secret = await openSecret(deps, d.secret_sealed);
-    if (typeof secret !== "string") return (result = secret);
+    const key = await openSigningKey(deps, d.secret_sealed);
+    if ("ok" in key) return (result = key);
     result = await sendSigned(deps, {
       url: d.url,
       headers: d.headers,
       timeoutSeconds: d.timeout_seconds,
-      secret,
+      key,
       eventId: d.event_id,
       body: d.body,
     });

@@ -7,8 +7,9 @@ import type { JobQueue } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
+import { createAttemptCaches } from "./attempt-caches";
 import { createLogConsumer } from "./consumer";
-import { type DeliveryDeps, deliveryHandler, openSecret, sendSigned } from "./delivery";
+import { type DeliveryDeps, deliveryHandler, openSigningKey, sendSigned } from "./delivery";
 import { insertLog } from "./delivery-store";
 import { createDispatcher } from "./dispatcher";
 import { createEndpointLimiter } from "./endpoint-limiter";
@@ -45,6 +46,7 @@ export function createWebhookEngine(deps: {
     limiter: createEndpointLimiter({ cap: ENDPOINT_CONCURRENCY, maxWaiting: ENDPOINT_CONCURRENCY * 8 }),
     allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE,
     disableAfterSeconds: deps.config.WEBHOOK_DISABLE_AFTER_DAYS * 86_400,
+    caches: createAttemptCaches({ clock: deps.clock, allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE, open: secrets.open }),
   };
   const dispatcher = createDispatcher({ ...delivery, cap: ENDPOINT_CONCURRENCY });
   const consumer = createLogConsumer({
@@ -72,9 +74,9 @@ export function createWebhookEngine(deps: {
   }) {
     const eventId = newTestEventId();
     const body = JSON.stringify(testEvent(eventId, new Date(deps.clock.now()).toISOString(), integration));
-    const secret = await openSecret(delivery, integration.secret_sealed);
+    const key = await openSigningKey(delivery, integration.secret_sealed);
     const target = { url: integration.url, headers: integration.headers, timeoutSeconds: integration.timeout_seconds, eventId, body };
-    const r = typeof secret === "string" ? await sendSigned(delivery, { ...target, secret }) : secret;
+    const r = "ok" in key ? key : await sendSigned(delivery, { ...target, key });
     await insertLog(deps.sql, {
       integrationId: integration.id,
       deliveryId: null,
