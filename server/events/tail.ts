@@ -1,7 +1,7 @@
 import type { Pool } from "../db/client";
 import type { Logger } from "../lib/logger";
 import type { Bus } from "./bus";
-import type { Position } from "./cursor";
+import { isAfter, type Position } from "./cursor";
 import { highWaterPosition, readEvents, type StoredEvent } from "./log";
 
 /** The bus channel on which an instance tells the others that it appended events (no payload). */
@@ -27,6 +27,11 @@ export type EventTail = {
   onEvents(listener: (events: StoredEvent[]) => void): () => void;
   /** The position up to which this instance has handed events on. */
   position(): Position;
+  /**
+   * Whether every event after `p` is still to be handed on by this running tail: it has handed
+   * on nothing after `p` yet, so a listener registered now receives each of them.
+   */
+  handsOnAllAfter(p: Position): boolean;
 };
 
 /**
@@ -110,5 +115,6 @@ export function createEventTail(deps: { sql: Pool; bus: Bus; logger: Logger; tim
       return () => listeners.delete(listener);
     },
     position: () => at ?? { txid: "0", id: 0 },
+    handsOnAllAfter: (p) => !stopped && at !== undefined && !isAfter(at, p),
   };
 }

@@ -53,7 +53,7 @@ function matcher(m: EventMatch): (e: StoredEvent) => boolean {
 }
 
 type Deps = {
-  events: Pick<EventTail, "onEvents">;
+  events: Pick<EventTail, "onEvents" | "handsOnAllAfter">;
   clock: Clock;
   limits?: Partial<WaiterLimits>;
   deadlines?: Scheduler;
@@ -69,7 +69,9 @@ export function createEventWaiters(deps: Deps) {
    * never goes back), so the read sees it. An event the tail hands on after it is collected;
    * if the read saw it too, the read's answer wins. And the tail hands on every event once,
    * in log order, so the collected events are all the matching ones after the read's, up to
-   * the moment of the wake-up.
+   * the moment of the wake-up. When the tail has handed on nothing after the waiter's position
+   * yet (a client calling again with the cursor of its last answer), the read is skipped: every
+   * event it could find is still to be handed on, so to this waiter, registered just before.
    */
   function wait<T>(r: EventWaitRequest, read: () => Promise<T | null>): Promise<WaitOutcome<T>> {
     const matches = matcher(r.match);
@@ -77,8 +79,11 @@ export function createEventWaiters(deps: Deps) {
     const offer = (e: StoredEvent) => events.length < r.limit && matches(e) && events.push(e) > 0;
     const spec = { keys: r.match.organizations, quotaOrganization: r.quotaOrganization, timeoutMs: r.timeoutMs, signal: r.signal, offer };
     return registry.wait(spec, async (next): Promise<WaitOutcome<T>> => {
-      const found = await read();
-      if (found !== null) return { found };
+      // Registered (synchronously, before this body runs), so the tail's position cannot pass an event by meanwhile.
+      if (!deps.events.handsOnAllAfter(r.match.after)) {
+        const found = await read();
+        if (found !== null) return { found };
+      }
       const ended = await next();
       return events.length > 0 ? { woken: events } : { ended: ended ?? "timeout" };
     });

@@ -33,12 +33,14 @@ export type WaitSpec<E> = {
 export type NextSignal = () => Promise<WaitEnd | null>;
 
 type Waiter<E> = {
-  key: string;
+  /** Its deadline's key in the scheduler (a number: nothing to build and hash). */
+  key: number;
   spec: WaitSpec<E>;
-  keys: number[];
+  keys: readonly number[];
   ready: boolean;
   ended: WaitEnd | null;
-  poke: (() => void) | null;
+  /** Resolves the pending `next`, with what it reports. */
+  poke: ((outcome: WaitEnd | null) => void) | null;
 };
 
 type Deps<E> = {
@@ -61,10 +63,16 @@ export function createWaiterRegistry<E>(deps: Deps<E>) {
   let serial = 0;
   let closed = false;
 
+  // Settles a pending `next` at once with its outcome, rather than through a second round of `next`.
   const wake = (w: Waiter<E>) => {
     const poke = w.poke;
+    if (!poke) return;
     w.poke = null;
-    poke?.();
+    if (w.ended) poke(w.ended);
+    else {
+      w.ready = false;
+      poke(null);
+    }
   };
   const end = (w: Waiter<E>, why: WaitEnd) => {
     w.ended ??= why;
@@ -94,7 +102,8 @@ export function createWaiterRegistry<E>(deps: Deps<E>) {
   }
 
   function add(s: WaitSpec<E>): Waiter<E> {
-    const w: Waiter<E> = { key: `w${++serial}`, spec: s, keys: [...new Set(s.keys)], ready: false, ended: null, poke: null };
+    const keys = s.keys.length === 1 ? s.keys : [...new Set(s.keys)];
+    const w: Waiter<E> = { key: ++serial, spec: s, keys, ready: false, ended: null, poke: null };
     for (const k of w.keys) {
       let set = byKey.get(k);
       if (!set) byKey.set(k, (set = new Set()));
@@ -125,7 +134,7 @@ export function createWaiterRegistry<E>(deps: Deps<E>) {
       w.ready = false;
       return Promise.resolve(null);
     }
-    return new Promise<void>((resolve) => (w.poke = resolve)).then(() => next(w));
+    return new Promise<WaitEnd | null>((resolve) => (w.poke = resolve));
   };
 
   /**
