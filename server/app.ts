@@ -1,4 +1,4 @@
-import { Elysia } from "elysia";
+import { Elysia, ElysiaCustomStatusResponse } from "elysia";
 import { consoleRoutes } from "./console/routes";
 import { isDatabaseUnavailable } from "./db/client";
 import { openApiDocument } from "./docs/document";
@@ -75,9 +75,18 @@ function hasNul(value: unknown): boolean {
   return false;
 }
 
-const timings = new WeakMap<Request, { id: string; start: number }>();
+/** Each request's id and start; `counted` once it is in the duration histogram. */
+const timings = new WeakMap<Request, { id: string; start: number; counted: boolean }>();
 /** Each request's body as parsed, before validation reshapes it (server/lib/body-rules.ts looks at it). */
 const parsedBodies = new WeakMap<Request, unknown>();
+
+/**
+ * A request id unique in this process's life (a random prefix per start, then a counter): as
+ * good as a UUID for finding a request in the logs, without drawing random bytes per request.
+ */
+const idPrefix = `${crypto.randomUUID().slice(0, 13)}-`;
+let idCounter = 0;
+const nextRequestId = () => idPrefix + (++idCounter).toString(36);
 
 /** The path of an absolute request URL, without parsing the whole URL (this runs on every POST). */
 function pathOf(url: string): string {
@@ -101,12 +110,27 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
   // A bulk send (1000 recipients with their variables) may be larger than other bodies.
   const sendLimits = { ...limits, bodyBytes: Math.max(limits.bodyBytes, SEND_BODY_BYTES) };
   const webConsole = consoleRoutes(services.config);
+  /**
+   * Counts a request in the duration histogram and logs it, once. Called
+   * where its answer is decided (an early refusal, afterHandle, onError) rather than from an
+   * afterResponse hook, for which Elysia schedules a setImmediate on every request.
+   */
+  const finish = (request: Request, route: string, status: number) => {
+    const t = timings.get(request);
+    if (!t || t.counted) return;
+    t.counted = true;
+    const seconds = (performance.now() - t.start) / 1000;
+    const path = route || "unmatched";
+    metrics.observeRequest(request.method, path, status, seconds);
+    if (logger.isLevelEnabled("info"))
+      logger.info({ requestId: t.id, method: request.method, route: path, status, ms: Math.round(seconds * 10000) / 10 }, "request");
+  };
   const app = new Elysia({ websocket: websocketServerOptions, serve: { maxRequestBodySize: BUN_BODY_BYTES } })
     // Global hooks run for every request: none may read as async to Elysia (an `await`, or a
     // `return f(...)` in its source), since Elysia then awaits it, which costs every request a tick.
     .onRequest(({ request, set }) => {
-      const id = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
-      timings.set(request, { id, start: performance.now() });
+      const id = request.headers.get("x-request-id")?.slice(0, 64) || nextRequestId();
+      timings.set(request, { id, start: performance.now(), counted: false });
       set.headers["x-request-id"] = id;
       // Before routing, authentication and parsing: an oversized request costs nothing more.
       const refused = checkRequest(request, isSendRequest(request) ? sendLimits : limits);
@@ -114,6 +138,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       if (refused) {
         set.status = refused.status;
         answer = errorResponse(refused, id);
+        finish(request, "", refused.status);
       }
       return answer;
     })
@@ -125,15 +150,24 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
     // Typed, so the app's type does not depend on itself through `app.handle`.
     .onError(({ code, error, request, route, set, params }): Response | Promise<Response> => {
       const versioned = code === "NOT_FOUND" ? unversioned(request) : null;
-      if (versioned) return app.handle(versioned);
+      if (versioned) {
+        // Counted (with its route) as the unversioned request it is answered as.
+        const t = timings.get(request);
+        if (t) t.counted = true;
+        return app.handle(versioned);
+      }
       const consolePage = code === "NOT_FOUND" ? webConsole.fallback(request) : null;
-      if (consolePage) return consolePage;
+      if (consolePage) {
+        finish(request, route, consolePage instanceof Response ? consolePage.status : 200);
+        return consolePage;
+      }
       const inputs = code === "VALIDATION" ? { ...Object.fromEntries(new URL(request.url).searchParams), ...(params as Record<string, unknown>) } : {};
       const body = parsedBodies.get(request);
       const shape = code === "VALIDATION" && (error as { type?: string }).type === "body" ? bodies.refusal(request, route, body) : null;
       const appError = shape ?? toAppError(code, error, inputs, body);
       set.status = appError.status;
       const id = timings.get(request)?.id;
+      finish(request, route, appError.status);
       if (appError.status >= 500 && appError.code === "internal_error") {
         logger.error({ requestId: id, route, err: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) }, "unhandled error");
       }
@@ -158,17 +192,18 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
         const headers = deprecations.signal(request.method, route, request);
         if (headers) Object.assign(set.headers, headers);
       }
+      // The answer is decided here (a response schema check failing after this is our bug, a 500
+      // that onError logs; the histogram then keeps the status the handler meant).
+      const status =
+        response instanceof Response
+          ? response.status
+          : response instanceof ElysiaCustomStatusResponse
+            ? (response.code as number)
+            : typeof set.status === "number"
+              ? set.status
+              : 200;
+      finish(request, route, status);
       return document;
-    })
-    .onAfterResponse(({ request, route, set }) => {
-      const t = timings.get(request);
-      if (!t) return;
-      const seconds = (performance.now() - t.start) / 1000;
-      const status = typeof set.status === "number" ? set.status : 200;
-      const path = route || "unmatched";
-      metrics.observeRequest(request.method, path, status, seconds);
-      if (logger.isLevelEnabled("info"))
-        logger.info({ requestId: t.id, method: request.method, route: path, status, ms: Math.round(seconds * 10000) / 10 }, "request");
     })
     .use(openApiDocument())
     .use(docsRoutes(() => document30()))
