@@ -89,6 +89,18 @@ export async function seedDevices(sql: Sql, n: number) {
   return { orgId: org!.id, token, deviceIds: ids.map((r) => r.id) };
 }
 
+/** A device's SMS submission body, unique per call (`i` and a random id). */
+const smsBody = (i: number) =>
+  JSON.stringify({ from: "+15550001111", body: `bench message ${i} ${crypto.randomUUID()}`, message_id: crypto.randomUUID(), sim_slot: 1 });
+
+/** The i-th SMS submission of a closed or open loop, spread over the seeded devices. */
+export const smsRequest = (baseUrl: string, token: string, deviceIds: number[]) => (i: number) =>
+  new Request(`${baseUrl}/api/byos/devices/${deviceIds[i % deviceIds.length]}/sms`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: smsBody(i),
+  });
+
 export type LoadResult = {
   requests: number;
   errors: number;

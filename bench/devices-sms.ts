@@ -12,7 +12,7 @@ import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSmsIngest } from "../server/devices/sms-ingest";
-import { arg, closedLoop, connect, dropDatabase, freshBenchDatabase, openLoop, seedDevices, spawnServer } from "./devices-load";
+import { arg, closedLoop, connect, dropDatabase, freshBenchDatabase, openLoop, seedDevices, smsRequest, spawnServer } from "./devices-load";
 
 const DEVICES = arg("devices", 1000);
 const SECONDS = arg("seconds", 10);
@@ -21,9 +21,6 @@ const RATE = arg("rate", 5000);
 // --workers 0: the server acknowledges and stores only, as an API instance beside separate
 // worker instances would; by default it also processes what it stores, on the same 2 cores.
 const WORKERS = arg("workers", 4);
-
-const sms = (i: number) =>
-  JSON.stringify({ from: "+15550001111", body: `bench message ${i} ${crypto.randomUUID()}`, message_id: crypto.randomUUID(), sim_slot: 1 });
 
 async function intakeAlone(dbUrl: string, deviceIds: number[]) {
   const sql = connect(dbUrl);
@@ -93,12 +90,7 @@ const server = await spawnServer("server/main.ts", { DATABASE_URL: dbUrl, WORKER
 try {
   const sql = connect(dbUrl);
   const { token, deviceIds } = await seedDevices(sql, DEVICES);
-  const req = (i: number) =>
-    new Request(`${server.url}/api/byos/devices/${deviceIds[i % deviceIds.length]}/sms`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-      body: sms(i),
-    });
+  const req = smsRequest(server.url, token, deviceIds);
   await closedLoop(req, { concurrency: 64, seconds: 2 });
   const max = await closedLoop(req, { concurrency: CONCURRENCY, seconds: SECONDS, serverPid: server.proc.pid });
   await Bun.sleep(2000);

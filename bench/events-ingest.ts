@@ -16,7 +16,7 @@
  * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test).
  */
 import { loadavg } from "node:os";
-import { arg, closedLoop, connect, dropDatabase, freshBenchDatabase, seedDevices, spawnServer } from "./devices-load";
+import { arg, closedLoop, connect, dropDatabase, freshBenchDatabase, seedDevices, smsRequest, spawnServer } from "./devices-load";
 
 const DEVICES = arg("devices", 1000);
 const SECONDS = arg("seconds", 10);
@@ -24,8 +24,6 @@ const CONCURRENCY = arg("concurrency", 256);
 const DRAIN_SECONDS = arg("drain", 60);
 
 const load = () => +loadavg()[0]!.toFixed(2);
-const sms = (i: number) =>
-  JSON.stringify({ from: "+15550001111", body: `bench message ${i} ${crypto.randomUUID()}`, message_id: crypto.randomUUID(), sim_slot: 1 });
 
 /** One phase: a fresh database and server (`workers` job workers), a warm-up, then the measured closed loop. */
 async function phase(workers: number): Promise<Record<string, unknown>> {
@@ -34,12 +32,7 @@ async function phase(workers: number): Promise<Record<string, unknown>> {
   const sql = connect(dbUrl);
   try {
     const { token, deviceIds } = await seedDevices(sql, DEVICES);
-    const req = (i: number) =>
-      new Request(`${server.url}/api/byos/devices/${deviceIds[i % deviceIds.length]}/sms`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-        body: sms(i),
-      });
+    const req = smsRequest(server.url, token, deviceIds);
     await closedLoop(req, { concurrency: 64, seconds: 2 });
     const loadBefore = load();
     const count = async () => {

@@ -14,6 +14,11 @@ export type DeliveryForAttempt = {
   status: DeliveryStatus;
   attempts: number;
   integration_id: number;
+} & Omit<IntegrationForAttempt, "id">;
+
+/** What an attempt needs from an integration, by id (inactive ones included: their deliveries are abandoned). */
+export type IntegrationForAttempt = {
+  id: number;
   url: string;
   headers: Record<string, string>;
   timeout_seconds: number;

@@ -1,25 +1,13 @@
 import type { Sql } from "../db/client";
 import type { Position } from "../events/cursor";
 import { enqueueJobs } from "../jobs/queue";
-import { type FinishedAttempt, failureRuns, outcomeColumns } from "./delivery-store";
+import { type FinishedAttempt, failureRuns, type IntegrationForAttempt, outcomeColumns } from "./delivery-store";
 
 /**
  * Storage of the log consumer's first attempts (server/webhooks/consumer.ts): nothing is written
  * before a first attempt, only its outcome afterwards, many per statement; and the consumer's
  * position with its owner's lease (`event_consumers`).
  */
-
-/** What an attempt needs from an integration, by id (inactive ones included: their deliveries are abandoned). */
-export type IntegrationForAttempt = {
-  id: number;
-  url: string;
-  headers: Record<string, string>;
-  timeout_seconds: number;
-  retry_count: number;
-  is_active: boolean;
-  secret_sealed: string;
-  failing_too_long: boolean;
-};
 
 export async function loadIntegrationsForAttempt(sql: Sql, ids: number[], disableAfterSeconds: number): Promise<Map<number, IntegrationForAttempt>> {
   if (ids.length === 0) return new Map();
