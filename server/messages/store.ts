@@ -83,11 +83,3 @@ export async function lastMessageId(sql: Sql): Promise<number> {
   const [row] = await sql<{ id: number | null }[]>`select pg_sequence_last_value(pg_get_serial_sequence('messages', 'id')::regclass) as id`;
   return row?.id ?? 0;
 }
-
-/** An organization's alias of a number and the name of one of its teams (null: none, or deleted): its view in message events. */
-export async function organizationView(sql: Sql, organizationId: number, hostedSimId: number, teamId: number | null) {
-  const [row] = await sql<{ alias: string | null; team_name: string | null }[]>`
-    select (select alias from hosted_sim_organizations where hosted_sim_id = ${hostedSimId} and organization_id = ${organizationId}) as alias,
-      (select name from teams where id = ${teamId}) as team_name`;
-  return { alias: row?.alias ?? null, teamName: row?.team_name ?? null };
-}
