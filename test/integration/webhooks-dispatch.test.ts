@@ -36,6 +36,24 @@ async function deliveryState(integrationId: number) {
   return row!;
 }
 
+/**
+ * An integration whose endpoint hangs, with every one of its slots taken and 10 more deliveries
+ * waiting in its lane (SMS texts `<label> 0`, `<label> 1`, ...).
+ */
+async function saturatedEndpoint(label: string) {
+  const a = await createTenant(ctx.sql);
+  const team = await createTeam(ctx.sql, a.org.id);
+  const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: team.id }]);
+  const slow = hangingReceiver();
+  const hook = await createHook(ctx, a.token, { url: slow.url }, [{ teamId: team.id, mode: "always" }]);
+  slow.secrets.push(hook.secret);
+  const n = ENDPOINT_CONCURRENCY + 10;
+  for (let i = 0; i < n; i++) await receiveSms(ctx, sim.id, `${label} ${i}`);
+  await waitFor(() => slow.held.length === ENDPOINT_CONCURRENCY, 10_000, "the endpoint's slots all taken");
+  await waitFor(() => ctx.services.webhooks.backlog().get(hook.id) === n, 10_000, "every delivery in the endpoint's lane");
+  return { a, hook, slow, n };
+}
+
 describe("live deliveries run per endpoint in the process (dispatcher)", () => {
   test("a hung endpoint and a failing one never delay a healthy one: it receives everything while the hung one is stuck", async () => {
     const a = await createTenant(ctx.sql);
@@ -85,16 +103,7 @@ describe("live deliveries run per endpoint in the process (dispatcher)", () => {
   }, 60_000);
 
   test("waiting for an endpoint's slot is not an attempt: nothing stored (no delivery row, log record or job) until its turn", async () => {
-    const a = await createTenant(ctx.sql);
-    const team = await createTeam(ctx.sql, a.org.id);
-    const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: team.id }]);
-    const slow = hangingReceiver();
-    const hook = await createHook(ctx, a.token, { url: slow.url }, [{ teamId: team.id, mode: "always" }]);
-    slow.secrets.push(hook.secret);
-    const n = ENDPOINT_CONCURRENCY + 10;
-    for (let i = 0; i < n; i++) await receiveSms(ctx, sim.id, `slot ${i}`);
-    await waitFor(() => slow.held.length === ENDPOINT_CONCURRENCY, 10_000, "the endpoint's slots all taken");
-    await waitFor(() => ctx.services.webhooks.backlog().get(hook.id) === n, 10_000, "every delivery in the endpoint's lane");
+    const { a, hook, slow, n } = await saturatedEndpoint("slot");
     // The first attempts in flight and those waiting for a slot are in memory only.
     expect(await deliveryState(hook.id)).toEqual({ deliveries: 0, attempted: 0, jobs_free: 0 });
     expect((await logsOf(ctx, a.token, hook.id)).data).toHaveLength(0);
@@ -150,16 +159,7 @@ describe("live deliveries run per endpoint in the process (dispatcher)", () => {
     receiver.stop();
   }, 60_000);
   test("stopping hands the waiting first attempts to the job queue, records those under way, and writes the position past them all", async () => {
-    const a = await createTenant(ctx.sql);
-    const team = await createTeam(ctx.sql, a.org.id);
-    const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: team.id }]);
-    const slow = hangingReceiver();
-    const hook = await createHook(ctx, a.token, { url: slow.url }, [{ teamId: team.id, mode: "always" }]);
-    slow.secrets.push(hook.secret);
-    const n = ENDPOINT_CONCURRENCY + 10;
-    for (let i = 0; i < n; i++) await receiveSms(ctx, sim.id, `stop ${i}`);
-    await waitFor(() => ctx.services.webhooks.backlog().get(hook.id) === n, 10_000, "every delivery in the endpoint's lane");
-    await waitFor(() => slow.held.length === ENDPOINT_CONCURRENCY, 10_000, "the endpoint's slots all taken");
+    const { hook, slow, n } = await saturatedEndpoint("stop");
 
     const stopped = ctx.services.webhooks.stop();
     // The 10 waiting are stored untried with a job each, while the 16 under way are still held.
