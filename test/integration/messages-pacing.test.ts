@@ -269,22 +269,27 @@ describe("a pool's phone that goes away", () => {
   }, 120_000);
 });
 
+/**
+ * A tenant with four BYOS numbers for sender pool tests: one offline, one online whose own policy
+ * caps it at `cappedDailyCap` a day, two online; everything else paced at 600 a minute, no pause.
+ */
+async function poolOfFour(c: Clocked, cappedDailyCap: number) {
+  const t = await createTenant(base.sql, { plan: "enterprise" });
+  const offline = await createByosNumber(base.sql, t.org.id, { online: false });
+  const capped = await createByosNumber(base.sql, t.org.id, { online: true });
+  const third = await createByosNumber(base.sql, t.org.id, { online: true });
+  const fourth = await createByosNumber(base.sql, t.org.id, { online: true });
+  const fast = { messages_per_minute: 600, min_delay_seconds: 0, max_delay_seconds: 0 };
+  await policy(c, t.token, "/api/sending-policy", { ...fast, daily_cap: 1000 });
+  await policy(c, t.token, `/api/numbers/${capped.hostedSimId}/sending-policy`, { ...fast, daily_cap: cappedDailyCap });
+  return { t, offline, capped, third, fourth };
+}
+
 describe("sender pools (hosted_sims)", () => {
   test("one phone offline, one at its cap: the sends go through the third; sticky sender holds across 100 messages", async () => {
     const clock = createFakeClock(START);
     const c = await instance(clock);
-    const t = await createTenant(base.sql, { plan: "enterprise" });
-    const offline = await createByosNumber(base.sql, t.org.id, { online: false });
-    const capped = await createByosNumber(base.sql, t.org.id, { online: true });
-    const third = await createByosNumber(base.sql, t.org.id, { online: true });
-    const fourth = await createByosNumber(base.sql, t.org.id, { online: true });
-    await policy(c, t.token, "/api/sending-policy", { messages_per_minute: 600, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1000 });
-    await policy(c, t.token, `/api/numbers/${capped.hostedSimId}/sending-policy`, {
-      messages_per_minute: 600,
-      min_delay_seconds: 0,
-      max_delay_seconds: 0,
-      daily_cap: 1,
-    });
+    const { t, offline, capped, third, fourth } = await poolOfFour(c, 1);
     const send = (hosted_sims: number[], to: string) => c.request("POST", "/api/messages", { token: t.token, body: { hosted_sims, to, text: "pool" } });
     // The capped number uses its one message of the day.
     expect((await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: capped.hostedSimId, to: randomNumber(), text: "x" } })).status).toBe(
@@ -315,18 +320,7 @@ describe("sender pools (hosted_sims)", () => {
   test("a bulk send through a pool: each recipient by the same rule (sticky kept, offline skipped, caps held, load spread), one batch, in request order", async () => {
     const clock = createFakeClock(START);
     const c = await instance(clock);
-    const t = await createTenant(base.sql, { plan: "enterprise" });
-    const offline = await createByosNumber(base.sql, t.org.id, { online: false });
-    const capped = await createByosNumber(base.sql, t.org.id, { online: true });
-    const third = await createByosNumber(base.sql, t.org.id, { online: true });
-    const fourth = await createByosNumber(base.sql, t.org.id, { online: true });
-    await policy(c, t.token, "/api/sending-policy", { messages_per_minute: 600, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1000 });
-    await policy(c, t.token, `/api/numbers/${capped.hostedSimId}/sending-policy`, {
-      messages_per_minute: 600,
-      min_delay_seconds: 0,
-      max_delay_seconds: 0,
-      daily_cap: 3,
-    });
+    const { t, offline, capped, third, fourth } = await poolOfFour(c, 3);
     const friend = randomNumber();
     expect((await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: fourth.hostedSimId, to: friend, text: "hi" } })).status).toBe(202);
     await settle(clock);
