@@ -95,3 +95,10 @@ export async function unpaced(sql: Sql, organizationId: number) {
     insert into sending_policies (organization_id, messages_per_minute, min_delay_ms, max_delay_ms, daily_cap, time_zone)
     values (${organizationId}, 600, 0, 0, 100000, 'UTC')`;
 }
+
+/** Fills an organization's month with `n` outbound messages already sent, so that its quota has `limit - n` left. */
+export async function useQuota(sql: Sql, organizationId: number, sim: { id: number; number: string }, n: number) {
+  await sql`
+    insert into messages (hosted_sim_id, number, direction, from_number, to_number, text, status, source, organization_id)
+    select ${sim.id}, ${sim.number}, 'outbound', ${sim.number}, '+15550009999', 'old', 'sent', 'api', ${organizationId} from generate_series(1, ${n})`;
+}

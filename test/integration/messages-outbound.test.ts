@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
 import { logRows } from "../fixtures-events";
-import { createByosNumber, createSharedNumber, eventually, randomNumber, unpaced } from "../fixtures-numbers";
+import { createByosNumber, createSharedNumber, eventually, randomNumber, unpaced, useQuota } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 
 /**
@@ -204,9 +204,7 @@ describe("POST /api/messages rules", () => {
   test("quota: concurrent sends at the last unit never go over the plan (402 plan_limit_reached)", async () => {
     const t = await createTenant(ctx.sql, { plan: "free" });
     const sim = await createSharedNumber(ctx.sql, [t.org.id]);
-    await ctx.sql`
-      insert into messages (hosted_sim_id, number, direction, from_number, to_number, text, status, source, organization_id)
-      select ${sim.id}, ${sim.number}, 'outbound', ${sim.number}, '+15550009999', 'old', 'sent', 'api', ${t.org.id} from generate_series(1, 98)`;
+    await useQuota(ctx.sql, t.org.id, sim, 98);
     const results = await Promise.all(Array.from({ length: 6 }, (_, i) => send(t.token, { hosted_sim: sim.id, to: "+15550009999", text: `race ${i}` })));
     expect(results.map((r) => r.status).sort()).toEqual([202, 202, 402, 402, 402, 402]);
     for (const r of results.filter((x) => x.status === 402)) expectErrorShape(r.body, "plan_limit_reached");

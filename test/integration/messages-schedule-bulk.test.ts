@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import type { Delivery } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
 import { logRows, watchRealtime } from "../fixtures-events";
-import { createByosNumber, createSharedNumber, eventually, randomNumber, receiveSms, unpaced } from "../fixtures-numbers";
+import { createByosNumber, createSharedNumber, eventually, randomNumber, receiveSms, unpaced, useQuota } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 
 /**
@@ -74,13 +74,6 @@ async function used(orgId: number) {
   const [row] = await ctx.sql<{ n: number }[]>`
     select count(*)::int as n from messages where organization_id = ${orgId} and direction = 'outbound' and status not in ('cancelled', 'expired')`;
   return row!.n;
-}
-
-/** Fills an organization's month with `n` sent messages, so that its quota has `limit - n` left. */
-async function fill(orgId: number, sim: { id: number; number: string }, n: number) {
-  await ctx.sql`
-    insert into messages (hosted_sim_id, number, direction, from_number, to_number, text, status, source, organization_id)
-    select ${sim.id}, ${sim.number}, 'outbound', ${sim.number}, '+15550009999', 'old', 'sent', 'api', ${orgId} from generate_series(1, ${n})`;
 }
 
 const jobOf = async (messageId: number, queue: string) =>
@@ -301,7 +294,7 @@ describe("bulk sends (to as an array)", () => {
   test("1000 recipients against 999 left: refused whole (402), none stored; against 1000 left: all accepted in one batch", async () => {
     const t = await createTenant(ctx.sql, { plan: "pro" });
     const sim = await createSharedNumber(ctx.sql, [t.org.id]);
-    await fill(t.org.id, sim, 10_000 - 999);
+    await useQuota(ctx.sql, t.org.id, sim, 10_000 - 999);
     const recipients = Array.from({ length: 1000 }, (_, i) => `+1555${String(1_000_000 + i).padStart(7, "0")}`);
     const refused = await send(t.token, { hosted_sim: sim.id, to: recipients, text: "hello all", send_at: ahead(3_600_000) });
     expect(refused.status).toBe(402);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createFakeClock, type FakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { clockedContext } from "../fixtures-devices";
-import { createByosNumber, createSharedNumber, randomNumber } from "../fixtures-numbers";
+import { createByosNumber, createSharedNumber, randomNumber, useQuota } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 
 /**
@@ -122,9 +122,7 @@ describe("acceptance in one statement", () => {
   test("concurrent bulk sends at the quota: each all or none, never over it; history seqs stay one dense range", async () => {
     const t = await createTenant(base.sql, { plan: "free" });
     const sim = await createSharedNumber(base.sql, [t.org.id]);
-    await base.sql`
-      insert into messages (hosted_sim_id, number, direction, from_number, to_number, text, status, source, organization_id)
-      select ${sim.id}, ${sim.number}, 'outbound', ${sim.number}, '+15550009999', 'old', 'sent', 'api', ${t.org.id} from generate_series(1, 80)`;
+    await useQuota(base.sql, t.org.id, sim, 80);
     const bulk = (i: number) => ({
       hosted_sim: sim.id,
       to: Array.from({ length: 5 }, () => randomNumber()),
