@@ -7,22 +7,13 @@
  */
 import { Elysia } from "elysia";
 import { Heartbeat, HeartbeatAnswer } from "../server/devices/schema";
+import { authorizationServerMetadata } from "../server/oauth/routes";
 
-const base = process.env.PUBLIC_URL;
+const base = process.env.PUBLIC_URL ?? "";
 
 new Elysia()
   .get("/ready", () => "ok")
-  .get("/.well-known/oauth-authorization-server", () => ({
-    issuer: base,
-    authorization_endpoint: `${base}/oauth/authorize`,
-    token_endpoint: `${base}/oauth/token`,
-    revocation_endpoint: `${base}/oauth/revoke`,
-    response_types_supported: ["code"],
-    grant_types_supported: ["authorization_code", "refresh_token"],
-    code_challenge_methods_supported: ["S256"],
-    token_endpoint_auth_methods_supported: ["none"],
-    revocation_endpoint_auth_methods_supported: ["none"],
-  }))
+  .get("/.well-known/oauth-authorization-server", () => authorizationServerMetadata(base))
   .post("/api/byos/devices/:device/heartbeat", () => ({ success: true, next_heartbeat_in: 60, server_time: new Date().toISOString() }), {
     body: Heartbeat,
     response: { 200: HeartbeatAnswer },

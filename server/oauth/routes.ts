@@ -66,6 +66,19 @@ async function withStatus(set: { status?: number | string }, response: Promise<R
 type Server = { requestIP(r: Request): { address: string } | null } | null;
 
 /** OAuth 2.0 authorization code flow with PKCE for public clients (API.md §2). */
+/** The RFC 8414 authorization server metadata of a server at `base` (also the heartbeat bench's trivial-route baseline). */
+export const authorizationServerMetadata = (base: string) => ({
+  issuer: base,
+  authorization_endpoint: `${base}/oauth/authorize`,
+  token_endpoint: `${base}/oauth/token`,
+  revocation_endpoint: `${base}/oauth/revoke`,
+  response_types_supported: ["code"],
+  grant_types_supported: ["authorization_code", "refresh_token"],
+  code_challenge_methods_supported: ["S256"],
+  token_endpoint_auth_methods_supported: ["none"],
+  revocation_endpoint_auth_methods_supported: ["none"],
+});
+
 export function oauthRoutes(services: Pick<Services, "sql" | "limiter" | "clock" | "config" | "auth">) {
   const { sql, config } = services;
   const base = config.PUBLIC_URL;
@@ -112,17 +125,7 @@ export function oauthRoutes(services: Pick<Services, "sql" | "limiter" | "clock"
       return jsonNoStore(undefined);
     });
 
-  const metadata = () => ({
-    issuer: base,
-    authorization_endpoint: `${base}/oauth/authorize`,
-    token_endpoint: `${base}/oauth/token`,
-    revocation_endpoint: `${base}/oauth/revoke`,
-    response_types_supported: ["code"],
-    grant_types_supported: ["authorization_code", "refresh_token"],
-    code_challenge_methods_supported: ["S256"],
-    token_endpoint_auth_methods_supported: ["none"],
-    revocation_endpoint_auth_methods_supported: ["none"],
-  });
+  const metadata = () => authorizationServerMetadata(base);
 
   // Bodies are read by hand (parse: "none"): a malformed one must get an RFC error or the page, not API.md §1.
   return new Elysia()
