@@ -3034,7 +3034,10 @@ export interface operations {
     "postApiApi-keys": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3072,6 +3075,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -3083,6 +3095,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3235,7 +3256,10 @@ export interface operations {
     "postApiApi-keysByApi_keyRegenerate": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description a positive integer id */
                 api_key: string | number;
@@ -3269,8 +3293,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3556,7 +3598,10 @@ export interface operations {
     postApiTeamsByTeamMembers: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description a positive integer id */
                 team: string | number;
@@ -3617,6 +3662,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -3628,6 +3682,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4140,7 +4203,10 @@ export interface operations {
     postApiNumbersByIdLock: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description a positive integer id */
                 id: string | number;
@@ -4216,6 +4282,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -4227,6 +4302,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5945,7 +6029,10 @@ export interface operations {
     postApiByosDevicesRegister: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6029,6 +6116,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -6040,6 +6136,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6444,7 +6549,10 @@ export interface operations {
     postApiByosDevicesByDeviceSims: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description a positive integer id */
                 device: string | number;
@@ -6480,6 +6588,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -6491,6 +6608,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7043,7 +7169,10 @@ export interface operations {
     "postApiWebhook-integrations": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7116,6 +7245,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -7127,6 +7265,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7335,7 +7482,10 @@ export interface operations {
     "postApiWebhook-integrationsByWebhook_integrationRegenerate-secret": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description a positive integer id */
                 webhook_integration: string | number;
@@ -7362,8 +7512,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7490,7 +7658,10 @@ export interface operations {
     "postApiWebhook-integrationsByWebhook_integrationLogsByLogRedeliver": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description a positive integer id */
                 webhook_integration: string | number;
@@ -7519,8 +7690,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7533,7 +7722,10 @@ export interface operations {
     "postApiWebhook-integrationsByWebhook_integrationReplay": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description a positive integer id */
                 webhook_integration: string | number;
@@ -7574,6 +7766,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -7585,6 +7786,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7946,7 +8156,10 @@ export interface operations {
     postApiTeamsByTeamWebhooks: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description a positive integer id */
                 team: string | number;
@@ -8027,6 +8240,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -8038,6 +8260,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8375,7 +8606,10 @@ export interface operations {
     postApiTeamsByTeamWebhooksByWebhookLogsByLogRedeliver: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description a positive integer id */
                 team: string | number;
@@ -8406,8 +8640,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the headers are over the server's limit (MAX_HEADER_BYTES, 16 KiB by default) */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8420,7 +8672,10 @@ export interface operations {
     postApiTeamsByTeamWebhooksByWebhookReplay: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any 1 to 255 visible ASCII characters, new for each new request (a UUID). A retry with the same key and body within 24 h answers the first answer again (header Idempotent-Replayed: true) without doing the work twice. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description a positive integer id */
                 team: string | number;
@@ -8463,6 +8718,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description request_in_progress: a request with this Idempotency-Key is still running (Retry-After: 1) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description payload_too_large: the body (MAX_BODY_BYTES, 64 KiB by default) or the headers (MAX_HEADER_BYTES, 16 KiB) are over the server's limit */
             413: {
                 headers: {
@@ -8474,6 +8738,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

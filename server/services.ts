@@ -15,6 +15,7 @@ import { createLogger, type Logger } from "./lib/logger";
 import { createMetrics } from "./lib/metrics";
 import { createLocalRateLimiter, createRedisRateLimiter } from "./lib/rate-limit";
 import { createRedisGuard, REDIS_CLIENT_OPTIONS } from "./lib/redis-guard";
+import { createSecretBox } from "./lib/secret-box";
 import { scheduleRetention } from "./maintenance/retention";
 import { createMessageWaiters } from "./messages/waiters";
 import { setupRealtime } from "./realtime/setup";
@@ -53,7 +54,9 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     redis: config.REDIS_URL ? { url: config.REDIS_URL, prefix: config.REDIS_PREFIX } : undefined,
   });
   await auth.start();
-  const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, events, clock, logger, metrics, mailer });
+  // Seals webhook signing secrets and the answers kept for Idempotency-Key replays (SECRETS_KEY).
+  const secrets = createSecretBox(db.sql, config.SECRETS_KEY);
+  const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, events, clock, logger, metrics, mailer, secrets });
   // Every queue's handler, registered here and nowhere else (server/jobs/registry.ts lists the queues).
   registerWorkers({ sql: db.sql, jobs, clock, events, config, logger, deliver: webhooks.deliver });
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
@@ -85,6 +88,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     auth,
     devices,
     webhooks,
+    secrets,
     realtime,
     waiters,
     eventWaiters,

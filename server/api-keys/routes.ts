@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound } from "../errors";
+import { idempotencyPlugin } from "../lib/idempotency";
 import type { Services } from "../services";
 import { canonicalPermissions, presentApiKey } from "./present";
 import { ApiKeyData, ApiKeyList, ApiKeyParams, ApiKeyWithSecret, CreateApiKeyBody, UpdateApiKeyBody } from "./schema";
@@ -10,10 +11,11 @@ const tags = ["API keys"];
 const description = "Session tokens only: an API key answers 403 api_key_not_allowed.";
 
 /** API-key management (SPEC.md 4.2): any member reads, admins and owners change; the credential module writes. */
-export function apiKeyRoutes(services: Pick<Services, "auth" | "sql">) {
+export function apiKeyRoutes(services: Pick<Services, "auth" | "sql" | "clock" | "secrets">) {
   const { sql } = services;
   return new Elysia()
     .use(callerPlugin(services.auth))
+    .use(idempotencyPlugin(services))
     .get(
       "/api/api-keys",
       async ({ caller: c }) => {
@@ -34,6 +36,7 @@ export function apiKeyRoutes(services: Pick<Services, "auth" | "sql">) {
         return { api_key: presentApiKey(row), plain_text_key: key };
       },
       {
+        idempotent: true,
         auth: { apiKey: "session_only", role: "admin" },
         body: CreateApiKeyBody,
         response: { 201: ApiKeyWithSecret },
@@ -86,6 +89,7 @@ export function apiKeyRoutes(services: Pick<Services, "auth" | "sql">) {
         return { api_key: presentApiKey(regenerated.row), plain_text_key: regenerated.key };
       },
       {
+        idempotent: true,
         auth: { apiKey: "session_only", role: "admin" },
         params: ApiKeyParams,
         response: { 200: ApiKeyWithSecret },

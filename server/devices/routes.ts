@@ -2,6 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound } from "../errors";
+import { idempotencyPlugin } from "../lib/idempotency";
 import { paginate } from "../lib/pagination";
 import type { Services } from "../services";
 import { changeDeviceStatus, revokeDeviceById, updateDevice } from "./management";
@@ -12,7 +13,7 @@ import { DeviceDetail, DeviceListQuery, DevicePage, DeviceParams, numberClaimAns
 import { simCardRoutes } from "./sim-routes";
 import { findDevice, listDevices, simCardsOf } from "./store";
 
-type Deps = Pick<Services, "auth" | "sql" | "clock" | "config" | "devices" | "events" | "bus" | "jobs">;
+type Deps = Pick<Services, "auth" | "sql" | "clock" | "config" | "devices" | "events" | "bus" | "jobs" | "secrets">;
 
 const tags = ["BYOS devices"];
 
@@ -36,6 +37,7 @@ export function deviceRoutes(services: Deps) {
 
   return new Elysia()
     .use(callerPlugin(services.auth))
+    .use(idempotencyPlugin(services))
     .get(
       "/api/byos/devices",
       async ({ caller: c, query, request }) => {
@@ -70,6 +72,7 @@ export function deviceRoutes(services: Deps) {
         return { ...view, data: view };
       },
       {
+        idempotent: true,
         auth: { apiKey: "session_only" },
         body: RegisterDevice,
         response: { 201: RegisteredV1 },

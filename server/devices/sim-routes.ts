@@ -1,13 +1,14 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
+import { idempotencyPlugin } from "../lib/idempotency";
 import type { Services } from "../services";
 import { deactivateSimCard, updateSimCard } from "./management";
 import { presentClaimingSimCard, presentIssuedSimCard, presentSimCard } from "./present";
 import { addSimCard, reissueCode } from "./registration";
 import { AddSimCard, DeviceParams, ErrorBody, IssuedSimCard, numberClaimAnswers, SimCard, SimCardParams, UpdateSimCard } from "./schema";
 
-type Deps = Pick<Services, "auth" | "sql" | "clock" | "config" | "devices" | "events" | "bus">;
+type Deps = Pick<Services, "auth" | "sql" | "clock" | "config" | "devices" | "events" | "bus" | "secrets">;
 const tags = ["BYOS devices"];
 
 /** SIM cards of a device: add (with a code), update, reissue the code. Serialised on the device's actor. */
@@ -26,6 +27,7 @@ export function simCardRoutes(services: Deps) {
 
   return new Elysia()
     .use(callerPlugin(services.auth))
+    .use(idempotencyPlugin(services))
     .post(
       "/api/byos/devices/:device/sims",
       async ({ caller: c, params, body, set }) => {
@@ -36,6 +38,7 @@ export function simCardRoutes(services: Deps) {
         return { data: presentIssuedSimCard(card, provider) };
       },
       {
+        idempotent: true,
         auth: { apiKey: "session_only" },
         params: DeviceParams,
         body: AddSimCard,

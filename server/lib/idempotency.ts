@@ -5,6 +5,7 @@ import type { Pool } from "../db/client";
 import { AppError, validationFailed } from "../errors";
 import type { Clock } from "./clock";
 import { sha256 } from "./crypto";
+import type { SecretBox } from "./secret-box";
 
 /**
  * `Idempotency-Key` on the POSTs that create something (docs/api-notes.md "Idempotent requests"),
@@ -14,8 +15,9 @@ import { sha256 } from "./crypto";
  * `idempotency_key_reused`; a request arriving while the first is still running answers 409
  * `request_in_progress`. Keys belong to the caller (organization and user or API key), so two
  * callers never see each other's answers. Answers of 5xx and 429 are not kept: a retry does the
- * work. Routes whose answer holds a secret shown once (API keys, webhook secrets, device tokens)
- * do not take part: keeping it would store the secret in plain text.
+ * work. A kept answer is stored sealed (AES-256-GCM under SECRETS_KEY, lib/secret-box.ts): the
+ * answers of creates that show a secret once (API keys, webhook secrets, device tokens) are
+ * replayed like any other, and never rest in plain text.
  */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** A first request still "running" after this is taken as dead (its process stopped): the key is free again. */
@@ -59,17 +61,30 @@ const inProgress = () =>
 const replay = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", "idempotent-replayed": "true" } });
 
-export function idempotencyPlugin(deps: { sql: Pool; clock: Clock }) {
+export function idempotencyPlugin(deps: { sql: Pool; clock: Clock; secrets: SecretBox }) {
   const { sql } = deps;
 
   async function release(h: Held) {
     await sql`delete from idempotency_keys where organization_id = ${h.organizationId} and principal = ${h.principal} and key = ${h.key} and status is null`;
   }
 
+  /** A kept answer; one sealed under a SECRETS_KEY that has since changed cannot be replayed. */
+  async function openAnswer(sealed: string): Promise<unknown> {
+    try {
+      return JSON.parse(await deps.secrets.open(sealed));
+    } catch {
+      throw new AppError(
+        409,
+        "idempotency_answer_unreadable",
+        "The answer kept under this Idempotency-Key can no longer be read (the server's SECRETS_KEY changed); check whether the work was done, then use a new key.",
+      );
+    }
+  }
+
   async function keep(h: Held, status: number, body: unknown) {
     if (status >= 500 || status === 429) return release(h);
     await sql`
-      update idempotency_keys set status = ${status}, response = ${sql.json(body as never)}
+      update idempotency_keys set status = ${status}, response_sealed = ${await deps.secrets.seal(JSON.stringify(body))}
       where organization_id = ${h.organizationId} and principal = ${h.principal} and key = ${h.key}`;
   }
 
@@ -92,7 +107,7 @@ export function idempotencyPlugin(deps: { sql: Pool; clock: Clock }) {
           insert into idempotency_keys (organization_id, principal, key, fingerprint, created_at)
           values (${h.organizationId}, ${h.principal}, ${key}, ${fingerprint}, ${now})
           on conflict (organization_id, principal, key) do update
-            set fingerprint = excluded.fingerprint, status = null, response = null, created_at = excluded.created_at
+            set fingerprint = excluded.fingerprint, status = null, response = null, response_sealed = null, created_at = excluded.created_at
             where idempotency_keys.created_at < ${staleBefore}
                or (idempotency_keys.status is null and idempotency_keys.created_at < ${abandonedBefore})
           returning true as claimed`;
@@ -100,8 +115,8 @@ export function idempotencyPlugin(deps: { sql: Pool; clock: Clock }) {
           held.set(request, (status, answer) => keep(h, status, answer));
           return;
         }
-        const [row] = await sql<{ fingerprint: string; status: number | null; response: unknown }[]>`
-          select fingerprint, status, response from idempotency_keys
+        const [row] = await sql<{ fingerprint: string; status: number | null; response: unknown; response_sealed: string | null }[]>`
+          select fingerprint, status, response, response_sealed from idempotency_keys
           where organization_id = ${h.organizationId} and principal = ${h.principal} and key = ${key}`;
         if (!row) throw inProgress();
         if (row.fingerprint !== fingerprint) {
@@ -110,7 +125,7 @@ export function idempotencyPlugin(deps: { sql: Pool; clock: Clock }) {
         if (row.status === null) {
           throw inProgress();
         }
-        return replay(row.status, row.response);
+        return replay(row.status, row.response_sealed === null ? row.response : await openAnswer(row.response_sealed));
       },
       async afterHandle({ request, response, set }: { request: Request; response: unknown; set: { status?: number | string } }) {
         const keepAnswer = held.get(request);

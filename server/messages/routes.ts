@@ -17,7 +17,7 @@ const tags = ["Messages"];
 const instant = (value: string | undefined) => (value === undefined ? undefined : new Date(value));
 
 /** Message history, single message, sending (API.md §3 "Messages") and device status reports. */
-export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | "events" | "config" | "clock">) {
+export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | "events" | "config" | "clock" | "secrets">) {
   const { sql } = services;
   const outbound = { ...services, deviceTimeoutSeconds: services.config.OUTBOUND_DEVICE_TIMEOUT_SECONDS };
 

@@ -14,7 +14,7 @@ const READ_SCOPE =
   "Spans every organization you are a member of (an API key: its organization); X-Organization-Id narrows it to one. A number attached to several of them appears once, `organizations` listing each of their attachments.";
 
 /** Hosted SIMs (API.md §3 "Numbers"): list, show, order, claims, locks, alias. */
-export function numberRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | "events" | "clock">) {
+export function numberRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | "events" | "clock" | "secrets">) {
   const { sql } = services;
   const show = async (c: Parameters<typeof requireNumber>[1], id: number) => ({ data: presentHostedSim(await requireNumber(sql, c, id)) });
 
@@ -103,6 +103,7 @@ export function numberRoutes(services: Pick<Services, "auth" | "sql" | "jobs" | 
         return { data: presentHostedSim(await lockNumber(services, c, params.id, body ?? {})) };
       },
       {
+        idempotent: true,
         auth: { apiKey: "numbers.lock" },
         params: NumberParams,
         body: LockBody,

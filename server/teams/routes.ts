@@ -27,7 +27,7 @@ function memberLookup(body: { user_id?: number; email?: string }) {
   return body.user_id !== undefined ? { userId: body.user_id } : { email: body.email };
 }
 
-export function teamRoutes(services: Pick<Services, "auth" | "sql" | "clock">) {
+export function teamRoutes(services: Pick<Services, "auth" | "sql" | "clock" | "secrets">) {
   const { sql } = services;
   return new Elysia()
     .use(callerPlugin(services.auth))
@@ -91,6 +91,7 @@ export function teamRoutes(services: Pick<Services, "auth" | "sql" | "clock">) {
         return { data: presentMember({ ...user, added_at: added.added_at }) };
       },
       {
+        idempotent: true,
         auth: manage,
         params: TeamParams,
         body: AddMemberBody,

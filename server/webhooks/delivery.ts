@@ -5,13 +5,13 @@ import { JOB_REMOVED, type JobHandler, type JobQueue, RetryAfter } from "../jobs
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
+import type { SecretBox } from "../lib/secret-box";
 import type { AttemptCaches } from "./attempt-caches";
 import { type DeliveryForAttempt, type FinishedAttempt, loadDeliveriesForAttempt, recordAttempts } from "./delivery-store";
 import type { EndpointLimiter, Slot } from "./endpoint-limiter";
 import { disableIntegration } from "./failing";
 import { type AttemptResult, postWebhook } from "./http";
 import { judgeAttempt } from "./retry-policy";
-import type { SecretBox } from "./secrets";
 import { SIGNATURE_HEADERS, signatureHeaders } from "./signing";
 import type { Lookup } from "./ssrf";
 

@@ -7,6 +7,7 @@ import type { JobQueue } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
+import type { SecretBox } from "../lib/secret-box";
 import { createAttemptCaches } from "./attempt-caches";
 import { createLogConsumer } from "./consumer";
 import { type DeliveryDeps, deliveryHandler, openSigningKey, sendSigned } from "./delivery";
@@ -14,7 +15,6 @@ import { insertLog } from "./delivery-store";
 import { createDispatcher } from "./dispatcher";
 import { createEndpointLimiter } from "./endpoint-limiter";
 import { newTestEventId, testEvent } from "./events";
-import { createSecretBox } from "./secrets";
 import { checkTarget } from "./ssrf";
 
 /** Deliveries in flight at once per endpoint (integration) in one process. */
@@ -38,8 +38,9 @@ export function createWebhookEngine(deps: {
   logger: Logger;
   metrics: Metrics;
   mailer: Mailer;
+  secrets: SecretBox;
 }) {
-  const secrets = createSecretBox(deps.sql, deps.config.SECRETS_KEY);
+  const { secrets } = deps;
   const delivery: DeliveryDeps = {
     ...deps,
     secrets,

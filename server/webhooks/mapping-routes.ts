@@ -11,7 +11,7 @@ const tags = ["Webhooks"];
 const description =
   "Mappings connect an integration to teams of the same organization. Members read; changes need the admin or owner role or webhooks.receive.";
 
-export function mappingRoutes(services: Pick<Services, "auth" | "sql" | "clock">) {
+export function mappingRoutes(services: Pick<Services, "auth" | "sql" | "clock" | "secrets">) {
   const { sql } = services;
   const requireMapping = async (integrationId: number, mappingId: number) => {
     const row = await findMapping(sql, integrationId, mappingId);

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound } from "../errors";
+import { idempotencyPlugin } from "../lib/idempotency";
 import type { Services } from "../services";
 import {
   changeIntegration,
@@ -41,10 +42,11 @@ const tags = ["Webhooks"];
 const description =
   "Scope: the caller's organization. Members read; changes need the admin or owner role. An API key needs webhooks.receive, which allows every webhook operation of its organization.";
 
-function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">) {
+function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks" | "clock" | "secrets">) {
   const { sql } = services;
   return new Elysia()
     .use(callerPlugin(services.auth))
+    .use(idempotencyPlugin(services))
     .get(
       "/api/webhook-integrations",
       async ({ caller: c }) => {
@@ -61,6 +63,7 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">
         return { message: "Webhook integration created successfully.", data };
       },
       {
+        idempotent: true,
         auth: manage,
         body: IntegrationCreateBody,
         response: { 201: IntegrationCreated },
@@ -113,6 +116,7 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">
         return { message: "Webhook secret regenerated successfully.", data };
       },
       {
+        idempotent: true,
         auth: manage,
         params: IntegrationParams,
         response: { 200: SecretRegenerated },
@@ -152,6 +156,7 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">
         return redeliver(services, c.organization.id, params.webhook_integration, params.log);
       },
       {
+        idempotent: true,
         auth: manage,
         params: LogParams,
         response: { 202: RedeliveryQueued },
@@ -169,6 +174,7 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">
         return replay(services, c.organization.id, params.webhook_integration, body);
       },
       {
+        idempotent: true,
         auth: manage,
         params: IntegrationParams,
         body: ReplayBody,
@@ -184,6 +190,6 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">
 }
 
 /** Every webhook route: the organization's integrations, their mappings, and the team view. */
-export function webhookRoutes(services: Pick<Services, "auth" | "sql" | "webhooks" | "clock">) {
+export function webhookRoutes(services: Pick<Services, "auth" | "sql" | "webhooks" | "clock" | "secrets">) {
   return new Elysia().use(integrationRoutes(services)).use(mappingRoutes(services)).use(teamWebhookRoutes(services));
 }

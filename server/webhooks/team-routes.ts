@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound } from "../errors";
+import { idempotencyPlugin } from "../lib/idempotency";
 import type { Services } from "../services";
 import { changeIntegration, createIntegration, logsPage, manage, read, redeliver, replay, requireIntegration, testIntegration } from "./actions";
 import { presentIntegration } from "./present";
@@ -29,7 +30,7 @@ const description =
   "The team view of the organization's webhook integrations (API.md §3): integrations mapped to the team. Members read; changes need the admin or owner role or webhooks.receive.";
 
 /** The team view of API.md: `{webhook}` must be an integration of the organization mapped to the team, else 404. */
-export function teamWebhookRoutes(services: Pick<Services, "auth" | "sql" | "webhooks">) {
+export function teamWebhookRoutes(services: Pick<Services, "auth" | "sql" | "webhooks" | "clock" | "secrets">) {
   const { sql } = services;
   const requireTeam = async (organizationId: number, teamId: number) => {
     const team = await findTeam(sql, organizationId, teamId);
@@ -45,6 +46,7 @@ export function teamWebhookRoutes(services: Pick<Services, "auth" | "sql" | "web
   };
   return new Elysia()
     .use(callerPlugin(services.auth))
+    .use(idempotencyPlugin(services))
     .get(
       "/api/teams/:team/webhooks",
       async ({ caller: c, params }) => {
@@ -69,6 +71,7 @@ export function teamWebhookRoutes(services: Pick<Services, "auth" | "sql" | "web
         return { message: "Webhook integration created successfully.", data };
       },
       {
+        idempotent: true,
         auth: manage,
         params: TeamParams,
         body: TeamWebhookCreateBody,
@@ -159,6 +162,7 @@ export function teamWebhookRoutes(services: Pick<Services, "auth" | "sql" | "web
         return redeliver(services, c.organization.id, integration.id, params.log);
       },
       {
+        idempotent: true,
         auth: manage,
         params: TeamLogParams,
         response: { 202: RedeliveryQueued },
@@ -173,6 +177,7 @@ export function teamWebhookRoutes(services: Pick<Services, "auth" | "sql" | "web
         return replay(services, c.organization.id, integration.id, body);
       },
       {
+        idempotent: true,
         auth: manage,
         params: TeamWebhookParams,
         body: ReplayBody,

@@ -105,24 +105,31 @@ describe("device-sim fleet against the real server", () => {
     });
     await watch;
 
-    expect(report.failures).toEqual([]);
-    expect(report.passed).toBe(true);
-    expect(report.devices).toMatchObject({ requested: DEVICES, registered: DEVICES, verified: DEVICES, unverified: 0, online: DEVICES, failed_to_start: 0 });
-    expect(report.sms.received).toBeGreaterThan(100);
-    expect(report.sms).toMatchObject({ acknowledged: report.sms.received, visible: report.sms.received, pending: 0, not_visible: 0, lost: 0 });
-    expect(maxOffline).toBeGreaterThanOrEqual((DEVICES * OFFLINE_PERCENT) / 100);
-    expect(report.heartbeats).toBeGreaterThan(DEVICES);
-    expect(report.latency_ms.sms!.count).toBeGreaterThanOrEqual(report.sms.received);
-    expect(report.latency_ms.config!.count).toBeGreaterThan(DEVICES);
+    // A failure says what the run saw: the report, the offline count and the outbound message as the API has it.
+    try {
+      expect(report.failures).toEqual([]);
+      expect(report.passed).toBe(true);
+      expect(report.devices).toMatchObject({ requested: DEVICES, registered: DEVICES, verified: DEVICES, unverified: 0, online: DEVICES, failed_to_start: 0 });
+      expect(report.sms.received).toBeGreaterThan(100);
+      expect(report.sms).toMatchObject({ acknowledged: report.sms.received, visible: report.sms.received, pending: 0, not_visible: 0, lost: 0 });
+      expect(maxOffline).toBeGreaterThanOrEqual((DEVICES * OFFLINE_PERCENT) / 100);
+      expect(report.heartbeats).toBeGreaterThan(DEVICES);
+      expect(report.latency_ms.sms!.count).toBeGreaterThanOrEqual(report.sms.received);
+      expect(report.latency_ms.config!.count).toBeGreaterThan(DEVICES);
 
-    expect(outboundId).toBeDefined();
-    expect(report.outbound.phones.delivered).toBe(1);
-    const outbound = await call(s.server, tenant.token, "GET", `/api/messages/${outboundId}`);
-    expect(outbound.data.status).toBe("delivered");
+      expect(outboundId).toBeDefined();
+      expect(report.outbound.phones.delivered).toBe(1);
+      const outbound = await call(s.server, tenant.token, "GET", `/api/messages/${outboundId}`);
+      expect(outbound.data.status).toBe("delivered");
 
-    const delivered = await waitFor(() => hooks.texts.length >= report.sms.acknowledged, 30_000, 500);
-    hooks.stop();
-    expect(delivered).toBe(true);
-    expect(hooks.bad()).toBe(0);
+      const delivered = await waitFor(() => hooks.texts.length >= report.sms.acknowledged, 30_000, 500);
+      hooks.stop();
+      expect(delivered).toBe(true);
+      expect(hooks.bad()).toBe(0);
+    } catch (e) {
+      const outbound = outboundId === undefined ? null : (await call(s.server, tenant.token, "GET", `/api/messages/${outboundId}`)).data;
+      console.error("fleet run:", JSON.stringify({ report, maxOffline, outbound, webhookTexts: hooks.texts.length, badSignatures: hooks.bad() }));
+      throw e;
+    }
   }, 180_000);
 });

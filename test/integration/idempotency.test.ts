@@ -40,12 +40,14 @@ describe("Idempotency-Key", () => {
     expect(await outboundCount(sim.id)).toBe(3);
   });
 
-  test("20 concurrent requests with one key send once; the others replay it or answer 409 request_in_progress", async () => {
+  test("50 concurrent requests with one key send once and count one quota unit; the others replay it or answer 409 request_in_progress", async () => {
     const t = await createTenant(ctx.sql);
     const sim = await createSharedNumber(ctx.sql, [t.org.id]);
     const body = { hosted_sim: sim.id, to: randomNumber(), text: "raced" };
-    const answers = await Promise.all(Array.from({ length: 20 }, () => send(t.token, body, "race-1")));
+    const answers = await Promise.all(Array.from({ length: 50 }, () => send(t.token, body, "race-1")));
     expect(await outboundCount(sim.id)).toBe(1);
+    const usage = await ctx.request("GET", "/api/usage", { token: t.token });
+    expect(usage.body.data.monthly_messages.used).toBe(1);
     const statuses = answers.map((a) => a.status);
     expect(statuses.every((s) => s === 202 || s === 409)).toBe(true);
     const ids = new Set(answers.filter((a) => a.status === 202).map((a) => a.body.data.id));
@@ -54,6 +56,46 @@ describe("Idempotency-Key", () => {
       expectErrorShape(a.body, "request_in_progress");
       expect(a.headers.get("retry-after")).toBe("1");
     }
+  });
+
+  test("creates that show a secret once replay it to their caller (API key, webhook integration, device); the kept answer is sealed", async () => {
+    const t = await createTenant(ctx.sql);
+    const post = (path: string, body: unknown, key: string) => ctx.request("POST", path, { token: t.token, body, headers: { "idempotency-key": key } });
+    const keyBody = { name: "CI", permissions: ["messages.read"] };
+    const first = await post("/api/api-keys", keyBody, "key-1");
+    expect(first.status).toBe(201);
+    const again = await post("/api/api-keys", keyBody, "key-1");
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body).toEqual(first.body);
+    expect((await ctx.request("GET", "/api/api-keys", { token: t.token })).body.data).toHaveLength(1);
+    // The replayed key works: it is the one key that was made.
+    expect((await ctx.request("GET", "/api/usage", { token: again.body.plain_text_key })).status).toBe(200);
+
+    const hookBody = { name: "receiver", url: "https://hooks.example.test/in" };
+    const hook = await post("/api/webhook-integrations", hookBody, "hook-1");
+    expect(hook.status).toBe(201);
+    const hookAgain = await post("/api/webhook-integrations", hookBody, "hook-1");
+    expect(hookAgain.body.data.secret).toBe(hook.body.data.secret);
+    expect((await ctx.request("GET", "/api/webhook-integrations", { token: t.token })).body.data).toHaveLength(1);
+
+    const deviceBody = { android_id: "a1b2c3d4e5f60718", sim_slots: [1], device_model: "Pixel 8", app_version: "1.4.2", device_name: "retried" };
+    const device = await post("/api/byos/devices/register", deviceBody, "device-1");
+    expect(device.status).toBe(201);
+    const deviceAgain = await post("/api/byos/devices/register", deviceBody, "device-1");
+    expect(deviceAgain.headers.get("idempotent-replayed")).toBe("true");
+    expect(deviceAgain.body).toEqual(device.body);
+
+    const kept = await ctx.sql<{ key: string; response: unknown; response_sealed: string }[]>`
+      select key, response, response_sealed from idempotency_keys where organization_id = ${t.org.id} order by key`;
+    expect(kept.map((k) => k.key)).toEqual(["device-1", "hook-1", "key-1"]);
+    for (const k of kept) {
+      expect(k.response).toBeNull();
+      expect(k.response_sealed).toStartWith("v1:");
+    }
+    const atRest = JSON.stringify(kept);
+    expect(atRest).not.toContain(first.body.plain_text_key);
+    expect(atRest).not.toContain(hook.body.data.secret);
   });
 
   test("keys belong to their caller: another user with the same key does their own work, and may do only what they may", async () => {
@@ -91,6 +133,11 @@ describe("Idempotency-Key", () => {
     const bad = await send(t.token, { hosted_sim: 1, to: randomNumber(), text: "x" }, "bad key with spaces");
     expect(bad.status).toBe(422);
     expect(bad.body.errors["Idempotency-Key"]).toBeDefined();
+    // An answer sealed under a SECRETS_KEY that has since changed cannot be replayed: 409, never a 500 or the work again.
+    await ctx.sql`update idempotency_keys set response_sealed = 'v1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' where organization_id = ${t.org.id} and key = 'missing-number'`;
+    const unreadable = await send(t.token, { hosted_sim: 999_999_999, to, text: "x" }, "missing-number");
+    expect(unreadable.status).toBe(409);
+    expectErrorShape(unreadable.body, "idempotency_answer_unreadable");
   });
 
   test("an expired key (over 24 h) does the work again", async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
-import { generateSigningSecret, open, parseSecretsKey, seal } from "../../server/webhooks/secrets";
+import { open, parseSecretsKey, seal } from "../../server/lib/secret-box";
+import { generateSigningSecret } from "../../server/webhooks/secrets";
 import { signatureHeaders } from "../../server/webhooks/signing";
 
 describe("Standard Webhooks signing", () => {
