@@ -132,6 +132,14 @@ export async function deleteEventsBefore(sql: Sql, before: Date, chunk = 5000): 
   return rows.count;
 }
 
+/** One event of an organization by its position (its cursor), or null when it is not there (another organization's, or past retention). */
+export async function readEventAt(sql: Sql, organizationId: number, at: Position): Promise<StoredEvent | null> {
+  const [row] = await sql<Row[]>`
+    select id, txid::text as txid, organization_id, type, hosted_sim_id, device_id, team_id, payload, created_at
+    from events where id = ${at.id} and txid = ${at.txid}::xid8 and organization_id = ${organizationId}`;
+  return row ? toStoredEvent(row) : null;
+}
+
 /**
  * An organization's events created in [since, until), in log order, at most `limit`: the events
  * a webhook replay sends again (server/webhooks/replay.ts). `types` null: every type.

@@ -75,7 +75,7 @@ export async function logsPage(sql: Sql, integrationId: number, query: { status?
 /** Redelivers the event of one log record of the integration (202: queued). */
 export async function redeliver(deps: WebhookDeps, organizationId: number, integrationId: number, logId: number) {
   const integration = await requireIntegration(deps.sql, organizationId, integrationId);
-  const data = await redeliverLog(deps.sql, integration.id, logId);
+  const data = await redeliverLog(deps.sql, integration, logId);
   deps.webhooks.wakeWorkers();
   return { message: "Redelivery queued.", data };
 }

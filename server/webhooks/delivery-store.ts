@@ -210,6 +210,7 @@ export function findEventTargets(sql: Sql, events: EventToMatch[], integrationId
     order by e.id, i.id`;
 }
 
+/** `live` rows are written by the log consumer with their first attempt only (live-store.ts). */
 export type DeliveryOrigin = "live" | "redelivery" | "replay";
 /** Live deliveries and redeliveries, or replays (a queue of their own, server/jobs/registry.ts). */
 export type DeliveryQueue = "webhook.delivery" | "webhook.replay";
@@ -225,45 +226,21 @@ export type NewDelivery = {
 /** A delivery just created, with its job. */
 export type CreatedDelivery = { delivery_id: number; job_id: number };
 
-/**
- * Inserts deliveries and their jobs in one statement (replays). A live delivery of an event to an
- * integration exists once (`origin` live): inserting it again adds nothing, nor a job.
- */
+/** Inserts deliveries and their jobs in one statement (replays, redeliveries). */
 export async function insertDeliveries(sql: Sql, rows: NewDelivery[], queue: DeliveryQueue): Promise<CreatedDelivery[]> {
   if (rows.length === 0) return [];
   return sql<CreatedDelivery[]>`
     with d as (
       insert into webhook_deliveries ${sql(rows, "webhook_integration_id", "event_id", "event_type", "message_id", "body", "origin")}
-      on conflict (event_id, webhook_integration_id) where origin = 'live' do nothing
       returning id
     )
     ${enqueueJobs(sql, queue, sql`select jsonb_build_object('delivery_id', d.id) from d`)}
     returning (payload->>'delivery_id')::bigint as delivery_id, id as job_id`;
 }
 
-/**
- * A new delivery of the event behind one log record of an integration: the same body under the
- * same event id (`webhook-id`). Null when the record has no delivery (a test event) or its
- * delivery was removed by retention.
- */
-export async function insertRedelivery(sql: Sql, integrationId: number, logId: number) {
-  const [row] = await sql<{ id: number; event_id: string; event_type: string }[]>`
-    with src as (
-      select d.webhook_integration_id, d.event_id, d.event_type, d.message_id, d.body
-      from webhook_delivery_logs l join webhook_deliveries d on d.id = l.delivery_id
-      where l.id = ${logId} and l.webhook_integration_id = ${integrationId}),
-    d as (
-      insert into webhook_deliveries (webhook_integration_id, event_id, event_type, message_id, body, origin)
-      select webhook_integration_id, event_id, event_type, message_id, body, 'redelivery' from src
-      returning id, event_id, event_type),
-    j as (${enqueueJobs(sql, "webhook.delivery", sql`select jsonb_build_object('delivery_id', d.id) from d`)})
-    select id, event_id, event_type from d`;
-  return row ?? null;
-}
-
 export async function findLog(sql: Sql, integrationId: number, logId: number) {
-  const [row] = await sql<{ id: number; delivery_id: number | null; event_type: string }[]>`
-    select id, delivery_id, event_type from webhook_delivery_logs where id = ${logId} and webhook_integration_id = ${integrationId}`;
+  const [row] = await sql<{ id: number; event_id: string; event_type: string; message_id: number | null }[]>`
+    select id, event_id, event_type, message_id from webhook_delivery_logs where id = ${logId} and webhook_integration_id = ${integrationId}`;
   return row ?? null;
 }
 

@@ -1,20 +1,10 @@
 import type { Sql } from "../db/client";
 import type { StoredEvent } from "../events/log";
-import {
-  type CreatedDelivery,
-  type DeliveryForAttempt,
-  type DeliveryOrigin,
-  type DeliveryQueue,
-  type EventToMatch,
-  findEventTargets,
-  insertDeliveries,
-} from "./delivery-store";
+import { type CreatedDelivery, type DeliveryForAttempt, type EventToMatch, findEventTargets, insertDeliveries } from "./delivery-store";
 import { webhookBody } from "./events";
 import { loadIntegrationsForAttempt } from "./live-store";
 import { NOT_FROM_LOG } from "./subscriptions";
 
-/** Queue of live webhook deliveries (and redeliveries): one job per delivery, retried by the delivery worker itself. */
-export const DELIVERY_QUEUE = "webhook.delivery";
 /**
  * Queue of replayed deliveries: the same handler with a small concurrency of its own
  * (server/jobs/registry.ts), so a replay holds few of an endpoint's slots and the live queue's
@@ -40,21 +30,16 @@ const messageIdOf = (e: StoredEvent) => {
 };
 
 /**
- * Creates the deliveries of log events (docs/events.md "Webhooks"): one per event and integration
- * that gets it (findEventTargets), each with its job, in one query for the targets and one
- * statement for the rows. The body is the event under its own id, the same for every integration
- * and every later redelivery or replay. `integrationId` narrows to one integration. Used by
- * replays; live deliveries are stored only with their first attempt (matchLiveDeliveries).
- * Returns the deliveries created.
+ * Creates the replayed deliveries of log events to one integration (docs/events.md "Webhooks"):
+ * one per event the integration gets now (findEventTargets), each with its job on REPLAY_QUEUE,
+ * in one query for the targets and one statement for the rows. The body is the event under its
+ * own id, the bytes of every delivery of the event. Live deliveries are stored only with their
+ * first attempt (matchLiveDeliveries, live-store.ts). Returns the deliveries created.
  */
-export async function createDeliveries(
-  sql: Sql,
-  events: StoredEvent[],
-  opts: { origin: DeliveryOrigin; queue: DeliveryQueue; integrationId?: number },
-): Promise<CreatedDelivery[]> {
+export async function createReplayDeliveries(sql: Sql, events: StoredEvent[], integrationId: number): Promise<CreatedDelivery[]> {
   const deliverable = events.filter((e) => !NOT_FROM_LOG.includes(e.type));
   if (deliverable.length === 0) return [];
-  const targets = await findEventTargets(sql, deliverable.map(toMatch), opts.integrationId ?? null);
+  const targets = await findEventTargets(sql, deliverable.map(toMatch), integrationId);
   if (targets.length === 0) return [];
   const byRow = new Map(deliverable.map((e) => [e.position.id, e]));
   const bodies = new Map<number, string>();
@@ -62,9 +47,9 @@ export async function createDeliveries(
     const e = byRow.get(t.event_row)!;
     let body = bodies.get(t.event_row);
     if (body === undefined) bodies.set(t.event_row, (body = webhookBody(e)));
-    return { webhook_integration_id: t.integration_id, event_id: e.cursor, event_type: e.type, message_id: messageIdOf(e), body, origin: opts.origin };
+    return { webhook_integration_id: t.integration_id, event_id: e.cursor, event_type: e.type, message_id: messageIdOf(e), body, origin: "replay" as const };
   });
-  return insertDeliveries(sql, rows, opts.queue);
+  return insertDeliveries(sql, rows, REPLAY_QUEUE);
 }
 
 /**

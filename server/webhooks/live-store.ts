@@ -19,18 +19,21 @@ export async function loadIntegrationsForAttempt(sql: Sql, ids: number[], disabl
 }
 
 /**
- * A live delivery's first attempt as recorded, with the body its row keeps (for redeliveries
- * and retries). `attempt` 0 with status `pending`: not attempted here but handed to the job path
- * (its endpoint's lane was too long or too slow, or the process is stopping).
+ * A live delivery's first attempt as recorded, with its body, which a delivery row keeps for the
+ * job path's attempts (retries, and first attempts handed over). `attempt` 0 with status
+ * `pending`: not attempted here but handed to the job path (its endpoint's lane was too long or
+ * too slow, or the process is stopping).
  */
 export type FirstAttempt = FinishedAttempt & { body: string };
 
 /**
- * Records first attempts in one statement, however many: each delivery's row as its attempt
- * left it (succeeded, failed, retrying, or pending when handed over untried), its log record when
- * attempted, a job for what is to be tried again (due at its retry, or now), and the failure run
- * of each integration tried (as recordAttempts). A row that exists already (the event was read
- * again after its consumer's owner died) keeps its state and gets only the log record.
+ * Records first attempts in one statement, however many. A first attempt that succeeded (nearly
+ * all of them) is its log record alone: nothing is left to do for it, and a redelivery builds its
+ * body again from the event log (replay.ts). Any other gets its delivery row as the attempt left
+ * it (failed, retrying, or pending when handed over untried) with its body, its log record when
+ * attempted, and a job for what is to be tried again (due at its retry, or now). The failure run
+ * of each integration tried is updated as recordAttempts does. A row that exists already (the
+ * event was read again after its consumer's owner died) keeps its state and gets only the log record.
  */
 export async function recordFirstAttempts(sql: Sql, attempts: FirstAttempt[]) {
   if (attempts.length === 0) return;
@@ -41,7 +44,7 @@ export async function recordFirstAttempts(sql: Sql, attempts: FirstAttempt[]) {
     const key = `${r.eventId} ${r.integrationId}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    rows.push({ ...outcomeColumns(r), body: r.body });
+    rows.push({ ...outcomeColumns(r), body: r.status === "succeeded" ? null : r.body });
   }
   const failing = failureRuns(attempts);
   // A record lost to a crash of PostgreSQL goes with the consumer position written after it (the
@@ -53,7 +56,7 @@ export async function recordFirstAttempts(sql: Sql, attempts: FirstAttempt[]) {
         retry_at timestamptz)
     ), d as (
       insert into webhook_deliveries (webhook_integration_id, event_id, event_type, message_id, body, origin, status, attempts)
-      select integration_id, event_id, event_type, message_id, body, 'live', status, attempt from r
+      select integration_id, event_id, event_type, message_id, body, 'live', status, attempt from r where r.status <> 'succeeded'
       on conflict (event_id, webhook_integration_id) where origin = 'live' do update set updated_at = now()
       returning id, event_id, webhook_integration_id, (xmax = 0) as inserted
     ), l as (
@@ -62,6 +65,11 @@ export async function recordFirstAttempts(sql: Sql, attempts: FirstAttempt[]) {
       select r.integration_id, d.id, r.event_id, r.event_type, r.message_id, r.attempt, r.status, r.http_status, r.response_body,
         r.response_time_ms, r.error, r.retry_at
       from r join d on d.event_id = r.event_id and d.webhook_integration_id = r.integration_id where r.attempt > 0
+    ), succeeded as (
+      insert into webhook_delivery_logs (webhook_integration_id, event_id, event_type, message_id, attempt, status, http_status,
+        response_body, response_time_ms)
+      select r.integration_id, r.event_id, r.event_type, r.message_id, r.attempt, r.status, r.http_status, r.response_body, r.response_time_ms
+      from r where r.status = 'succeeded'
     ), j as (${enqueueJobs(
       sql,
       "webhook.delivery",

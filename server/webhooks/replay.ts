@@ -1,9 +1,11 @@
 import type { Pool } from "../db/client";
 import { invalidState, notFound, validationFailed } from "../errors";
-import type { EventType } from "../events/catalog";
-import { readEventsCreatedBetween } from "../events/log";
-import { findLog, hasPendingReplay, insertRedelivery } from "./delivery-store";
-import { createDeliveries, REPLAY_QUEUE } from "./forwarding";
+import { type EventType, event } from "../events/catalog";
+import { decodeCursor } from "../events/cursor";
+import { readEventAt, readEventsCreatedBetween } from "../events/log";
+import { findLog, hasPendingReplay, insertDeliveries } from "./delivery-store";
+import { webhookBody } from "./events";
+import { createReplayDeliveries } from "./forwarding";
 import type { IntegrationRow } from "./store";
 import { ALL_EVENTS, eventTypeErrors } from "./subscriptions";
 
@@ -51,17 +53,25 @@ export async function replayWindow(sql: Pool, integration: IntegrationRow, body:
   const events = types?.length === 0 ? [] : await readEventsCreatedBetween(sql, integration.organization_id, { ...window, types }, REPLAY_MAX_EVENTS + 1);
   if (events.length > REPLAY_MAX_EVENTS)
     throw validationFailed({ until: [`the window holds more than ${REPLAY_MAX_EVENTS} events; replay it in shorter windows`] });
-  const created = await sql.begin((tx) => createDeliveries(tx, events, { origin: "replay", queue: REPLAY_QUEUE, integrationId: integration.id }));
+  const created = await sql.begin((tx) => createReplayDeliveries(tx, events, integration.id));
   const deliveries = created.length;
   return { deliveries, since: window.since.toISOString(), until: window.until.toISOString(), event_types: types ?? [ALL_EVENTS] };
 }
 
-/** A new delivery of the event behind one record of an integration's log (same body, same `webhook-id`). */
-export async function redeliverLog(sql: Pool, integrationId: number, logId: number) {
-  const log = await findLog(sql, integrationId, logId);
+/**
+ * A new delivery of the event behind one log record of an integration: its body built again from
+ * the event log (the same bytes every delivery of the event carries) under the same `webhook-id`.
+ * A successful first attempt keeps no body of its own, so the log is where it is found; an event
+ * past the log's retention is not redelivered.
+ */
+export async function redeliverLog(sql: Pool, integration: Pick<IntegrationRow, "id" | "organization_id">, logId: number) {
+  const log = await findLog(sql, integration.id, logId);
   if (!log) throw notFound("Delivery log record");
-  if (log.delivery_id === null) throw invalidState("A test event is not redelivered; send a new one with POST .../test.");
-  const created = await insertRedelivery(sql, integrationId, logId);
-  if (!created) throw invalidState("The delivery of this record was removed by retention; replay its time window instead.");
-  return { delivery_id: created.id, event_id: created.event_id, event_type: created.event_type };
+  if (log.event_type === event.webhookTest.type) throw invalidState("A test event is not redelivered; send a new one with POST .../test.");
+  const at = decodeCursor(log.event_id);
+  const found = at && (await readEventAt(sql, integration.organization_id, at));
+  if (!found) throw invalidState("The event of this record was removed from the event log by retention; it can no longer be redelivered.");
+  const delivery = { event_id: log.event_id, event_type: log.event_type, message_id: log.message_id, body: webhookBody(found) };
+  const [created] = await insertDeliveries(sql, [{ webhook_integration_id: integration.id, ...delivery, origin: "redelivery" }], "webhook.delivery");
+  return { delivery_id: created!.delivery_id, event_id: log.event_id, event_type: log.event_type };
 }

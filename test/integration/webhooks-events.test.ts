@@ -4,8 +4,8 @@ import { decodeCursor } from "../../server/events/cursor";
 import { appendEvents, type NewEvent } from "../../server/events/log";
 import { QUEUES } from "../../server/jobs/registry";
 import { createTenant } from "../fixtures";
-import { createTestContext, type TestContext } from "../helpers";
-import { createHook, createTeam, deliveriesMade, fastForwardRetries, logsOf, startReceiver, waitFor } from "./webhooks-helpers";
+import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
+import { createHook, createTeam, deliveriesMade, fastForwardRetries, logsOf, madeDeliveries, startReceiver, waitFor } from "./webhooks-helpers";
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -128,10 +128,10 @@ describe("deliveries from the log", () => {
     ]);
     await waitFor(() => receiver.received.length >= 2, 10_000, "deliveries");
     await deliveriesMade(ctx);
-    const rows = await ctx.sql`
-      select webhook_integration_id, event_type, message_id from webhook_deliveries
-      where webhook_integration_id in ${ctx.sql([onX.id, unmapped.id, lockOnly.id])} order by event_type desc`;
-    expect([...rows]).toEqual([
+    const rows = (await madeDeliveries(ctx.sql, { integrationIds: [onX.id, unmapped.id, lockOnly.id] }))
+      .map(({ webhook_integration_id, event_type, message_id }) => ({ webhook_integration_id, event_type, message_id }))
+      .sort((p, q) => q.event_type.localeCompare(p.event_type));
+    expect(rows).toEqual([
       { webhook_integration_id: onX.id, event_type: "message.sent", message_id: 1 },
       { webhook_integration_id: onX.id, event_type: "message.delivered", message_id: 1 },
     ]);
@@ -202,6 +202,35 @@ describe("webhook-id is the event id", () => {
       expect(r.headers["webhook-id"]).toBe(id);
       expect(r.body).toBe(receiver.received[0]!.body);
     }
+    receiver.stop();
+  }, 30_000);
+
+  test("a first attempt that succeeded is its log record alone; its redelivery is built from the event log, the same bytes; past retention 409", async () => {
+    const a = await createTenant(ctx.sql);
+    const receiver = startReceiver();
+    const hook = await createHook(ctx, a.token, { url: receiver.url, event_types: ["device.offline"] });
+    receiver.secrets.push(hook.secret);
+    await raise([{ organizationId: a.org.id, type: "device.offline", deviceId: 8, payload: { device_id: 8, is_online: false } }]);
+    await waitFor(() => receiver.received.length === 1, 10_000, "first attempt");
+    await deliveriesMade(ctx);
+    const [log] = (await logsOf(ctx, a.token, hook.id)).data;
+    expect(log).toMatchObject({ attempt: 1, status: "succeeded", http_status: 200 });
+    expect(await ctx.sql`select 1 from webhook_deliveries where webhook_integration_id = ${hook.id}`).toHaveLength(0);
+
+    const redelivered = await ctx.request("POST", `/api/webhook-integrations/${hook.id}/logs/${log.id}/redeliver`, { token: a.token });
+    expect(redelivered.status).toBe(202);
+    await waitFor(() => receiver.received.length === 2, 10_000, "the redelivery");
+    const [first, again] = receiver.received;
+    expect(again!.verifiedWith).toBe(hook.secret);
+    expect(again!.headers["webhook-id"]).toBe(first!.headers["webhook-id"]);
+    expect(again!.body).toBe(first!.body);
+
+    // The event gone from the log (retention): nothing to build the body from.
+    const at = decodeCursor(log.event_id)!;
+    await ctx.sql`delete from events where id = ${at.id}`;
+    const gone = await ctx.request("POST", `/api/webhook-integrations/${hook.id}/logs/${log.id}/redeliver`, { token: a.token });
+    expect(gone.status).toBe(409);
+    expectErrorShape(gone.body, "invalid_state");
     receiver.stop();
   }, 30_000);
 

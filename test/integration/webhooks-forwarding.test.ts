@@ -1,11 +1,20 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ORIGIN } from "../../server/events/cursor";
-import { readEvents } from "../../server/events/log";
 import type { Delivery as BusMessage } from "../../server/realtime/hub";
-import { createDeliveries, DELIVERY_QUEUE } from "../../server/webhooks/forwarding";
 import { createTenant, createUser } from "../fixtures";
 import { createTestContext, type TestContext } from "../helpers";
-import { createHook, createNumber, createTeam, deliveriesMade, lockNumber, logsOf, receiveSms, startReceiver, startSmtp, waitFor } from "./webhooks-helpers";
+import {
+  createHook,
+  createNumber,
+  createTeam,
+  deliveriesMade,
+  lockNumber,
+  logsOf,
+  madeDeliveries,
+  receiveSms,
+  startReceiver,
+  startSmtp,
+  waitFor,
+} from "./webhooks-helpers";
 
 let ctx: TestContext;
 let smtp: Awaited<ReturnType<typeof startSmtp>>;
@@ -22,8 +31,7 @@ afterAll(async () => {
 /** Integration ids that got a delivery for a message, once its fan-out has run and the log consumer has read its events. */
 async function deliveredTo(messageId: number): Promise<number[]> {
   await deliveriesMade(ctx);
-  const rows = await ctx.sql<{ id: number }[]>`select webhook_integration_id as id from webhook_deliveries where message_id = ${messageId} order by 1`;
-  return rows.map((r) => r.id);
+  return (await madeDeliveries(ctx.sql, { messageId })).map((r) => r.webhook_integration_id);
 }
 
 describe("forwarding rules", () => {
@@ -63,13 +71,10 @@ describe("forwarding rules", () => {
     // Locked by team X: lock_required of X too, not of Y.
     await lockNumber(ctx.sql, noTeam.id, a.org.id, x.id);
     expect(await deliveredTo((await receiveSms(ctx, noTeam.id)).messageId)).toEqual([alwaysX, lockX, alwaysY, both].sort((p, q) => p - q));
-    const [off] = await ctx.sql<
-      { n: number }[]
-    >`select count(*)::int as n from webhook_deliveries where webhook_integration_id in ${ctx.sql([inactiveMapping, inactiveHook])}`;
-    expect(off!.n).toBe(0);
+    expect(await madeDeliveries(ctx.sql, { integrationIds: [inactiveMapping, inactiveHook] })).toEqual([]);
   }, 30_000);
 
-  test("one delivery per integration even when several mappings match, and making the event's deliveries again creates none", async () => {
+  test("one delivery per integration even when several mappings match", async () => {
     const a = await createTenant(ctx.sql);
     const x = await createTeam(ctx.sql, a.org.id);
     const receiver = startReceiver();
@@ -88,9 +93,6 @@ describe("forwarding rules", () => {
     await lockNumber(ctx.sql, sim.id, a.org.id, x.id);
     const { messageId } = await receiveSms(ctx, sim.id);
     expect(await deliveredTo(messageId)).toEqual([id]);
-    const [event] = (await readEvents(ctx.sql, ORIGIN, { organizations: [a.org.id] }, 10)).filter((e) => e.type === "message.received");
-    expect(event!.payload.message).toMatchObject({ id: messageId });
-    expect(await createDeliveries(ctx.sql, [event!], { origin: "live", queue: DELIVERY_QUEUE })).toEqual([]);
     await waitFor(() => receiver.received.length === 1);
     expect(receiver.received[0]!.event.data.team.id).toBe(x.id);
     receiver.stop();

@@ -98,6 +98,25 @@ export async function deliveriesMade(ctx: TestContext) {
   );
 }
 
+export type MadeDelivery = { webhook_integration_id: number; event_id: string; event_type: string; message_id: number | null };
+
+/**
+ * The deliveries made of log events, one per (event, integration): attempted (a first attempt
+ * that succeeded is its log record alone) or stored for the job path (a delivery row). Narrowed
+ * to some integrations or to one message.
+ */
+export async function madeDeliveries(sql: Sql, where: { integrationIds?: number[]; messageId?: number }): Promise<MadeDelivery[]> {
+  const filter = sql`
+    ${where.integrationIds ? sql`and webhook_integration_id = any(${where.integrationIds}::bigint[])` : sql``}
+    ${where.messageId === undefined ? sql`` : sql`and message_id = ${where.messageId}`}`;
+  const rows = await sql<MadeDelivery[]>`
+    select webhook_integration_id, event_id, event_type, message_id from webhook_delivery_logs where event_type <> 'webhook.test' ${filter}
+    union
+    select webhook_integration_id, event_id, event_type, message_id from webhook_deliveries where true ${filter}
+    order by webhook_integration_id, event_id`;
+  return [...rows];
+}
+
 /** Makes every waiting retry of an integration due now, instead of waiting out its backoff. */
 export async function fastForwardRetries(ctx: TestContext, integrationId: number) {
   await ctx.sql`
