@@ -100,6 +100,9 @@ export type EventFilter = {
  * Events after `after` in log order, at most `limit`. Only events whose transaction is older
  * than every transaction still running are read (the high-water mark), so an event that commits
  * later always sorts after everything a reader has already seen: a cursor never skips one.
+ * The order names the table's columns: a bare `order by txid` would name the selected
+ * `txid::text as txid` and sort transaction ids as text ('1000' before '999'), so a reader
+ * crossing a power of ten would skip events, and no index could serve the order.
  */
 export async function readEvents(sql: Sql, after: Position, filter: EventFilter, limit: number): Promise<StoredEvent[]> {
   const rows = await sql<Row[]>`
@@ -111,7 +114,7 @@ export async function readEvents(sql: Sql, after: Position, filter: EventFilter,
       ${filter.types ? sql`and type = any(${filter.types}::text[])` : sql``}
       ${filter.hostedSimId === undefined ? sql`` : sql`and hosted_sim_id = ${filter.hostedSimId}`}
       ${filter.deviceId === undefined ? sql`` : sql`and device_id = ${filter.deviceId}`}
-    order by txid, id
+    order by events.txid, events.id
     limit ${limit}`;
   return rows.map(toStoredEvent);
 }
@@ -155,7 +158,7 @@ export async function readEventsCreatedBetween(
     from events
     where organization_id = ${organizationId} and created_at >= ${window.since} and created_at < ${window.until}
       ${window.types ? sql`and type = any(${window.types}::text[])` : sql``}
-    order by txid, id
+    order by events.txid, events.id
     limit ${limit}`;
   return rows.map(toStoredEvent);
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { decodeCursor, encodeCursor } from "../../server/events/cursor";
-import { appendEvents, highWaterPosition, readEvents, type StoredEvent } from "../../server/events/log";
+import { decodeCursor, encodeCursor, ORIGIN } from "../../server/events/cursor";
+import { appendEvents, highWaterPosition, readEvents, readEventsCreatedBetween, type StoredEvent } from "../../server/events/log";
 import { createTenant } from "../fixtures";
 import { eventually } from "../fixtures-numbers";
 import { createTestContext, type TestContext } from "../helpers";
@@ -75,5 +75,25 @@ describe("the event log", () => {
     const start = await highWaterPosition(ctx.sql);
     for (let i = 0; i < 2; i++) await appendEvents(ctx.sql, [{ ...event(org.id, i), dedupeKey: "message:1" }]);
     expect((await readEvents(ctx.sql, start, { organizations: [org.id] }, 10)).length).toBe(1);
+  });
+
+  test("transaction ids are ordered as numbers, not as text: a cursor crossing 9 -> 10 reads every event once, in order", async () => {
+    const { org } = await createTenant(ctx.sql);
+    // Rows as two transactions numbered 9 and 10 would have appended them (txids are
+    // normally assigned by PostgreSQL; these two are older than any real one, so readable).
+    await ctx.sql`
+      insert into events (organization_id, type, payload, txid)
+      values (${org.id}, 'webhook.test', '{"n": 1}', '9'::xid8), (${org.id}, 'webhook.test', '{"n": 2}', '10'::xid8)`;
+    const all = await readEvents(ctx.sql, ORIGIN, { organizations: [org.id] }, 10);
+    expect(all.map((e) => [e.position.txid, e.payload.n])).toEqual([
+      ["9", 1],
+      ["10", 2],
+    ]);
+    // One at a time, as a consumer reading in batches would: nothing skipped.
+    const first = await readEvents(ctx.sql, ORIGIN, { organizations: [org.id] }, 1);
+    const second = await readEvents(ctx.sql, first[0]!.position, { organizations: [org.id] }, 1);
+    expect([...first, ...second].map((e) => e.payload.n)).toEqual([1, 2]);
+    const window = { since: new Date(Date.now() - 60_000), until: new Date(Date.now() + 60_000), types: null };
+    expect((await readEventsCreatedBetween(ctx.sql, org.id, window, 10)).map((e) => e.payload.n)).toEqual([1, 2]);
   });
 });
