@@ -190,12 +190,32 @@ export type EventToMatch = {
  * locked message is the locking team). Device, SIM and number events belong to the organization:
  * no mapping needed.
  */
-export function findEventTargets(sql: Sql, events: EventToMatch[], integrationId: number | null = null) {
-  return sql<{ event_row: number; integration_id: number }[]>`
+export async function findEventTargets(sql: Sql, events: EventToMatch[], integrationId: number | null = null) {
+  // Matching depends on the event's shape only, and a batch holds few shapes (one number's
+  // messages share theirs): each distinct shape is matched once, then handed to its events.
+  const shapes = new Map<string, { shape: number; events: number[] }>();
+  const distinct: (Omit<EventToMatch, "id"> & { shape: number })[] = [];
+  for (const e of events) {
+    const key = `${e.organization_id} ${e.type} ${e.team_id} ${e.hosted_sim_id} ${e.locked}`;
+    let entry = shapes.get(key);
+    if (!entry) {
+      shapes.set(key, (entry = { shape: distinct.length, events: [] }));
+      distinct.push({
+        shape: entry.shape,
+        organization_id: e.organization_id,
+        type: e.type,
+        team_id: e.team_id,
+        hosted_sim_id: e.hosted_sim_id,
+        locked: e.locked,
+      });
+    }
+    entry.events.push(e.id);
+  }
+  const matched = await sql<{ shape: number; integration_id: number }[]>`
     with e as materialized (
-      select * from jsonb_to_recordset(${sql.json(events as never)})
-        as e(id bigint, organization_id bigint, type text, team_id bigint, hosted_sim_id bigint, locked boolean))
-    select e.id as event_row, i.id as integration_id
+      select * from jsonb_to_recordset(${sql.json(distinct as never)})
+        as e(shape int, organization_id bigint, type text, team_id bigint, hosted_sim_id bigint, locked boolean))
+    select e.shape, i.id as integration_id
     from e
     join webhook_integrations i on i.organization_id = e.organization_id and i.is_active
       and (e.type = any(i.event_types) or '*' = any(i.event_types))
@@ -206,11 +226,21 @@ export function findEventTargets(sql: Sql, events: EventToMatch[], integrationId
       left join hosted_sim_organizations hso on hso.hosted_sim_id = e.hosted_sim_id and hso.organization_id = e.organization_id
       where mp.webhook_integration_id = i.id and mp.is_active
         and ((mp.forwarding_mode = 'always' and coalesce((case when e.locked then hso.team_id else e.team_id end) = mp.team_id, true))
-          or (mp.forwarding_mode = 'lock_required' and e.locked and e.team_id = mp.team_id)))
-    order by e.id, i.id`;
+          or (mp.forwarding_mode = 'lock_required' and e.locked and e.team_id = mp.team_id)))`;
+  const integrationsOf = new Map<number, number[]>();
+  for (const m of matched) {
+    const list = integrationsOf.get(m.shape);
+    if (list) list.push(m.integration_id);
+    else integrationsOf.set(m.shape, [m.integration_id]);
+  }
+  const targets: { event_row: number; integration_id: number }[] = [];
+  for (const { shape, events: rows } of shapes.values()) {
+    const integrations = integrationsOf.get(shape);
+    if (integrations) for (const row of rows) for (const id of integrations) targets.push({ event_row: row, integration_id: id });
+  }
+  return targets.sort((a, b) => a.event_row - b.event_row || a.integration_id - b.integration_id);
 }
 
-/** `live` rows are written by the log consumer with their first attempt only (live-store.ts). */
 export type DeliveryOrigin = "live" | "redelivery" | "replay";
 /** Live deliveries and redeliveries, or replays (a queue of their own, server/jobs/registry.ts). */
 export type DeliveryQueue = "webhook.delivery" | "webhook.replay";
