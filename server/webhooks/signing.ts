@@ -19,8 +19,13 @@ export function signingKey(secret: string): KeyObject {
  */
 export function signatureHeaders(secret: string | KeyObject, id: string, body: string, nowMs: number): Record<(typeof SIGNATURE_HEADERS)[number], string> {
   const timestamp = String(Math.floor(nowMs / 1000));
+  // Fed in parts: the signed content is never built as one string (the body is most of it).
   const signature = createHmac("sha256", typeof secret === "string" ? secretKey(secret) : secret)
-    .update(`${id}.${timestamp}.${body}`)
+    .update(id)
+    .update(".")
+    .update(timestamp)
+    .update(".")
+    .update(body)
     .digest("base64");
   return { "webhook-id": id, "webhook-timestamp": timestamp, "webhook-signature": `v1,${signature}` };
 }
