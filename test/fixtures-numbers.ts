@@ -98,7 +98,11 @@ export async function unpaced(sql: Sql, organizationId: number) {
 
 /** Fills an organization's month with `n` outbound messages already sent, so that its quota has `limit - n` left. */
 export async function useQuota(sql: Sql, organizationId: number, sim: { id: number; number: string }, n: number) {
+  // Counted as sends count them (server/messages/outbound-store.ts takeQuota).
   await sql`
-    insert into messages (hosted_sim_id, number, direction, from_number, to_number, text, status, source, organization_id)
-    select ${sim.id}, ${sim.number}, 'outbound', ${sim.number}, '+15550009999', 'old', 'sent', 'api', ${organizationId} from generate_series(1, ${n})`;
+    with sent as (
+      insert into messages (hosted_sim_id, number, direction, from_number, to_number, text, status, source, organization_id)
+      select ${sim.id}, ${sim.number}, 'outbound', ${sim.number}, '+15550009999', 'old', 'sent', 'api', ${organizationId} from generate_series(1, ${n}))
+    insert into outbound_usage as u (organization_id, month, used) values (${organizationId}, date_trunc('month', now() at time zone 'UTC')::date, ${n})
+    on conflict (organization_id, month) do update set used = u.used + excluded.used`;
 }

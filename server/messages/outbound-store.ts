@@ -1,6 +1,6 @@
 import type postgres from "postgres";
 import type { Sql } from "../db/client";
-import { type Message, messageColumns, monthlyOutboundCountQuery } from "./store";
+import { type Message, messageColumns } from "./store";
 
 export type OutboundInsert = {
   hostedSimId: number;
@@ -20,30 +20,26 @@ export type OutboundInsert = {
 };
 
 /**
- * Stores outbound messages (one per recipient, in the order given, ids ascending) if they fit the
- * organization's monthly quota, in ONE statement: the month's count, the messages, their
- * visibility rows (visible to the sending organization alone; their history seqs handed out as
- * one range, as inbound.ts does, instead of one counts upsert per row) and the jobs `jobs` builds
- * from the new ids (a query of one `id` column). Run it inside the send transaction right after
- * lockOrganizationQuota: the count's snapshot is then taken after every earlier send of the
- * organization committed. Stores nothing when `used + recipients` would pass `limit`.
+ * Stores outbound messages (one per recipient, in the order given, ids ascending) in ONE
+ * statement: the messages, their visibility rows (visible to the sending organization alone;
+ * their history seqs handed out as one range, as inbound.ts does, instead of one counts upsert
+ * per row) and the jobs `jobs` builds from the new ids (a query of one `id` column). The quota is
+ * taken after, by takeQuota, in the same transaction.
  */
 export async function insertOutbound(
   tx: Sql,
   o: OutboundInsert,
   recipients: { to: string; text: string }[],
-  quota: { limit: number; jobs: (ids: postgres.Fragment) => postgres.Fragment[] },
-): Promise<{ used: number; ids: number[] }> {
+  jobs: (ids: postgres.Fragment) => postgres.Fragment[],
+): Promise<number[]> {
   const n = recipients.length;
   const ids = tx`select id from input`;
   // Each job insert a CTE of its own (job0, job1, ...), so they run in the same statement.
-  const jobs = quota.jobs(ids).reduce((all, insert, i) => tx`${all}, ${tx(`job${i}`)} as (${insert})`, tx``);
-  const [row] = await tx<{ used: number; ids: number[] }[]>`
-    with used as (${monthlyOutboundCountQuery(tx, o.organizationId)}),
-    input as (
+  const jobInserts = jobs(ids).reduce((all, insert, i) => tx`${all}, ${tx(`job${i}`)} as (${insert})`, tx``);
+  const [row] = await tx<{ ids: number[] }[]>`
+    with input as (
       select r.to_number, r.text, r.k, nextval(pg_get_serial_sequence('messages', 'id')) as id
       from unnest(${recipients.map((r) => r.to)}::text[], ${recipients.map((r) => r.text)}::text[]) with ordinality as r(to_number, text, k)
-      where (select * from used) + ${n} <= ${quota.limit}
       order by r.k),
     msgs as (
       insert into messages (id, hosted_sim_id, number, direction, from_number, to_number, text, status, source,
@@ -63,14 +59,25 @@ export async function insertOutbound(
       insert into message_visibility (organization_id, hosted_sim_id, message_id, team_id, outbound, seq)
       select ${o.organizationId}, ${o.hostedSimId}, i.id, ${o.teamId}, true, c.last_seq - ${n} + i.k
       from input i, counted c order by i.k)
-    ${jobs}
-    select (select * from used) as used, coalesce((select array_agg(id order by id) from msgs), '{}') as ids`;
-  return { used: row!.used, ids: row!.ids.map(Number) };
+    ${jobInserts}
+    select coalesce((select array_agg(id order by id) from msgs), '{}') as ids`;
+  return row!.ids.map(Number);
 }
 
-/** Serializes an organization's sends for the rest of the transaction, so the quota is counted and used in one step. */
-export async function lockOrganizationQuota(tx: Sql, organizationId: number) {
-  await tx`select pg_advisory_xact_lock(hashtextextended(${`simhost:outbound-quota:${organizationId}`}, 0))`;
+/**
+ * Takes `n` units of the organization's monthly quota for messages stored in this transaction,
+ * if they fit under `limit` (all or none): one conditional upsert of the month's count. Run it
+ * last before the commit: its row lock serializes the organization's sends only from there to
+ * the commit, and the check and the count are one step, so concurrent sends at the last unit of
+ * the month never pass the limit together. False when they do not fit (roll the sends back).
+ */
+export async function takeQuota(tx: Sql, organizationId: number, n: number, limit: number): Promise<boolean> {
+  const rows = await tx`
+    insert into outbound_usage as u (organization_id, month, used)
+    select ${organizationId}, date_trunc('month', now() at time zone 'UTC')::date, ${n}::int where ${n}::int <= ${limit}::int
+    on conflict (organization_id, month) do update set used = u.used + excluded.used where u.used + excluded.used <= ${limit}::int
+    returning used`;
+  return rows.length > 0;
 }
 
 /**
@@ -123,15 +130,29 @@ export async function moveStatus(sql: Sql, id: number, to: string, from: string[
 /** moveStatus for many messages in one statement (a dispatch batch); returns the ids that moved. */
 export async function moveStatuses(sql: Sql, ids: number[], to: string, from: string[], extra: StatusExtra = {}): Promise<number[]> {
   if (ids.length === 0) return [];
+  // A message that ends cancelled or expired never went out: its quota unit is given back (the
+  // statuses it leaves are never those two, so each message gives its unit back once).
+  const givesBack = to === "cancelled" || to === "expired";
   const rows = await sql<{ id: number }[]>`
-    update messages set status = ${to}, status_updated_at = now(),
-      attempts = attempts + case when ${extra.attempt ?? false}::boolean and status in ('scheduled', 'queued') then 1 else 0 end,
-      error = case when ${to} in ('failed', 'expired') then ${extra.error ?? null} else error end,
-      external_id = coalesce(${extra.externalId ?? null}, external_id),
-      sent_at = case when ${to} in ('sent', 'delivered') then coalesce(sent_at, now()) else sent_at end,
-      updated_at = now()
-    where id = any(${ids}::bigint[]) and direction = 'outbound' and status = any(${from})
-    returning id`;
+    with moved as (
+      update messages set status = ${to}, status_updated_at = now(),
+        attempts = attempts + case when ${extra.attempt ?? false}::boolean and status in ('scheduled', 'queued') then 1 else 0 end,
+        error = case when ${to} in ('failed', 'expired') then ${extra.error ?? null} else error end,
+        external_id = coalesce(${extra.externalId ?? null}, external_id),
+        sent_at = case when ${to} in ('sent', 'delivered') then coalesce(sent_at, now()) else sent_at end,
+        updated_at = now()
+      where id = any(${ids}::bigint[]) and direction = 'outbound' and status = any(${from})
+      returning id, organization_id, created_at)
+    ${
+      givesBack
+        ? sql`, returned as (
+      update outbound_usage u set used = u.used - g.n
+      from (select organization_id, date_trunc('month', created_at at time zone 'UTC')::date as month, count(*)::int as n
+            from moved group by 1, 2) g
+      where u.organization_id = g.organization_id and u.month = g.month)`
+        : sql``
+    }
+    select id from moved`;
   return rows.map((r) => r.id);
 }
 

@@ -11,11 +11,11 @@ import { numberLocked, requireNumber } from "../numbers/locks";
 import { attachmentOf, byosDeviceOf, type HostedSimRow } from "../numbers/store";
 import { findVisibleMessage } from "./history-store";
 import { outboundViews, statusEventsOf, statusEventsOfViews } from "./outbound-events";
-import { insertOutbound, lockOrganizationQuota, moveStatus, type OutboundInsert, sendContext } from "./outbound-store";
+import { insertOutbound, moveStatus, type OutboundInsert, sendContext, takeQuota } from "./outbound-store";
 import { planSend, type SendRequest } from "./send-request";
 import { chooseSenders } from "./sender-pool";
 import { CANCELLABLE } from "./status";
-import type { Message } from "./store";
+import { type Message, monthlyOutboundCount } from "./store";
 
 export type OutboundDeps = { sql: Pool; jobs: JobQueue; events: Pick<EventTail, "notify">; deviceTimeoutSeconds: number; clock?: Clock };
 
@@ -48,11 +48,13 @@ export async function changeStatus(
 }
 
 /**
- * POST /api/messages. The quota check and the insert are one statement run under a
- * per-organization advisory lock, so concurrent sends at the last unit of the month never go
- * over it; a bulk send is counted whole (all its recipients fit, or none is stored). Inside the
- * lock a send costs three round trips (the insert with its visibility rows and jobs, its status
- * events read and appended) and the commit, whatever its number of recipients. BYOS numbers go
+ * POST /api/messages. The messages, their visibility rows and jobs are one statement, their
+ * status events two more, and the quota is taken last by one conditional upsert of the month's
+ * count (takeQuota): concurrent sends at the last unit of the month never go over it, an
+ * organization's sends wait on each other only for that statement and the commit, and a bulk send
+ * is counted whole (all its recipients fit, or the transaction stores none). A send costs four
+ * round trips (the insert with its visibility rows and jobs, its status events read and
+ * appended, the quota) and the commit, whatever its number of recipients. BYOS numbers go
  * through their device: the send waits `queued` for the SIM's pacer (pacer.ts), which hands it
  * to the phone (`message.send` on its private channel) when the phone is online and the SIM's
  * sending policy allows, until expires_at (then `expired`); pool numbers through the provider
@@ -76,13 +78,13 @@ export async function sendMessage(deps: OutboundDeps, c: Caller, body: SendReque
   const groups = await senderGroups(deps, c, body.hosted_sim, plan.recipients, chosen);
   const batchId = plan.bulk ? crypto.randomUUID() : null;
   const views = await deps.sql.begin(async (tx) => {
-    let locked = false;
     let stored: number[] = [];
+    let limit = 0;
     for (const { sim, device, recipients } of groups) {
-      const { limit, holder } = await sendContext(tx, org, sim.id);
+      const context = await sendContext(tx, org, sim.id);
+      const { holder } = context;
+      limit = context.limit;
       if (holder && holder.organization_id !== org) throw numberLocked(holder.locked_until);
-      if (!locked) await lockOrganizationQuota(tx, org);
-      locked = true;
       const insert: OutboundInsert = {
         hostedSimId: sim.id,
         number: sim.number,
@@ -98,13 +100,15 @@ export async function sendMessage(deps: OutboundDeps, c: Caller, body: SendReque
         senderPool: body.hosted_sims ?? null,
       };
       const jobs = (ids: postgres.Fragment) => sendJobs(tx, ids, { sendAt: plan.sendAt, expiresAt: plan.expiresAt, pace: device ? sim.id : null });
-      const { used, ids } = await insertOutbound(tx, insert, recipients, { limit, jobs });
-      const left = Math.max(0, limit - (used - stored.length));
-      if (ids.length === 0) throw planLimitReached(limit, plan.bulk ? { requested: plan.recipients.length, left } : undefined);
-      stored = stored.concat(ids);
+      stored = stored.concat(await insertOutbound(tx, insert, recipients, jobs));
     }
     const views = await outboundViews(tx, stored);
     await appendEvents(tx, statusEventsOfViews(views));
+    // Last: the quota's row is locked from here to the commit only.
+    if (!(await takeQuota(tx, org, stored.length, limit))) {
+      const left = Math.max(0, limit - (await monthlyOutboundCount(tx, org)));
+      throw planLimitReached(limit, plan.bulk ? { requested: plan.recipients.length, left } : undefined);
+    }
     return views;
   });
   deps.jobs.wake();

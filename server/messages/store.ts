@@ -63,17 +63,13 @@ export async function findMessagesForFanout(sql: Sql, ids: number[]) {
 /**
  * Outbound messages an organization created this calendar month (UTC): the plan quota's count.
  * Cancelled and expired messages never went out and are not counted (their unit is given back).
+ * Kept in `outbound_usage` by outbound-store.ts (takeQuota, moveStatuses).
  */
 export async function monthlyOutboundCount(sql: Sql, organizationId: number): Promise<number> {
-  const [row] = await sql<{ count: number }[]>`select (${monthlyOutboundCountQuery(sql, organizationId)}) as count`;
-  return row?.count ?? 0;
+  const [row] = await sql<{ used: number }[]>`
+    select used from outbound_usage where organization_id = ${organizationId} and month = date_trunc('month', now() at time zone 'UTC')::date`;
+  return row?.used ?? 0;
 }
-
-/** monthlyOutboundCount as a subquery, for the send statement that checks the quota and stores in one step. */
-export const monthlyOutboundCountQuery = (sql: Sql, organizationId: number) => sql`
-  select count(*)::int from messages
-  where organization_id = ${organizationId} and direction = 'outbound' and status not in ('cancelled', 'expired')
-    and created_at >= date_trunc('month', now() at time zone 'UTC') at time zone 'UTC'`;
 
 /**
  * The last message id handed out so far (0 before the first): every message stored later gets

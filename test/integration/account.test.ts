@@ -145,10 +145,15 @@ describe("GET /api/usage", () => {
     const other = await createTenant(ctx.sql, { plan: "pro" });
     await registerDevice(ctx, t.token, [1]);
     const sim = await createSharedNumber(ctx.sql, [t.org.id]);
-    await ctx.sql`
-      insert into messages (hosted_sim_id, number, direction, from_number, to_number, text, status, source, organization_id)
-      select ${sim.id}, ${sim.number}, 'outbound', ${sim.number}, '+15550009999', 'x', s, 'api', ${t.org.id}
-      from unnest(array['sent', 'queued', 'sent', 'cancelled']) as s`;
+    // Four sends, one of them cancelled (its unit given back): three count.
+    const sendAt = new Date(Date.now() + 3_600_000).toISOString();
+    const sent = [];
+    for (let i = 0; i < 4; i++)
+      sent.push(
+        (await ctx.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: sim.id, to: "+15550009999", text: "x", send_at: sendAt } })).body
+          .data,
+      );
+    expect((await ctx.request("POST", `/api/messages/${sent[0].id}/cancel`, { token: t.token })).status).toBe(200);
 
     const res = await ctx.request("GET", "/api/usage", { token: t.token });
     expect(res.status).toBe(200);

@@ -292,16 +292,20 @@ describe("cancelling (POST /api/messages/{id}/cancel)", () => {
 
 describe("bulk sends (to as an array)", () => {
   test("1000 recipients against 999 left: refused whole (402), none stored; against 1000 left: all accepted in one batch", async () => {
-    const t = await createTenant(ctx.sql, { plan: "pro" });
-    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
-    await useQuota(ctx.sql, t.org.id, sim, 10_000 - 999);
+    const short = await createTenant(ctx.sql, { plan: "pro" });
+    const shortSim = await createSharedNumber(ctx.sql, [short.org.id]);
+    await useQuota(ctx.sql, short.org.id, shortSim, 10_000 - 999);
     const recipients = Array.from({ length: 1000 }, (_, i) => `+1555${String(1_000_000 + i).padStart(7, "0")}`);
-    const refused = await send(t.token, { hosted_sim: sim.id, to: recipients, text: "hello all", send_at: ahead(3_600_000) });
+    const refused = await send(short.token, { hosted_sim: shortSim.id, to: recipients, text: "hello all", send_at: ahead(3_600_000) });
     expect(refused.status).toBe(402);
     expectErrorShape(refused.body, "plan_limit_reached");
     expect(refused.body.message).toContain("999");
-    expect(await used(t.org.id)).toBe(10_000 - 999);
-    await ctx.sql`delete from messages where id = (select max(id) from messages where organization_id = ${t.org.id})`;
+    expect(await used(short.org.id)).toBe(10_000 - 999);
+    expect((await ctx.request("GET", "/api/usage", { token: short.token })).body.data.monthly_messages.used).toBe(10_000 - 999);
+
+    const t = await createTenant(ctx.sql, { plan: "pro" });
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    await useQuota(ctx.sql, t.org.id, sim, 10_000 - 1000);
     const started = performance.now();
     const ok = await send(t.token, { hosted_sim: sim.id, to: recipients, text: "hello all", send_at: ahead(3_600_000) });
     const ms = performance.now() - started;
@@ -320,7 +324,10 @@ describe("bulk sends (to as an array)", () => {
     expect((await send(t.token, { hosted_sim: sim.id, to: randomNumber(), text: "x" })).status).toBe(402);
     // Cancelling gives units back.
     expect((await cancel(t.token, messages[0].id)).status).toBe(200);
+    expect((await ctx.request("GET", "/api/usage", { token: t.token })).body.data.monthly_messages.used).toBe(10_000 - 1);
     expect((await send(t.token, { hosted_sim: sim.id, to: randomNumber(), text: "x", send_at: ahead(3_600_000) })).status).toBe(202);
+    // The quota's count is the messages' count (sent or waiting, not cancelled or expired).
+    expect((await ctx.request("GET", "/api/usage", { token: t.token })).body.data.monthly_messages.used).toBe(await used(t.org.id));
   }, 60_000);
 
   test("template variables per recipient; sent through the provider; batch listing and summary", async () => {
