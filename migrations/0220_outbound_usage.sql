@@ -15,3 +15,7 @@ select organization_id, date_trunc('month', created_at at time zone 'UTC')::date
 from messages
 where direction = 'outbound' and organization_id is not null and status not in ('cancelled', 'expired')
 group by 1, 2;
+
+-- The index the month's count read; nothing else reads by (organization, created_at), and with
+-- statistics behind a fast-growing table the planner ANDed its every entry into lookups by id.
+drop index messages_outbound_quota_idx;
