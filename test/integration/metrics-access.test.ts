@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { HEAP_SPACE_METRICS } from "../../server/lib/metrics";
 import { createTenant } from "../fixtures";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 
@@ -18,6 +19,13 @@ describe("/metrics with METRICS_TOKEN set", () => {
     expect(res.status).toBe(200);
     expect(res.text).toContain("simhost_http_request_duration_seconds");
     expect(res.text).toContain("simhost_queue_backlog");
+  });
+
+  test("a scrape does not take a census of the heap: the heap-space figures are left out, the heap totals stay", async () => {
+    const { text } = await ctx.request("GET", "/metrics", { token: TOKEN });
+    for (const name of HEAP_SPACE_METRICS) expect(text).not.toContain(name);
+    expect(text).toContain("nodejs_heap_size_total_bytes");
+    expect(text).toContain("process_resident_memory_bytes");
   });
 
   test("every request is counted in the duration histogram by method, route and status, in Prometheus' histogram form", async () => {
