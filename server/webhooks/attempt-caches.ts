@@ -1,7 +1,7 @@
 import type { KeyObject } from "node:crypto";
 import type { Clock } from "../lib/clock";
 import { signingKey } from "./signing";
-import { checkTarget, type Lookup } from "./ssrf";
+import { type Lookup, resolveTarget, type TargetCheck } from "./ssrf";
 
 /**
  * Per-delivery work that gives the same answer for every delivery to one integration within a
@@ -50,9 +50,9 @@ export function createAttemptCaches(deps: { clock: Clock; allowPrivate: boolean;
       keys.set(sealed, key);
       return key;
     },
-    /** The SSRF guard on the address the URL resolves to now (never cached, see above). */
-    checkTarget(url: string): Promise<string | null> {
-      return checkTarget(new URL(url), { allowPrivate: deps.allowPrivate, lookup: deps.lookup });
+    /** The SSRF guard on the address the URL resolves to now, and that address to connect to (never cached, see above). */
+    resolveTarget(url: string): Promise<TargetCheck> {
+      return resolveTarget(new URL(url), { allowPrivate: deps.allowPrivate, lookup: deps.lookup });
     },
   };
 }

@@ -40,17 +40,18 @@ export function customHeaders(headers: Record<string, string>): Record<string, s
 
 /**
  * One signed POST to a target, after the SSRF guard has looked at the address it resolves to
- * now (a URL accepted at create time may resolve elsewhere later). Used by deliveries and by
- * the synchronous test event.
+ * now (a URL accepted at create time may resolve elsewhere later), sent to that address. Used by
+ * deliveries and by the synchronous test event.
  */
 export async function sendSigned(
   deps: Pick<DeliveryDeps, "caches" | "clock">,
   t: { url: string; headers: Record<string, string>; timeoutSeconds: number; key: KeyObject; eventId: string; body: string },
 ): Promise<AttemptResult> {
-  const refused = await deps.caches.checkTarget(t.url);
-  if (refused) return { ok: false, httpStatus: null, responseBody: null, responseTimeMs: 0, error: `target refused: ${refused}`, retryAfterMs: null };
+  const target = await deps.caches.resolveTarget(t.url);
+  if ("refused" in target)
+    return { ok: false, httpStatus: null, responseBody: null, responseTimeMs: 0, error: `target refused: ${target.refused}`, retryAfterMs: null };
   const headers = { ...customHeaders(t.headers), ...signatureHeaders(t.key, t.eventId, t.body, deps.clock.now()) };
-  return postWebhook({ url: t.url, headers, body: t.body, timeoutMs: t.timeoutSeconds * 1000 });
+  return postWebhook({ url: t.url, headers, body: t.body, timeoutMs: t.timeoutSeconds * 1000, connectTo: target.connectTo });
 }
 
 /**

@@ -1,3 +1,5 @@
+import { pinnedRequest } from "./ssrf";
+
 /** What one HTTP attempt came to. `httpStatus` is null when no answer arrived. */
 export type AttemptResult = {
   ok: boolean;
@@ -52,17 +54,26 @@ function describeFailure(e: unknown, timedOut: boolean, timeoutMs: number): stri
  * One POST of a webhook body. The timeout covers the whole attempt (connect, headers and the
  * capped body). Redirects are not followed: a 3xx is a failure like any non-2xx.
  */
-export async function postWebhook(opts: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }): Promise<AttemptResult> {
+export async function postWebhook(opts: {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  timeoutMs: number;
+  /** The address the SSRF guard checked (ssrf.ts resolveTarget): connected to instead of looking the name up again. */
+  connectTo?: string | null;
+}): Promise<AttemptResult> {
   const signal = AbortSignal.timeout(opts.timeoutMs);
   const start = performance.now();
   const elapsed = () => Math.round(performance.now() - start);
+  const pinned = opts.connectTo ? pinnedRequest(new URL(opts.url), opts.connectTo) : null;
   try {
-    const res = await fetch(opts.url, {
+    const res = await fetch(pinned?.url ?? opts.url, {
       method: "POST",
-      headers: { "user-agent": USER_AGENT, ...opts.headers, "content-type": "application/json" },
+      headers: { "user-agent": USER_AGENT, ...opts.headers, "content-type": "application/json", ...(pinned ? { host: pinned.host } : {}) },
       body: opts.body,
       redirect: "manual",
       signal,
+      ...(pinned?.serverName ? { tls: { serverName: pinned.serverName } } : {}),
     });
     // A short answer of known length is read whole (the common case, and cheaper than a stream).
     const length = Number(res.headers.get("content-length") ?? Number.NaN);

@@ -116,26 +116,55 @@ export function forbiddenAddressReason(address: string): string | null {
 const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, "");
 
 /**
- * Checks a target URL: the literal address, or every address its host name resolves to (one bad
- * address is enough to refuse, since the connection may pick any of them). Returns a sentence
- * fragment saying why it is refused, or null. `allowPrivate` (WEBHOOK_ALLOW_PRIVATE) skips it.
+ * Where an attempt may connect: refused (a sentence fragment saying why), or the address to
+ * connect to. `connectTo` null means the URL as it is: its host is a literal address that passed,
+ * or WEBHOOK_ALLOW_PRIVATE skips the guard.
  */
-export async function checkTarget(url: URL, opts: { allowPrivate: boolean; lookup?: Lookup }): Promise<string | null> {
-  if (opts.allowPrivate) return null;
+export type TargetCheck = { refused: string } | { connectTo: string | null };
+
+/**
+ * Checks a target URL: the literal address, or every address its host name resolves to (one bad
+ * address is enough to refuse, since the connection may pick any of them). A name that passes
+ * is connected to at the first address just checked (`pinnedRequest`), never resolved again:
+ * a name answering a public address to the check and a private one to a second lookup (DNS
+ * rebinding) cannot slip past. `allowPrivate` (WEBHOOK_ALLOW_PRIVATE) skips it.
+ */
+export async function resolveTarget(url: URL, opts: { allowPrivate: boolean; lookup?: Lookup }): Promise<TargetCheck> {
+  if (opts.allowPrivate) return { connectTo: null };
   const host = hostOf(url);
-  if (ipaddr.isValid(host)) return forbiddenAddressReason(host);
+  if (ipaddr.isValid(host)) {
+    const reason = forbiddenAddressReason(host);
+    return reason ? { refused: reason } : { connectTo: null };
+  }
   let addresses: string[];
   try {
     addresses = await (opts.lookup ?? systemLookup)(host);
   } catch {
-    return "could not be resolved";
+    return { refused: "could not be resolved" };
   }
-  if (addresses.length === 0) return "could not be resolved";
+  if (addresses.length === 0) return { refused: "could not be resolved" };
   for (const a of addresses) {
     const reason = forbiddenAddressReason(a);
-    if (reason) return reason;
+    if (reason) return { refused: reason };
   }
-  return null;
+  return { connectTo: addresses[0]! };
+}
+
+/** resolveTarget's verdict alone: why the URL is refused, or null (create and update validate with it). */
+export async function checkTarget(url: URL, opts: { allowPrivate: boolean; lookup?: Lookup }): Promise<string | null> {
+  const target = await resolveTarget(url, opts);
+  return "refused" in target ? target.refused : null;
+}
+
+/**
+ * The request that reaches `url` at `address` without looking its name up again: the URL with the
+ * address as its host, the `Host` header the URL names, and for https the name the server's
+ * certificate must be valid for (and the SNI the server chooses it by).
+ */
+export function pinnedRequest(url: URL, address: string): { url: string; host: string; serverName: string | null } {
+  const pinned = new URL(url.href);
+  pinned.hostname = address.includes(":") ? `[${address}]` : address;
+  return { url: pinned.href, host: url.host, serverName: url.protocol === "https:" ? url.hostname : null };
 }
 
 /** Parses a webhook URL: http or https only, no credentials in it. Returns the URL or a reason. */

@@ -28,18 +28,18 @@ describe("per-integration attempt caches", () => {
   test("a pass is never kept: every attempt resolves again, so a name that moved to a private address is refused", async () => {
     const addresses: Record<string, string[]> = { "moving.example": ["93.184.216.34"] };
     const { caches, lookups } = setup(addresses);
-    expect(await caches.checkTarget("https://moving.example/hook")).toBeNull();
+    expect(await caches.resolveTarget("https://moving.example/hook")).toEqual({ connectTo: "93.184.216.34" });
     addresses["moving.example"] = ["10.0.0.5"];
-    expect(await caches.checkTarget("https://moving.example/hook")).toContain("private");
+    expect(await caches.resolveTarget("https://moving.example/hook")).toEqual({ refused: expect.stringContaining("private") });
     expect(lookups).toEqual(["moving.example", "moving.example"]);
   });
 
   test("a refusal is never kept: every attempt checks again", async () => {
     const { caches, lookups } = setup({ "inside.example": ["192.168.1.1"] });
-    expect(await caches.checkTarget("https://inside.example/")).toContain("private");
-    expect(await caches.checkTarget("https://inside.example/")).toContain("private");
+    expect(await caches.resolveTarget("https://inside.example/")).toEqual({ refused: expect.stringContaining("private") });
+    expect(await caches.resolveTarget("https://inside.example/")).toEqual({ refused: expect.stringContaining("private") });
     expect(lookups.length).toBe(2);
-    expect(await caches.checkTarget("http://127.0.0.1/")).toContain("loopback");
+    expect(await caches.resolveTarget("http://127.0.0.1/")).toEqual({ refused: expect.stringContaining("loopback") });
   });
 
   test("the signing key is opened once per sealed secret within the TTL and verifies with standardwebhooks", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { checkTarget, forbiddenAddressReason, parseTargetUrl } from "../../server/webhooks/ssrf";
+import { postWebhook } from "../../server/webhooks/http";
+import { checkTarget, forbiddenAddressReason, parseTargetUrl, pinnedRequest, resolveTarget } from "../../server/webhooks/ssrf";
 
 describe("SSRF guard: address classes", () => {
   test.each([
@@ -115,10 +116,56 @@ describe("SSRF guard: targets", () => {
     expect(await checkTarget(new URL("http://127.0.0.1/"), { allowPrivate: true })).toBeNull();
   });
 
+  test("a host name that passes is connected to at the address just checked, never looked up again (DNS rebinding)", async () => {
+    let lookups = 0;
+    const rebinding = { allowPrivate: false, lookup: async () => (++lookups === 1 ? ["93.184.216.34"] : ["127.0.0.1"]) };
+    expect(await resolveTarget(new URL("https://rebind.example/hook"), rebinding)).toEqual({ connectTo: "93.184.216.34" });
+    expect(lookups).toBe(1);
+    // Literal addresses are connected to as written; WEBHOOK_ALLOW_PRIVATE connects as written too.
+    expect(await resolveTarget(new URL("http://93.184.216.34:8080/x"), guarded)).toEqual({ connectTo: null });
+    expect(await resolveTarget(new URL("http://localhost:9/"), { allowPrivate: true })).toEqual({ connectTo: null });
+  });
+
+  test("the pinned request keeps the URL's Host and, for https, the name the certificate must match", () => {
+    expect(pinnedRequest(new URL("http://hooks.example.com:8080/in?x=1"), "93.184.216.34")).toEqual({
+      url: "http://93.184.216.34:8080/in?x=1",
+      host: "hooks.example.com:8080",
+      serverName: null,
+    });
+    expect(pinnedRequest(new URL("https://hooks.example.com/in"), "2606:4700:4700::1111")).toEqual({
+      url: "https://[2606:4700:4700::1111]/in",
+      host: "hooks.example.com",
+      serverName: "hooks.example.com",
+    });
+  });
+
   test("only http(s) URLs without credentials parse", () => {
     expect(parseTargetUrl("ftp://example.com/")).toBe("must be an http or https URL");
     expect(parseTargetUrl("https://user:pw@example.com/")).toBe("must not contain credentials");
     expect(parseTargetUrl("not a url")).toBe("must be a valid URL");
     expect(parseTargetUrl("https://example.com/hook")).toBeInstanceOf(URL);
+  });
+});
+
+describe("a POST goes to the address the guard checked", () => {
+  test("the name is not looked up again: a name no resolver knows is reached at the given address, with its Host", async () => {
+    const seen: { host: string | null; body: string }[] = [];
+    const server = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: async (req) => {
+        seen.push({ host: req.headers.get("host"), body: await req.text() });
+        return new Response("ok");
+      },
+    });
+    try {
+      // `.test` names resolve nowhere (RFC 6761): only the pinned address can have been reached.
+      const url = `http://hooks.example.test:${server.port}/hook`;
+      const reached = await postWebhook({ url, headers: {}, body: '{"n":1}', timeoutMs: 5_000, connectTo: "127.0.0.1" });
+      expect(reached).toMatchObject({ ok: true, httpStatus: 200, responseBody: "ok" });
+      expect(seen).toEqual([{ host: `hooks.example.test:${server.port}`, body: '{"n":1}' }]);
+    } finally {
+      server.stop(true);
+    }
   });
 });
