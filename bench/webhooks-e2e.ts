@@ -2,13 +2,13 @@
  * Inbound SMS → delivered webhook, end to end on one machine with real PostgreSQL: messages are
  * stored through storeInboundMessages at a fixed rate, group-committed (server/lib/group-commit.ts:
  * what arrives while a batch is written goes in the next; the device SMS path stores each job's
- * batch the same way), the server's own job workers fan them out and deliver them, and a local
+ * batch the same way) with their message.received events, the server's consumer delivers them, and a local
  * receiver verifies every signature with the standardwebhooks library. Reports latency from
  * the start of storing to receipt, and counts lost and duplicated messages.
  *
  *   bun bench/webhooks-e2e.ts [--rate 1000] [--seconds 60] [--integrations 1]
  *   bun bench/webhooks-e2e.ts --drain 20000     delivery stage alone: N message.received events in
- *                                               the log up front (fan-out done), then the time the
+ *                                               the log up front (stored beforehand), then the time the
  *                                               consumer and the deliveries take to drain them
  *
  * Every run first measures its baseline: a bare Bun process signing and POSTing to the same
@@ -21,10 +21,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import postgres from "postgres";
 import { loadConfig } from "../server/config";
-import { appendEvents } from "../server/events/log";
 import { createGroupCommit } from "../server/lib/group-commit";
 import { storeInboundMessages } from "../server/messages/inbound";
-import { findMessagesForFanout } from "../server/messages/store";
 import { createServices } from "../server/services";
 import { load, startReceiver } from "./webhook-receiver";
 
@@ -77,7 +75,7 @@ const result = DRAIN > 0 ? await drain() : await endToEnd();
 console.log(JSON.stringify({ ...result, baseline_bare_sign_and_post: baseline, loadavg_before: loadBefore, loadavg_after: load() }, null, 2));
 await finish();
 
-/** The delivery stage alone: messages stored and fanned out beforehand, then the workers started. */
+/** The delivery stage alone: messages and their events stored beforehand, then the workers started. */
 async function drain() {
   // The consumer's position, at the log's head before the events are appended (start makes it).
   await services.webhooks.start();
@@ -91,24 +89,8 @@ async function drain() {
         source: "provider" as const,
         receivedAt: new Date(),
       }));
-      const stored = await storeInboundMessages(tx, inputs);
-      const found = await findMessagesForFanout(
-        tx,
-        stored.map((s) => s!.messageId),
-      );
-      // The fan-out's part: message.received in the log (webhook deliveries are made from it).
-      await appendEvents(
-        tx,
-        found.map(({ message }) => ({
-          organizationId: org!.id,
-          type: "message.received" as const,
-          hostedSimId: sim!.id,
-          teamId: team!.id,
-          dedupeKey: `message:${message.id}`,
-          payload: { message: { ...message, team_id: team!.id }, hosted_sim: { id: sim!.id, number: message.number, alias: null }, team: null },
-        })),
-      );
-      await tx`delete from jobs where queue = 'message.inbound'`;
+      // Stored and announced: message.received in the log (webhook deliveries are made from it).
+      await storeInboundMessages(tx, inputs);
     });
   }
   const t0 = performance.now();
@@ -164,9 +146,11 @@ async function endToEnd() {
 
   // Open loop: every 10 ms, the messages due by now are submitted; each resolves once committed.
   const store = createGroupCommit((texts: string[]) =>
-    storeInboundMessages(
-      sql,
-      texts.map((text) => ({ hostedSimId: sim!.id, from: "+15550001111", text, source: "provider" as const, receivedAt: new Date() })),
+    sql.begin((tx) =>
+      storeInboundMessages(
+        tx,
+        texts.map((text) => ({ hostedSimId: sim!.id, from: "+15550001111", text, source: "provider" as const, receivedAt: new Date() })),
+      ),
     ),
   );
   const total = RATE * SECONDS;
@@ -182,7 +166,7 @@ async function endToEnd() {
       const p = store
         .submit(text)
         .then(() => {
-          services.jobs.wake();
+          services.events.notify();
         })
         .catch(() => {
           storeErrors++;

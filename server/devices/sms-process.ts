@@ -1,4 +1,5 @@
 import type { Pool } from "../db/client";
+import type { EventTail } from "../events/tail";
 import type { BatchHandler } from "../jobs/queue";
 import { storeInboundMessages } from "../messages/inbound";
 import { lockUnprocessedSms, markSmsProcessed } from "./sms-store";
@@ -8,7 +9,7 @@ type Payload = { ids?: number[]; device_id?: number };
 /**
  * Turns stored device SMS into messages, on the job queue, a batch of jobs at a time (each
  * names the SMS of one intake batch, or a device whose SIM was just verified). Runs in one
- * transaction per batch: the messages, the device_sms links and the counters commit together,
+ * transaction per batch: the messages, their events, the device_sms links and the counters commit together,
  * so a crash means the jobs are claimed again and find only what is still unprocessed. SMS whose
  * SIM is not verified stay unprocessed; verification enqueues a job for the device's waiting SMS.
  */
@@ -38,11 +39,13 @@ export async function processDeviceSms(sql: Pool, payloads: Payload[]) {
   });
 }
 
-/** The handler of `device_sms.process` (registered by server/jobs/workers.ts). */
+/** The handler of `device_sms.process` (registered by server/jobs/workers.ts): the messages' events are read at once. */
 export const deviceSmsHandler =
-  (deps: { sql: Pool }): BatchHandler<Payload> =>
-  (jobs) =>
-    processDeviceSms(
+  (deps: { sql: Pool; events: Pick<EventTail, "notify"> }): BatchHandler<Payload> =>
+  async (jobs) => {
+    const processed = await processDeviceSms(
       deps.sql,
       jobs.map((j) => j.payload),
-    ).then(() => {});
+    );
+    if (processed > 0) deps.events.notify();
+  };

@@ -107,7 +107,7 @@ export const CATALOG = {
     realtime: "message.received",
     channels: ["organization", "team", "number"],
     audience: MESSAGE_AUDIENCE,
-    cause: "an inbound SMS was stored (the inbound fan-out job, server/messages/fanout.ts)",
+    cause: "an inbound SMS was stored (in the storing transaction, server/messages/fanout.ts `announceInbound`)",
   },
   "message.scheduled": { ...status("scheduled"), cause: "POST /api/messages stored an outbound message with a future send_at" },
   "message.queued": { ...status("queued"), cause: "POST /api/messages stored an outbound message, or a scheduled send's send_at came" },

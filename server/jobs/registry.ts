@@ -9,6 +9,8 @@ export type QueueSpec = {
   description: string;
   /** Modules that enqueue jobs of this queue (through `enqueue` or an `enqueueJobs` fragment). */
   producers: string[];
+  /** No module enqueues these any more: the handler finishes jobs an earlier version left in the table. */
+  legacy?: true;
   /** The module whose exported handler runs the jobs (registered by server/jobs/workers.ts). */
   handler: string;
   /** Jobs handed to one handler call (registerBatch); absent: one job per call. */
@@ -33,8 +35,9 @@ export const QUEUES = {
   },
   "message.inbound": {
     description:
-      "Announces stored inbound messages: message.received to the event log (webhook deliveries are made from it) and realtime, locks released by them",
-    producers: ["server/messages/inbound.ts"],
+      "Announces inbound messages that an earlier version stored and left to this job (the inbound store now appends their events in its own transaction): message.received, and number.unlocked for the locks they released",
+    producers: [],
+    legacy: true,
     handler: "server/messages/fanout.ts",
     batchSize: 50,
     concurrency: 8,
@@ -145,7 +148,8 @@ export function queueTable(registry: Registry = QUEUES): string {
       `max attempts ${s.maxAttempts ?? DEFAULT_MAX_ATTEMPTS}`,
     ].join(", ");
   const rows = Object.entries(registry).map(
-    ([name, s]) => `| \`${name}\` | ${s.description} | ${s.producers.map((p) => `\`${p}\``).join(", ")} | \`${s.handler}\` | ${options(s)} |`,
+    ([name, s]) =>
+      `| \`${name}\` | ${s.description} | ${s.legacy ? "none now (jobs left by an earlier version)" : s.producers.map((p) => `\`${p}\``).join(", ")} | \`${s.handler}\` | ${options(s)} |`,
   );
   return ["| Queue | What a job does | Enqueued by | Handled by | Options |", "|---|---|---|---|---|", ...rows].join("\n");
 }

@@ -1,22 +1,24 @@
-import type { Pool } from "../db/client";
+import type { Pool, Sql } from "../db/client";
 import { event } from "../events/catalog";
 import { appendEvents, type NewEvent } from "../events/log";
 import type { MessageEvent } from "../events/payloads";
 import type { EventTail } from "../events/tail";
 import type { BatchHandler } from "../jobs/queue";
-import type { Clock } from "../lib/clock";
 import { lockReleasedOnMessageEvents } from "../numbers/locks";
 import { findMessagesForFanout } from "./store";
 
 type Found = Awaited<ReturnType<typeof findMessagesForFanout>>[number];
 
-/** One `message.received` row per organization that may see the message, with that organization's view (docs/events.md "A message's team"). */
-export function messageReceivedEvents({ message, visibility }: Found): NewEvent[] {
+/**
+ * One `message.received` row per organization that may see the message, with that organization's
+ * view (docs/events.md "A message's team"). `dedupe`: keyed `message:{id}`, for a job that may run twice.
+ */
+export function messageReceivedEvents({ message, visibility }: Found, dedupe = false): NewEvent[] {
   if (message.hosted_sim_id === null) return [];
   const hostedSimId = message.hosted_sim_id;
   return visibility.map((v) =>
     event.messageReceived(
-      { organizationId: v.organizationId, hostedSimId, teamId: v.teamId, dedupeKey: `message:${message.id}` },
+      { organizationId: v.organizationId, hostedSimId, teamId: v.teamId, dedupeKey: dedupe ? `message:${message.id}` : null },
       {
         message: { ...message, team_id: v.teamId } as unknown as MessageEvent["message"],
         hosted_sim: { id: hostedSimId, number: message.number, alias: v.alias },
@@ -27,25 +29,39 @@ export function messageReceivedEvents({ message, visibility }: Found): NewEvent[
 }
 
 /**
- * Announces stored inbound messages, many jobs' worth at a time (storeInboundMessages enqueues
- * one job per batch it stores, and a backlog of jobs is claimed in batches): appends
- * `message.received` for every organization that may see each message, then `number.unlocked`
- * for the locks those messages released (`released_locks`), in one transaction. The job row is
- * the outbox: a crash means the job runs again, and the dedupe keys make its appends once.
+ * Announces inbound messages in the transaction that stores them (storeInboundMessages calls it):
+ * `message.received` for every organization that may see each message, then `number.unlocked` for
+ * the locks those messages released, after them in log order. The caller notifies the event tail
+ * after its commit. `dedupeKey`: set by a job that may run twice, so its appends happen once.
+ */
+export async function announceInbound(tx: Sql, messageIds: number[], releasedLocks: number[], dedupeKey?: string): Promise<void> {
+  if (messageIds.length > 0) {
+    const found = await findMessagesForFanout(tx, messageIds);
+    await appendEvents(
+      tx,
+      found.flatMap((f) => messageReceivedEvents(f, dedupeKey !== undefined)),
+    );
+  }
+  await appendEvents(tx, await lockReleasedOnMessageEvents(tx, releasedLocks, dedupeKey));
+}
+
+/**
+ * The handler of `message.inbound`: jobs a version before 0220 left behind, when the inbound store
+ * enqueued one per batch instead of announcing the messages itself. Each job's appends are keyed
+ * (`message:{id}`, `job:{id}`), so a job that runs twice, or a message an old job names again,
+ * is announced once.
  */
 export function inboundFanoutHandler(deps: {
   sql: Pool;
   events: Pick<EventTail, "notify">;
-  clock: Clock;
 }): BatchHandler<{ message_ids?: number[]; message_id?: number; released_locks?: number[] }> {
   // `message_id`: jobs enqueued before batches, one message each.
   return async (jobs) => {
-    const ids = jobs.flatMap((job) => job.payload.message_ids ?? (job.payload.message_id === undefined ? [] : [job.payload.message_id]));
-    const found = await findMessagesForFanout(deps.sql, ids);
     await deps.sql.begin(async (tx) => {
-      await appendEvents(tx, found.flatMap(messageReceivedEvents));
-      // After the messages that released them, in log order.
-      for (const job of jobs) await appendEvents(tx, await lockReleasedOnMessageEvents(tx, job.payload.released_locks ?? [], `job:${job.id}`));
+      for (const job of jobs) {
+        const ids = job.payload.message_ids ?? (job.payload.message_id === undefined ? [] : [job.payload.message_id]);
+        await announceInbound(tx, ids, job.payload.released_locks ?? [], `job:${job.id}`);
+      }
     });
     deps.events.notify();
   };

@@ -1,7 +1,7 @@
 import type { Sql } from "../db/client";
-import { enqueueJobs } from "../jobs/queue";
 import { countInboundOnNumbers } from "../numbers/byos-store";
 import { extractCode } from "./code";
+import { announceInbound } from "./fanout";
 
 export type InboundInput = {
   hostedSimId: number;
@@ -27,14 +27,15 @@ export type StoredInbound = {
  * for good, who may see each (API.md "Lock meaning"): the lock holder's organization alone while
  * a lock is live, otherwise every organization attached right now (a lock that releases on a
  * message covers the batch up to and including the message that releases it: numbers/'
- * countInboundOnNumbers decides, and the fan-out job announces the release), with the history counts and
- * seqs of each organization's view of the number updated once per batch. Counts them on their
- * numbers (one update per number, however many messages it got: numbers/ owns that part of the
- * statement, countInboundOnNumbers) and enqueues one fan-out job (events, webhooks) for the whole
- * batch in the same statement, so nothing is announced that was not
- * stored and nothing stored goes unannounced. Each message's one-time code (code.ts) is extracted
- * here, in JavaScript, and stored with it (and flagged on its visibility rows for `has_code`). Message ids follow the order of `inputs`; the
- * answer is in that order too, null where the hosted SIM does not exist.
+ * countInboundOnNumbers decides), with the history counts and seqs of each organization's view of
+ * the number updated once per batch. Counts them on their numbers (one update per number, however
+ * many messages it got: numbers/ owns that part of the statement, countInboundOnNumbers). Then
+ * announces them in the same transaction (fanout.ts: `message.received`, and `number.unlocked`
+ * for the locks they released), so nothing is announced that was not stored and nothing stored
+ * goes unannounced; the caller notifies the event tail (`services.events.notify()`) after its
+ * commit. Each message's one-time code (code.ts) is extracted here, in JavaScript, and stored
+ * with it (and flagged on its visibility rows for `has_code`). Message ids follow the order of
+ * `inputs`; the answer is in that order too, null where the hosted SIM does not exist.
  */
 export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Promise<(StoredInbound | null)[]> {
   if (inputs.length === 0) return [];
@@ -50,7 +51,9 @@ export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Pro
     received_at: i.receivedAt.toISOString(),
     code: extractCode(i.text),
   }));
-  const stored = await tx<{ ord: number; message_id: number; hosted_sim_id: number; locked: boolean; visibility: StoredInbound["visibility"] }[]>`
+  const stored = await tx<
+    { ord: number; message_id: number; hosted_sim_id: number; locked: boolean; released: number[] | null; visibility: StoredInbound["visibility"] }[]
+  >`
     with input as (
       select v.*, nextval(pg_get_serial_sequence('messages', 'id')) as message_id
       from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as v(ord int, hosted_sim_id bigint, from_number text, body text,
@@ -91,18 +94,16 @@ export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Pro
       join views w on w.organization_id = v.organization_id and w.hosted_sim_id = v.hosted_sim_id
       join counted c on c.organization_id = v.organization_id and c.hosted_sim_id = v.hosted_sim_id
       order by v.message_id, v.organization_id
-      returning message_id, organization_id, team_id),
-    job as (${enqueueJobs(
-      tx,
-      "message.inbound",
-      tx`select jsonb_strip_nulls(jsonb_build_object('message_ids', jsonb_agg(id order by id),
-               'released_locks', (select jsonb_agg(hosted_sim_id order by hosted_sim_id) from releases)))
-         from msgs having count(*) > 0`,
-    )})
-    select i.ord, i.message_id, i.hosted_sim_id, a.under_lock as locked,
+      returning message_id, organization_id, team_id)
+    select i.ord, i.message_id, i.hosted_sim_id, a.under_lock as locked, (select jsonb_agg(hosted_sim_id order by hosted_sim_id) from releases) as released,
       coalesce((select jsonb_agg(jsonb_build_object('organizationId', v.organization_id, 'teamId', v.team_id) order by v.organization_id)
                 from vis v where v.message_id = i.message_id), '[]') as visibility
     from input i join arrivals a on a.ord = i.ord`;
+  await announceInbound(
+    tx,
+    stored.map((r) => r.message_id).sort((a, b) => a - b),
+    stored[0]?.released ?? [],
+  );
   const byOrd = new Map(stored.map((r) => [r.ord, r]));
   return rows.map(({ ord }) => {
     const r = byOrd.get(ord);

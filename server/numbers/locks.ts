@@ -110,15 +110,15 @@ async function unlockedEvents(tx: Sql, sim: Pick<HostedSimRow, "id" | "number">,
 
 /**
  * The `number.unlocked` events of locks that the inbound store ended because a message released
- * them (the fan-out job appends them after that message's `message.received`, in its transaction).
+ * them (the inbound store appends them after that message's `message.received`, in its transaction).
  * The lock is already gone in the database: this only tells the attached organizations.
- * `dedupeKey` names the job, which may run twice.
+ * `dedupeKey` names a job that may run twice (absent: appended in the transaction that released them).
  */
-export async function lockReleasedOnMessageEvents(tx: Sql, hostedSimIds: number[], dedupeKey: string): Promise<NewEvent[]> {
+export async function lockReleasedOnMessageEvents(tx: Sql, hostedSimIds: number[], dedupeKey?: string): Promise<NewEvent[]> {
   if (hostedSimIds.length === 0) return [];
   const sims = await tx<{ id: number; number: string }[]>`select id, number from hosted_sims where id = any(${hostedSimIds}::bigint[]) order by id`;
   const out: NewEvent[] = [];
-  for (const sim of sims) out.push(...(await unlockedEvents(tx, sim, "released_on_message", `${dedupeKey}:${sim.id}`)));
+  for (const sim of sims) out.push(...(await unlockedEvents(tx, sim, "released_on_message", dedupeKey === undefined ? undefined : `${dedupeKey}:${sim.id}`)));
   return out;
 }
 

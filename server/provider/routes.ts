@@ -10,7 +10,7 @@ import type { Services } from "../services";
 import { type FormParams, isValidProviderSignature, parseForm } from "./signature";
 import { recordProviderMessage } from "./store";
 
-type Deps = Pick<Services, "sql" | "clock" | "config" | "devices" | "events" | "logger" | "jobs" | "metrics">;
+type Deps = Pick<Services, "sql" | "clock" | "config" | "devices" | "events" | "logger" | "metrics">;
 
 const REQUIRED = ["From", "To", "Body", "MessageSid"] as const;
 const xml = () => new Response("<Response/>", { status: 200, headers: { "content-type": "text/xml" } });
@@ -52,7 +52,7 @@ export function providerRoutes(services: Deps) {
       });
       return true;
     });
-    if (stored) services.jobs.wake();
+    if (stored) services.events.notify();
   }
 
   /** The form of a callback, once its X-Provider-Signature is checked: nothing else is read before. */

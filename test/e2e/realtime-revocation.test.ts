@@ -82,7 +82,7 @@ describe("revoking a credential ends the subscriptions it authorized", () => {
         owner.channel.bind("message.received", (e: any) => e.message.text === text && done(undefined)),
       );
       await ctx.sql.begin((tx) => storeInboundMessage(tx, { hostedSimId: sim!.id, from: "+15550001111", text, source: "provider", receivedAt: new Date() }));
-      ctx.services.jobs.wake();
+      ctx.services.events.notify();
       await seen;
     };
     await store("before");

@@ -88,7 +88,7 @@ describe("pusher-js against the server", () => {
     expect(await received).toEqual({ ...payload, event_id: row!.cursor });
   });
 
-  test("message.received from a stored inbound SMS and the fan-out job, on the organization and number channels", async () => {
+  test("message.received from a stored inbound SMS, on the organization and number channels", async () => {
     const { org, token } = await createTenant(ctx.sql);
     const simId = await attachNumber([org.id]);
     const pusher = pusherFor(token);
@@ -99,7 +99,7 @@ describe("pusher-js against the server", () => {
     await ctx.sql.begin((tx) =>
       storeInboundMessage(tx, { hostedSimId: simId, from: "+15550001111", text: "hello realtime", source: "provider", receivedAt: new Date() }),
     );
-    ctx.services.jobs.wake();
+    ctx.services.events.notify();
     const [a, b] = await Promise.all([onOrg, onNumber]);
     expect(a.message.text).toBe("hello realtime");
     expect(a.message.hosted_sim_id).toBe(simId);

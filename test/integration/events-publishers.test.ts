@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { appendEvents } from "../../server/events/log";
-import { messageReceivedEvents } from "../../server/messages/fanout";
-import { findMessagesForFanout } from "../../server/messages/store";
+import type { Job } from "../../server/jobs/queue";
+import { inboundFanoutHandler } from "../../server/messages/fanout";
 import { createTenant } from "../fixtures";
 import { activeDevice } from "../fixtures-devices";
 import { logRows, watchRealtime } from "../fixtures-events";
@@ -81,13 +80,28 @@ describe("inbound fan-out", () => {
     expect(forB!.payload).toMatchObject({ message: { id: stored.messageId, team_id: null }, hosted_sim: { id: sim.id, alias: null }, team: null });
     expect(forA!.teamId).toBe(team.id);
 
-    // The job may run twice: its appends carry dedupe keys.
-    await ctx.sql.begin(async (tx) => appendEvents(tx, (await findMessagesForFanout(tx, [stored.messageId])).flatMap(messageReceivedEvents)));
+    // Appended by the transaction that stored the message: no job stands between them.
+    expect((await ctx.sql`select 1 from jobs where queue = 'message.inbound'`).length).toBe(0);
     expect(await types(a.org.id, () => true, 1)).toEqual(["message.received"]);
     expect(await types(b.org.id, () => true, 1)).toEqual(["message.received"]);
 
     const onTeam = await eventually(() => deliveries.find((d) => d.channel === `private-team.${team.id}`));
     expect(onTeam.data.event_id).toBe(forA!.cursor);
+
+    // A job an earlier version left for a message it stored (no events yet) announces it once, however often it runs.
+    await ctx.sql`delete from events where type = 'message.received' and hosted_sim_id = ${sim.id}`;
+    const legacy = inboundFanoutHandler({ sql: ctx.sql, events: ctx.services.events });
+    const job: Job<{ message_ids: number[] }> = {
+      id: 1,
+      queue: "message.inbound",
+      payload: { message_ids: [stored.messageId] },
+      attempts: 1,
+      max_attempts: 10,
+    };
+    await legacy([job]);
+    await legacy([{ ...job, attempts: 2 }]);
+    expect(await types(a.org.id, () => true, 1)).toEqual(["message.received"]);
+    expect(await types(b.org.id, () => true, 1)).toEqual(["message.received"]);
   });
 });
 

@@ -25,12 +25,12 @@ export async function lockNumber(sql: Sql, simId: number, orgId: number, teamId:
   await sql`update hosted_sims set lock_organization_id = ${orgId}, lock_team_id = ${teamId}, locked_until = now() + interval '10 minutes' where id = ${simId}`;
 }
 
-/** An inbound SMS through the one entry point, then a nudge to the workers. */
+/** An inbound SMS through the one entry point, then a nudge to the event log's readers (as the server's callers do). */
 export async function receiveSms(ctx: TestContext, simId: number, text = `hello ${crypto.randomUUID().slice(0, 8)}`) {
   const stored = await ctx.sql.begin((tx) =>
     storeInboundMessage(tx, { hostedSimId: simId, from: "+15550001111", text, source: "provider", receivedAt: new Date() }),
   );
-  ctx.services.jobs.wake();
+  ctx.services.events.notify();
   return stored!;
 }
 
@@ -78,7 +78,7 @@ export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 10_000
 }
 
 /**
- * Waits until the inbound fan-out has run and this instance's webhook consumer has read the whole
+ * Waits until any inbound fan-out job left by an earlier version has run and this instance's webhook consumer has read the whole
  * log and recorded every delivery of it (first attempts made, or handed to the job queue): every
  * delivery of the messages received so far exists.
  */
