@@ -29,7 +29,10 @@ export const QUEUES = {
     producers: ["server/devices/sms-store.ts"],
     handler: "server/devices/sms-process.ts",
     batchSize: 100,
-    concurrency: 1,
+    // Two at once: batches on other numbers overlap (those on one number queue on its row), and a
+    // backlog drains about a quarter faster than one at a time now that the batch announces its
+    // messages itself (docs/benchmarks.md, session of 2026-11-27). Several instances do the same.
+    concurrency: 2,
     // Short: after a crash the jobs the dead instance held come back within this time.
     visibilitySeconds: 20,
   },

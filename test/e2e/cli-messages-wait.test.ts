@@ -10,8 +10,16 @@ import { attachNumber, cliEnv, runCli, spawnCli } from "./cli-helpers";
  * injected meanwhile by the provider emulator (`device-sim provider inject`, a signed callback).
  */
 const ROOT = join(import.meta.dir, "../..");
-/** Bun closes a connection idle this long (Elysia's default: 30 s); short here, so the test of a longer wait is quick. */
-const IDLE_SECONDS = 2;
+/**
+ * Bun closes a connection idle this long (Elysia's default: 30 s); short here, so the test of a
+ * longer wait is quick. Bun's sockets check idle timeouts every 4 s and round up to those sweeps:
+ * 5 s closes an idle connection between 4 and 8 s after its last activity. Not less: 1 to 4 s
+ * closes it at the next sweep, which may fall while a request is still being authenticated,
+ * before its route extends the timeout (a CI run saw ECONNRESET so).
+ */
+const IDLE_SECONDS = 5;
+/** Longer than any idle connection lives (see above). */
+const LONGER_THAN_IDLE_SECONDS = 10;
 let server: { ctx: TestContext; url: string; env: Record<string, string>; run: (token: string, args: string[]) => ReturnType<typeof runCli> };
 beforeAll(async () => {
   const ctx = await createTestContext();
@@ -86,7 +94,7 @@ describe("simhost messages wait", () => {
     const { org, token } = await createTenant(server.ctx.sql);
     const sim = await attachNumber(server.ctx, org.id);
     const started = Date.now();
-    const seconds = IDLE_SECONDS + 2;
+    const seconds = LONGER_THAN_IDLE_SECONDS;
     const none = await server.run(token, ["messages", "wait", "--number", String(sim.id), "--timeout", String(seconds), "--json"]);
     expect(none.stderr).toContain(`No message arrived within ${seconds} s.`);
     expect(none.code).toBe(1);
