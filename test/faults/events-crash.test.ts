@@ -33,7 +33,7 @@ describe.skipIf(!enabled)("events survive a SIGKILL between the change and its a
     await sql?.end();
   });
 
-  test("accepted, killed before the fan-out, restarted: the event is appended once and delivered", async () => {
+  test("accepted, killed before processing, restarted: the event is appended once and delivered", async () => {
     // An API-only instance (no job workers): the SMS is stored with its processing job, nothing more.
     const first = await startServer({ ...env, WORKERS: "0" });
     servers.push(first);
@@ -57,7 +57,7 @@ describe.skipIf(!enabled)("events survive a SIGKILL between the change and its a
     const seen: { message: { text: string }; event_id: string }[] = [];
     channel.bind("message.received", (e: (typeof seen)[number]) => seen.push(e));
 
-    // A worker instance runs the jobs the dead one left: the fan-out appends, every instance's tail delivers.
+    // A worker instance runs the jobs the dead one left: processing stores the message and appends its event in one transaction, every instance's tail delivers.
     servers.push(await startServer(env));
     const got = await until("the event on the client", () => seen.find((e) => e.message.text === sms.body), 30_000);
     const stored = await rows();
