@@ -94,11 +94,14 @@ export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Pro
       join views w on w.organization_id = v.organization_id and w.hosted_sim_id = v.hosted_sim_id
       join counted c on c.organization_id = v.organization_id and c.hosted_sim_id = v.hosted_sim_id
       order by v.message_id, v.organization_id
-      returning message_id, organization_id, team_id)
-    select i.ord, i.message_id, i.hosted_sim_id, a.under_lock as locked, (select jsonb_agg(hosted_sim_id order by hosted_sim_id) from releases) as released,
-      coalesce((select jsonb_agg(jsonb_build_object('organizationId', v.organization_id, 'teamId', v.team_id) order by v.organization_id)
-                from vis v where v.message_id = i.message_id), '[]') as visibility
-    from input i join arrivals a on a.ord = i.ord`;
+      returning message_id, organization_id, team_id),
+    -- Grouped once and joined: a subquery per row would scan every row of the batch's visibility for each message.
+    visible as (
+      select message_id, jsonb_agg(jsonb_build_object('organizationId', organization_id, 'teamId', team_id) order by organization_id) as visibility
+      from vis group by message_id),
+    released as (select jsonb_agg(hosted_sim_id order by hosted_sim_id) as released from releases)
+    select i.ord, i.message_id, i.hosted_sim_id, a.under_lock as locked, r.released, coalesce(w.visibility, '[]') as visibility
+    from input i join arrivals a on a.ord = i.ord left join visible w on w.message_id = i.message_id cross join released r`;
   await announceInbound(
     tx,
     stored.map((r) => r.message_id).sort((a, b) => a - b),
