@@ -46,7 +46,7 @@ export async function announceInbound(tx: Sql, messageIds: number[], releasedLoc
 }
 
 /**
- * The handler of `message.inbound`: jobs a version before 0220 left behind, when the inbound store
+ * The handler of `message.inbound`: jobs an earlier version left behind, when the inbound store
  * enqueued one per batch instead of announcing the messages itself. Each job's appends are keyed
  * (`message:{id}`, `job:{id}`), so a job that runs twice, or a message an old job names again,
  * is announced once.

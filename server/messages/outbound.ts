@@ -30,15 +30,6 @@ const planLimitReached = (limit: number, bulk?: { requested: number; left: numbe
       : `Your plan's ${limit} outbound messages for this month are used up.`,
   );
 
-/**
- * Throws 402 when `n` more messages do not fit the month's count (or always, with `refused`: the
- * quota was just refused), saying how many are left for a bulk send.
- */
-async function refuseOverQuota(sql: Sql, organizationId: number, limit: number, n: number, bulk: boolean, refused = false) {
-  const used = await monthlyOutboundCount(sql, organizationId);
-  if (refused || used + n > limit) throw planLimitReached(limit, bulk ? { requested: n, left: Math.max(0, limit - used) } : undefined);
-}
-
 /** Moves an outbound message's status and appends its event in the same transaction; false when it was not in `from`. */
 export async function changeStatus(
   deps: Pick<OutboundDeps, "sql" | "events">,
@@ -94,8 +85,6 @@ export async function sendMessage(deps: OutboundDeps, c: Caller, body: SendReque
       const { holder } = context;
       limit = context.limit;
       if (holder && holder.organization_id !== org) throw numberLocked(holder.locked_until);
-      // A send that cannot fit is refused before it stores anything (takeQuota below decides the rest).
-      if (stored.length === 0) await refuseOverQuota(tx, org, limit, plan.recipients.length, plan.bulk);
       const insert: OutboundInsert = {
         hostedSimId: sim.id,
         number: sim.number,
@@ -116,7 +105,10 @@ export async function sendMessage(deps: OutboundDeps, c: Caller, body: SendReque
     const views = await outboundViews(tx, stored);
     await appendEvents(tx, statusEventsOfViews(views));
     // Last: the quota's row is locked from here to the commit only.
-    if (!(await takeQuota(tx, org, stored.length, limit))) await refuseOverQuota(tx, org, limit, plan.recipients.length, plan.bulk, true);
+    if (!(await takeQuota(tx, org, stored.length, limit))) {
+      const left = Math.max(0, limit - (await monthlyOutboundCount(tx, org)));
+      throw planLimitReached(limit, plan.bulk ? { requested: plan.recipients.length, left } : undefined);
+    }
     return views;
   });
   deps.jobs.wake();
