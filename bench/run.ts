@@ -56,7 +56,8 @@ const n = (v: number) => Math.round(v).toLocaleString("en-US");
 // Tenths only where they mean something: a backlog's seconds read better without them.
 const ms = (v: number) => (v >= 100 ? `${n(v)} ms` : `${(+v).toFixed(1)} ms`);
 /** A webhook bench's same-run baseline: a bare Bun process signing and POSTing to the same receiver. */
-const bareSignAndPost = (o: Json) => `bare sign-and-POST ${n(o.baseline_bare_sign_and_post.per_second)}/s`;
+const bareSignAndPost = (o: Json) =>
+  `bare sign-and-POST ${n(o.baseline_bare_sign_and_post.per_second)}/s (${n(o.baseline_bare_sign_and_post.body_bytes)}-byte bodies)`;
 /** A broadcast bench's same-run baseline: a bare Bun server's `publish` to as many sockets. */
 const barePublish = (o: Json) => `bare Bun publish p99 ${ms(o.baseline_bare_publish.p99_ms)} (p50 ${ms(o.baseline_bare_publish.p50_ms)})`;
 const accepted = (r: Json) => (r.statuses?.[202] ?? 0) as number;

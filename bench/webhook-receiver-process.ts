@@ -3,10 +3,15 @@
  * request with the standardwebhooks library against the secret its parent registered for the
  * path, and reports each receipt to the parent over IPC in batches: [path, message id, text,
  * epoch ms, verified, the event's created_at in epoch ms]. Requests to the bare baseline's path are verified and counted only.
+ * With `--count-only` it sends no receipts: it counts distinct deliveries (per path and message)
+ * and repeats itself, and answers `{ count: true }` with the counts.
  */
 import { Webhook } from "standardwebhooks";
 
-type FromParent = { trust: string; secret: string } | { bareCount: true };
+type FromParent = { trust: string; secret: string } | { bareCount: true } | { count: true };
+const countOnly = process.argv.includes("--count-only");
+const distinct = new Set<string>();
+const counted = { distinct: 0, duplicates: 0, unverified: 0 };
 const secrets = new Map<string, Webhook>();
 let pending: [string, number, string, number, boolean, number][] = [];
 let bare = 0;
@@ -28,6 +33,12 @@ const server = Bun.serve({
     if (path === "bare") {
       bare++;
       if (!verified) bareUnverified++;
+    } else if (countOnly) {
+      const key = `${path}|${event.data.id}`;
+      if (!verified) counted.unverified++;
+      if (distinct.has(key)) counted.duplicates++;
+      else distinct.add(key);
+      counted.distinct = distinct.size;
     } else pending.push([path, event.data.id, event.data.text, performance.timeOrigin + performance.now(), verified, Date.parse(event.created_at)]);
     return new Response("ok");
   },
@@ -41,6 +52,7 @@ setInterval(() => {
 
 process.on("message", (m: FromParent) => {
   if ("trust" in m) secrets.set(m.trust, new Webhook(m.secret));
+  else if ("count" in m) process.send!({ counted });
   else process.send!({ bare, bareUnverified });
 });
 process.send!({ port: server.port });

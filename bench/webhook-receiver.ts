@@ -6,7 +6,12 @@ export const load = () => loadavg().map((v) => +v.toFixed(2));
 /** Where the bare baseline posts (bench/webhook-bare.ts): verified, counted apart from the deliveries. */
 const BARE = "bare";
 
-type FromReceiver = { port: number } | { receipts: [string, number, string, number, boolean, number][] } | { bare: number; bareUnverified: number };
+type Counted = { distinct: number; duplicates: number; unverified: number };
+type FromReceiver =
+  | { port: number }
+  | { receipts: [string, number, string, number, boolean, number][] }
+  | { bare: number; bareUnverified: number }
+  | { counted: Counted };
 
 function percentiles(values: number[]) {
   const sorted = [...values].sort((a, b) => a - b);
@@ -20,8 +25,12 @@ function percentiles(values: number[]) {
  * request is verified with the standardwebhooks library against the secret registered for its
  * path; the first receipt of each message (per path) is timed from the moment recorded for its
  * text in `sentAt` (this process's performance.now()), and repeats are counted.
+ *
+ * `countOnly`: the receiver process counts distinct deliveries and repeats itself and sends no
+ * receipts (`counted()` asks for the counts), so a benchmark that needs no latencies (the drain)
+ * spends none of the measured process's CPU on the receiver's reports.
  */
-export async function startReceiver() {
+export async function startReceiver(opts: { countOnly?: boolean } = {}) {
   const sentAt = new Map<string, number>();
   const latencies: number[] = [];
   /** From the event's created_at (the appending transaction's start, the database's wall clock) to receipt: the webhook stage alone. */
@@ -30,8 +39,9 @@ export async function startReceiver() {
   const counts = { duplicates: 0, unverified: 0 };
   let port = 0;
   let bareReply: ((m: { bare: number; bareUnverified: number }) => void) | undefined;
+  const countReplies: ((c: Counted) => void)[] = [];
   const ready = Promise.withResolvers<void>();
-  const child = Bun.spawn(["bun", `${import.meta.dir}/webhook-receiver-process.ts`], {
+  const child = Bun.spawn(["bun", `${import.meta.dir}/webhook-receiver-process.ts`, ...(opts.countOnly ? ["--count-only"] : [])], {
     stdout: "inherit",
     stderr: "inherit",
     ipc(m: FromReceiver) {
@@ -49,7 +59,8 @@ export async function startReceiver() {
             fromEvent.push(epochMs - eventAtMs);
           }
         }
-      } else bareReply?.(m);
+      } else if ("counted" in m) countReplies.shift()?.(m.counted);
+      else bareReply?.(m);
     },
   });
   await ready.promise;
@@ -58,6 +69,12 @@ export async function startReceiver() {
     sentAt,
     seen,
     counts,
+    /** Distinct deliveries, repeats and unverified requests so far, counted by the receiver process (`countOnly`). */
+    counted: () =>
+      new Promise<Counted>((resolve) => {
+        countReplies.push(resolve);
+        child.send({ count: true });
+      }),
     /** The URL for an integration on `path`. */
     endpoint: (path: string) => `http://127.0.0.1:${port}/${path}`,
     /** Deliveries to `path` must verify with `secret`. */
@@ -74,20 +91,26 @@ export async function startReceiver() {
     /**
      * The same-run baseline: bench/webhook-bare.ts in its own process signs and POSTs `count`
      * webhooks to this receiver, `concurrency` at once (each verified there); the best of the
-     * concurrencies given is the ceiling the pipeline is compared with.
+     * concurrencies given is the ceiling the pipeline is compared with. `sample`: a delivery body
+     * of the pipeline, whose shape and size every bare body takes (webhook-bare.ts).
      */
-    async bare(count: number, concurrencies: number[]) {
+    async bare(count: number, concurrencies: number[], sample?: string) {
       const secret = `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64")}`;
       trust(BARE, secret);
       const runs: Record<string, number> = {};
       let cpuUs = Number.POSITIVE_INFINITY;
+      let bodyBytes = 0;
       for (const c of concurrencies) {
-        const proc = Bun.spawn(["bun", `${import.meta.dir}/webhook-bare.ts`, `http://127.0.0.1:${port}/${BARE}`, secret, String(count), String(c)], {
-          stdout: "pipe",
-        });
-        const out = JSON.parse(await new Response(proc.stdout).text()) as { per_second: number; cpu_us_per_post: number };
+        const proc = Bun.spawn(
+          ["bun", `${import.meta.dir}/webhook-bare.ts`, `http://127.0.0.1:${port}/${BARE}`, secret, String(count), String(c), ...(sample ? [sample] : [])],
+          {
+            stdout: "pipe",
+          },
+        );
+        const out = JSON.parse(await new Response(proc.stdout).text()) as { per_second: number; cpu_us_per_post: number; body_bytes: number };
         runs[`concurrency_${c}`] = out.per_second;
         cpuUs = Math.min(cpuUs, out.cpu_us_per_post);
+        bodyBytes = out.body_bytes;
       }
       const checked = await new Promise<{ bare: number; bareUnverified: number }>((resolve) => {
         bareReply = resolve;
@@ -97,6 +120,7 @@ export async function startReceiver() {
         per_second: Math.max(...Object.values(runs)),
         ...runs,
         cpu_us_per_post: cpuUs,
+        body_bytes: bodyBytes,
         received: checked.bare,
         unverified: checked.bareUnverified,
       };

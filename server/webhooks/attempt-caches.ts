@@ -1,14 +1,13 @@
-import type { KeyObject } from "node:crypto";
 import type { Clock } from "../lib/clock";
-import { signingKey } from "./signing";
+import { type SigningKey, signingKey } from "./signing";
 import { type Lookup, resolveTarget, type TargetCheck } from "./ssrf";
 
 /**
  * Per-delivery work that gives the same answer for every delivery to one integration within a
  * few seconds, kept that long so a busy endpoint's deliveries do not each repeat it:
  *
- * the HMAC key of an integration's secret (AES-GCM open, base64 decode and key import), keyed by
- * the sealed value, so a new secret is a new entry. Only the key object is kept, for a few seconds
+ * the HMAC key of an integration's secret (AES-GCM open and base64 decode), keyed by
+ * the sealed value, so a new secret is a new entry. Only the key bytes are kept, for a few seconds
  * (about the life of a consumer batch), never the `whsec_` text.
  *
  * The SSRF guard's answer is never kept: every attempt resolves the name and classifies its
@@ -40,10 +39,10 @@ function ttlMap<T>(clock: Clock, ttlMs: number) {
 export type AttemptCaches = ReturnType<typeof createAttemptCaches>;
 
 export function createAttemptCaches(deps: { clock: Clock; allowPrivate: boolean; lookup?: Lookup; open: (sealed: string) => Promise<string> }) {
-  const keys = ttlMap<KeyObject>(deps.clock, ATTEMPT_CACHE_TTL.keyMs);
+  const keys = ttlMap<SigningKey>(deps.clock, ATTEMPT_CACHE_TTL.keyMs);
   return {
     /** The HMAC key of a sealed secret; throws as SecretBox.open does when it cannot be opened. */
-    async key(sealed: string): Promise<KeyObject> {
+    async key(sealed: string): Promise<SigningKey> {
       const hit = keys.get(sealed);
       if (hit) return hit;
       const key = signingKey(await deps.open(sealed));

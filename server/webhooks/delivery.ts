@@ -1,4 +1,3 @@
-import type { KeyObject } from "node:crypto";
 import type { Mailer } from "../alerts/notify";
 import type { Pool } from "../db/client";
 import { JOB_REMOVED, type JobHandler, type JobQueue, RetryAfter } from "../jobs/queue";
@@ -12,7 +11,7 @@ import type { EndpointLimiter, Slot } from "./endpoint-limiter";
 import { disableIntegration } from "./failing";
 import { type AttemptResult, postWebhook } from "./http";
 import { judgeAttempt } from "./retry-policy";
-import { SIGNATURE_HEADERS, signatureHeaders } from "./signing";
+import { SIGNATURE_HEADERS, type SigningKey, signatureHeaders } from "./signing";
 import type { Lookup } from "./ssrf";
 
 export type DeliveryDeps = {
@@ -45,7 +44,7 @@ export function customHeaders(headers: Record<string, string>): Record<string, s
  */
 export async function sendSigned(
   deps: Pick<DeliveryDeps, "caches" | "clock">,
-  t: { url: string; headers: Record<string, string>; timeoutSeconds: number; key: KeyObject; eventId: string; body: string },
+  t: { url: string; headers: Record<string, string>; timeoutSeconds: number; key: SigningKey; eventId: string; body: string },
 ): Promise<AttemptResult> {
   const target = await deps.caches.resolveTarget(t.url);
   if ("refused" in target)
@@ -58,7 +57,7 @@ export async function sendSigned(
  * The signing key, or a failed attempt when the secret cannot be opened (SECRETS_KEY changed or
  * lost): such a delivery is retried and logged like any failure instead of looping on the job queue.
  */
-export async function openSigningKey(deps: Pick<DeliveryDeps, "caches" | "logger">, sealed: string): Promise<KeyObject | AttemptResult> {
+export async function openSigningKey(deps: Pick<DeliveryDeps, "caches" | "logger">, sealed: string): Promise<SigningKey | AttemptResult> {
   try {
     return await deps.caches.key(sealed);
   } catch (e) {
