@@ -86,6 +86,9 @@ export async function seedDevices(sql: Sql, n: number) {
     a as (insert into hosted_sim_organizations (hosted_sim_id, organization_id) select id, ${org!.id} from h)
     insert into sim_cards (device_id, sim_slot, phone_number, status, hosted_sim_id)
     select substring(h.number from 6)::bigint, 1, h.number, 'active', h.id from h`;
+  // Statistics, as autovacuum gathers them within a minute of such a load on a running server:
+  // without them, the first statements plan for tables of unknown size and read whole ones.
+  await sql`analyze devices, sim_cards, hosted_sims, hosted_sim_organizations`;
   return { orgId: org!.id, token, deviceIds: ids.map((r) => r.id) };
 }
 

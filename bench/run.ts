@@ -9,7 +9,7 @@
  *   --quick  short durations and fewer rounds (a few minutes in all); the summary says so
  *   --only   just these benchmarks (names below); the doc is then left alone unless --write
  *
- * Names: heartbeat, sms, sms-api-only, webhooks, webhooks-drain, webhooks-devices, history, connections, broadcast-one, broadcast-redis, actors,
+ * Names: heartbeat, heartbeat-100k, sms, sms-api-only, webhooks, webhooks-drain, webhooks-devices, history, connections, broadcast-one, broadcast-redis, actors,
  * two-instances, next, events-wait, events-ingest, outbound. Needs PostgreSQL at BENCH_DATABASE_URL's server (default 127.0.0.1:5432) and
  * Redis at REDIS_URL (default 127.0.0.1:6379); every script makes and drops its own database
  * (history keeps its reusable 1M-message data set in `simhost_bench`) and uses its own Redis prefix.
@@ -102,6 +102,22 @@ const benches: Bench[] = [
         baseline: `${o.trivialRoute.bare.cpuUsPerRequestNet} µs, ${n(o.trivialRoute.bare.rps)} req/s`,
         target: "≤ 5 µs",
         met: o.trivialRoute.hooksUs !== null && o.trivialRoute.hooksUs <= 5,
+        command,
+      },
+    ],
+  },
+  {
+    name: "heartbeat-100k",
+    script: "bench/devices-heartbeat.ts",
+    args: ["--seconds", quick ? "3" : "10", "--devices", quick ? "20000" : "100000"],
+    timeout: quick ? 300 : 900,
+    rows: (o, command) => [
+      {
+        figure: `heartbeats from ${n(o.devices)} distinct devices (every heartbeat its own row in the writer) vs the bare validated Elysia route`,
+        measured: `ratio ${o.ratio} (${n(o.heartbeat.rps)} req/s; p99 ${ms(o.heartbeat.p99)}; ${o.heartbeat.cpuUsPerRequestNet} µs server CPU per heartbeat)`,
+        baseline: `${n(o.baseline.rps)} req/s`,
+        target: "≥ 0.5",
+        met: o.ratio >= 0.5 && o.devicesOnline === o.devices,
         command,
       },
     ],
