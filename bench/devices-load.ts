@@ -86,9 +86,10 @@ export async function seedDevices(sql: Sql, n: number) {
     a as (insert into hosted_sim_organizations (hosted_sim_id, organization_id) select id, ${org!.id} from h)
     insert into sim_cards (device_id, sim_slot, phone_number, status, hosted_sim_id)
     select substring(h.number from 6)::bigint, 1, h.number, 'active', h.id from h`;
-  // Statistics, as autovacuum gathers them within a minute of such a load on a running server:
-  // without them, the first statements plan for tables of unknown size and read whole ones.
-  await sql`analyze devices, sim_cards, hosted_sims, hosted_sim_organizations`;
+  // Statistics, as autovacuum gathers them within a minute of such a load on a running server.
+  // BENCH_NO_ANALYZE=1 leaves them out: the first minute after a bulk import, when statements are
+  // planned for tables of unknown size (docs/benchmarks.md, heartbeats of 100,000 devices).
+  if (!process.env.BENCH_NO_ANALYZE) await sql`analyze devices, sim_cards, hosted_sims, hosted_sim_organizations`;
   return { orgId: org!.id, token, deviceIds: ids.map((r) => r.id) };
 }
 

@@ -31,7 +31,11 @@ export const embeddedDir = (dataDir: string) => resolve(join(dataDir, "pg"));
  */
 export async function openDatabase(config: Pick<Config, "DATABASE_URL" | "DATA_DIR">, max = 20): Promise<Database> {
   if (config.DATABASE_URL) {
-    const sql = postgres(config.DATABASE_URL, { ...common, max });
+    // No JIT: its threshold is a cost estimate, and a short statement over a table whose
+    // statistics are not gathered yet (a bulk import, a new deployment) can be estimated past it
+    // and compiled for 200 ms before running in 2 (the heartbeat writer, docs/benchmarks.md).
+    // Nothing this server runs is long enough to gain from it.
+    const sql = postgres(config.DATABASE_URL, { ...common, max, connection: { jit: "off" } });
     return { sql, kind: "postgres", close: () => sql.end({ timeout: 5 }) };
   }
   const embedded = await startEmbeddedPostgres(embeddedDir(config.DATA_DIR));

@@ -93,6 +93,11 @@ export type HeartbeatWriteResult = { wasOnline: boolean; status: DeviceStatus; m
  * unless `sim_cards[]` named it) and the missed-heartbeat count of active cards (reset when
  * `sim_cards[]` names the card, counted up when it lists numbers but not the card's). The cards
  * that reached MISSED_HEARTBEATS_TO_INACTIVE come back in `missingCards`; the caller retires them.
+ *
+ * The cards are reached by index whatever the statistics say: per device (a lateral subquery
+ * kept apart by `offset 0`) and by id (`= any(array(...))`). Planned on a freshly filled
+ * sim_cards without statistics, the joins read the whole table twice per write otherwise
+ * (120 against 12 ms for 100 heartbeats of 100,000 devices).
  */
 export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]): Promise<(HeartbeatWriteResult | null)[]> {
   const latest = new Map<number, HeartbeatWrite>();
@@ -119,7 +124,7 @@ export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]): Promis
     live as (
       select c.id, c.device_id, c.phone_number, c.status, c.signal_strength as had, c.missed_heartbeats as missed,
         row_number() over (partition by c.device_id order by c.sim_slot nulls last, c.id) as pos
-      from sim_cards c where c.device_id in (select id from v) and c.status <> 'inactive'),
+      from v cross join lateral (select * from sim_cards c where c.device_id = v.id and c.status <> 'inactive' offset 0) c),
     judged as (
       select l.id, l.device_id, l.status,
         coalesce(r.sig, case when l.pos = 1 then v.sig end, l.had) as sig,
@@ -134,7 +139,7 @@ export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]): Promis
     cards as (
       update sim_cards s set signal_strength = j.sig, missed_heartbeats = j.missed,
         updated_at = case when s.signal_strength is distinct from j.sig then now() else s.updated_at end
-      from judged j where s.id = j.id and (s.signal_strength is distinct from j.sig or s.missed_heartbeats <> j.missed)
+      from judged j where s.id = any(array(select id from judged)) and s.id = j.id and (s.signal_strength is distinct from j.sig or s.missed_heartbeats <> j.missed)
       returning s.id, s.device_id, j.missed, j.status)
     select moved.id, moved.was_online, moved.status,
       array(select c.id from cards c where c.device_id = moved.id and c.status = 'active' and c.missed >= ${MISSED_HEARTBEATS_TO_INACTIVE} order by c.id) as missing
