@@ -37,12 +37,40 @@ type Json = any;
  * it in its JSON (`baseline` beside its own figures) and its row here reading it.
  */
 type Row = { figure: string; measured: string; baseline?: string; target: string; met: boolean | null; command: string };
-/** A row as run: the load average (1 min) before and after its benchmark, and whether the machine was too busy to judge. */
+/**
+ * A row as run: the load average (1 min) before and after its benchmark and the share of the
+ * machine's CPU in use just before it, and whether the machine was too busy to judge.
+ */
 type RunRow = Row & { load: string; busy: boolean };
 
-/** Above this 1-minute load average per core at a benchmark's start, no target is called met. */
+/**
+ * Above this share of the machine's CPU in use in the seconds before a benchmark starts (when
+ * nothing of the bench runs), no target is called met: other work would have taken the cores
+ * the figure needs. Measured rather than read from the 1-minute load average, which still
+ * carries the previous benchmark's own load for a minute or two after it ended (back to back,
+ * every benchmark of a run started at a load of 2-3 on 2 cores, busy or not).
+ */
+const BUSY_CPU_SHARE = 0.25;
+/** Without /proc/stat (not Linux): the 1-minute load average per core above which the machine is busy. */
 const BUSY_LOAD_PER_CORE = 1.5;
 const CORES = navigator.hardwareConcurrency || 1;
+const SETTLE_MS = 3_000;
+
+/** The share of all cores' time spent busy (anything but idle and iowait) over `ms`; null without /proc/stat. */
+async function cpuInUse(ms: number): Promise<number | null> {
+  const read = () => {
+    const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+    return { idle: f[3]! + f[4]!, total: f.reduce((a, b) => a + b, 0) };
+  };
+  try {
+    const a = read();
+    await Bun.sleep(ms);
+    const b = read();
+    return b.total > a.total ? 1 - (b.idle - a.idle) / (b.total - a.total) : null;
+  } catch {
+    return null;
+  }
+}
 type Bench = {
   name: string;
   script: string;
@@ -496,7 +524,7 @@ function rowsOf(b: Bench, result: { out?: Json; error?: string }, command: strin
 const mark = (r: RunRow) => {
   if (r.met === null) return "—";
   if (!r.met) return "not met";
-  return r.busy ? `not judged (load/core > ${BUSY_LOAD_PER_CORE} at start)` : "met";
+  return r.busy ? "not judged (machine busy at start)" : "met";
 };
 const NO_BASELINE = "none in this run";
 const load = () =>
@@ -530,7 +558,8 @@ function summary(rows: RunRow[], context: { started: Date; loadBefore: string; l
     "The machine has 2 cores, shared by the load generator, the server and PostgreSQL; figures move by about 10% between runs. The sections below hold the analysed runs.",
     `One benchmark alone: \`bun run bench --only <name>\` (${benches.map((b) => b.name).join(", ")}), or the command in its row.`,
     "",
-    `No target is called met when the 1-minute load average per core (${CORES} cores) exceeded ${BUSY_LOAD_PER_CORE} at the start of its benchmark.`,
+    `No target is called met when more than ${BUSY_CPU_SHARE * 100}% of the machine's CPU (${CORES} cores) was in use in the ${SETTLE_MS / 1000} s before its benchmark started, ` +
+      'while nothing of the bench ran ("CPU in use" in the load column). The 1-minute load average is shown for information: it still carries the previous benchmark\'s own load for a minute or two.',
     "",
     `| figure | ${quick ? "measured (quick run)" : "measured"} | same-run baseline | target | met | load before → after | reproduce |`,
     "|---|---|---|---|---|---|---|",
@@ -565,13 +594,15 @@ const loadBefore = load();
 const rows: RunRow[] = [];
 for (const b of selected) {
   const command = `bun ${b.script} ${b.args.join(" ")}`;
+  const inUse = await cpuInUse(SETTLE_MS);
   const before = loadavg()[0]!;
-  console.error(`[bench] ${b.name}: ${command} (load average ${load()})`);
+  console.error(`[bench] ${b.name}: ${command} (load average ${load()}; CPU in use ${inUse === null ? "unknown" : `${Math.round(inUse * 100)}%`})`);
   const result = await runOne(b);
   const after = loadavg()[0]!;
   console.error(`[bench] ${b.name}: ${result.error ?? "done"} in ${result.seconds.toFixed(0)} s`);
-  const busy = before / CORES > BUSY_LOAD_PER_CORE;
-  rows.push(...rowsOf(b, result, command).map((r) => ({ ...r, load: `${before.toFixed(2)} → ${after.toFixed(2)}`, busy })));
+  const busy = inUse === null ? before / CORES > BUSY_LOAD_PER_CORE : inUse > BUSY_CPU_SHARE;
+  const cpu = inUse === null ? "" : ` (CPU in use ${Math.round(inUse * 100)}% before)`;
+  rows.push(...rowsOf(b, result, command).map((r) => ({ ...r, load: `${before.toFixed(2)} → ${after.toFixed(2)}${cpu}`, busy })));
 }
 const loadAfter = load();
 console.log(quick ? "\nQuick run: short durations, figures indicative only.\n" : "");
