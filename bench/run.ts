@@ -595,13 +595,14 @@ const rows: RunRow[] = [];
 for (const b of selected) {
   const command = `bun ${b.script} ${b.args.join(" ")}`;
   const inUse = await cpuInUse(SETTLE_MS);
+  const inUseText = inUse === null ? "unknown" : `${Math.round(inUse * 100)}%`;
   const before = loadavg()[0]!;
-  console.error(`[bench] ${b.name}: ${command} (load average ${load()}; CPU in use ${inUse === null ? "unknown" : `${Math.round(inUse * 100)}%`})`);
+  console.error(`[bench] ${b.name}: ${command} (load average ${load()}; CPU in use ${inUseText})`);
   const result = await runOne(b);
   const after = loadavg()[0]!;
   console.error(`[bench] ${b.name}: ${result.error ?? "done"} in ${result.seconds.toFixed(0)} s`);
   const busy = inUse === null ? before / CORES > BUSY_LOAD_PER_CORE : inUse > BUSY_CPU_SHARE;
-  const cpu = inUse === null ? "" : ` (CPU in use ${Math.round(inUse * 100)}% before)`;
+  const cpu = inUse === null ? "" : ` (CPU in use ${inUseText} before)`;
   rows.push(...rowsOf(b, result, command).map((r) => ({ ...r, load: `${before.toFixed(2)} → ${after.toFixed(2)}${cpu}`, busy })));
 }
 const loadAfter = load();

@@ -47,6 +47,6 @@ console.log(
     posted,
     per_second: Math.round(posted / seconds),
     cpu_us_per_post: Math.round((used.user + used.system) / posted),
-    body_bytes: bodyOf("evt_bare_0", 0).length,
+    body_bytes: Buffer.byteLength(bodyOf("evt_bare_0", 0)),
   }),
 );

@@ -11,7 +11,7 @@ import { Webhook } from "standardwebhooks";
 type FromParent = { trust: string; secret: string } | { bareCount: true } | { count: true };
 const countOnly = process.argv.includes("--count-only");
 const distinct = new Set<string>();
-const counted = { distinct: 0, duplicates: 0, unverified: 0 };
+const counted = { duplicates: 0, unverified: 0 };
 const secrets = new Map<string, Webhook>();
 let pending: [string, number, string, number, boolean, number][] = [];
 let bare = 0;
@@ -38,7 +38,6 @@ const server = Bun.serve({
       if (!verified) counted.unverified++;
       if (distinct.has(key)) counted.duplicates++;
       else distinct.add(key);
-      counted.distinct = distinct.size;
     } else pending.push([path, event.data.id, event.data.text, performance.timeOrigin + performance.now(), verified, Date.parse(event.created_at)]);
     return new Response("ok");
   },
@@ -52,7 +51,7 @@ setInterval(() => {
 
 process.on("message", (m: FromParent) => {
   if ("trust" in m) secrets.set(m.trust, new Webhook(m.secret));
-  else if ("count" in m) process.send!({ counted });
+  else if ("count" in m) process.send!({ counted: { distinct: distinct.size, ...counted } });
   else process.send!({ bare, bareUnverified });
 });
 process.send!({ port: server.port });
