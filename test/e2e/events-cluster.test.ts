@@ -57,25 +57,36 @@ describe.skipIf(!enabled)("GET /api/events?wait= across two instances on one Pos
     // The other organization waits through every round: no event of t answers it.
     const theirs = get(other.token, `after=${otherStart}&wait=10`);
     await eventually(async () => (await waitingOnA()) === 1, 5000, "the other organization's wait on A");
+    // Three rounds must each answer within 100 ms. The measurement runs in this test process, which
+    // in CI shares 2 cores with the other half of the suite and carries a heap of every file before
+    // this one: a collection or a descheduling can hold the reply back past 100 ms without A being
+    // late. So the heap is collected before each round, and up to two rounds past 100 ms are
+    // reported and measured again. A tail that missed B's notify would answer only at its idle
+    // read (TAIL_TIMING.idleMs, 1 s): within 100 ms in about one round of ten, so it would pass
+    // three of at most five rounds less than once in a hundred runs.
     let measured = 0;
+    const late: number[] = [];
     for (let round = 0; measured < 3; round++) {
+      expect(late.length).toBeLessThanOrEqual(2);
       expect(round).toBeLessThan(12);
       const waits = [get(t.token, `after=${start}&wait=30`), get(key, `after=${start}&wait=30&types=device.online`)] as const;
       await eventually(async () => (await waitingOnA()) === 3, 5000, "three waits on A");
+      Bun.gc(true);
       const { readable } = await appendAndNotify(b, [testEvent(t.org.id, round, { type: "device.online", deviceId: 1 })]);
       const notified = performance.now();
       const [mine, keyed] = await Promise.all(waits);
       expect(mine.body.data.map((e) => [e.organization_id, e.data.n])).toEqual([[t.org.id, round]]);
       expect(keyed.body.data.map((e) => e.data.n)).toEqual([round]);
+      const after = Math.round(Math.max(mine.at, keyed.at) - notified);
       if (process.env.EVENTS_TIMING)
-        console.log(
-          `round ${round}: answered on A ${Math.round(mine.at - notified)} ms after B's notify${readable ? "" : " (held back by an older transaction)"}`,
-        );
+        console.log(`round ${round}: answered on A ${after} ms after B's notify${readable ? "" : " (held back by an older transaction)"}`);
       // An event held back by someone else's older transaction cannot be answered before it ends: not counted.
       if (readable) {
-        expect(mine.at - notified).toBeLessThan(100);
-        expect(keyed.at - notified).toBeLessThan(100);
-        measured++;
+        if (after < 100) measured++;
+        else {
+          late.push(after);
+          console.warn(`events-cluster: round ${round} answered ${after} ms after B's notify; measured again`);
+        }
       }
       start = mine.body.meta.next_cursor;
     }
