@@ -15,7 +15,10 @@ export const arg = (name: string, fallback: number) => {
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 };
 
-/** A new database for one run (dropped by `dropDatabase`). */
+/** Each fresh database's autovacuum stand-in (`autovacuumMeanwhile`), stopped by `dropDatabase`. */
+const analyzers = new Map<string, () => Promise<void>>();
+
+/** A new database for one run (dropped by `dropDatabase`), vacuumed and analyzed meanwhile as autovacuum would (`autovacuumMeanwhile`). */
 export async function freshBenchDatabase(tag: string) {
   const admin = postgres(BASE, { max: 1, onnotice: () => {} });
   const name = `simhost_bench_${tag}_${Date.now()}`;
@@ -23,10 +26,13 @@ export async function freshBenchDatabase(tag: string) {
   await admin.end();
   const u = new URL(BASE);
   u.pathname = `/${name}`;
+  analyzers.set(u.toString(), autovacuumMeanwhile(u.toString()));
   return u.toString();
 }
 
 export async function dropDatabase(url: string) {
+  await analyzers.get(url)?.();
+  analyzers.delete(url);
   const admin = postgres(BASE, { max: 1, onnotice: () => {} });
   await admin.unsafe(`drop database if exists "${new URL(url).pathname.slice(1)}" with (force)`).catch(() => {});
   await admin.end();
@@ -60,6 +66,56 @@ export async function spawnServer(script: string, env: Record<string, string>, r
     await Bun.sleep(50);
   }
   throw new Error(`${script} did not start`);
+}
+
+/**
+ * Vacuums and analyzes what autovacuum would by its default thresholds: a vacuum for a table with
+ * more than 50 dead rows + 20% of its rows, or more than 1,000 rows inserted + 20% since its last
+ * vacuum; an analyze for a table changed by more than 50 rows + 10% since its last analyze.
+ */
+export async function autovacuumOnce(sql: postgres.Sql): Promise<void> {
+  const due = await sql<{ name: string; vacuum: boolean; analyze: boolean }[]>`
+    select format('%I.%I', s.schemaname, s.relname) as name,
+           s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0) or s.n_ins_since_vacuum > 1000 + 0.2 * greatest(c.reltuples, 0) as vacuum,
+           s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0) as analyze
+    from pg_stat_user_tables s join pg_class c on c.oid = s.relid`;
+  for (const t of due) {
+    if (t.vacuum) await sql.unsafe(`vacuum ${t.analyze ? "(analyze) " : ""}${t.name}`);
+    else if (t.analyze) await sql.unsafe(`analyze ${t.name}`);
+  }
+}
+
+/**
+ * Autovacuum, which every production server runs and this machine switches off (`autovacuum = off`
+ * in /etc/postgresql/15/main/conf.d/90-ci.conf): every `everyMs`, the tables past autovacuum's
+ * default thresholds are vacuumed and analyzed (`autovacuumOnce`). Without it a table filled
+ * during a run keeps the estimates of its empty start, and so do the generic plans PostgreSQL
+ * caches for a prepared statement after five executions (postgres.js prepares every statement):
+ * sequential scans planned for an empty table run on a growing one, which no server with
+ * autovacuum on would keep, and a queue's dead rows pile up (docs/benchmarks.md, "Plans cached for
+ * empty tables"). Checked every 5 s rather than autovacuum's 1-minute naptime, so that a run of a
+ * minute measures the steady state rather than a fresh database's first minute.
+ * BENCH_NO_ANALYZE=1 leaves it out. Returns its stop, which waits for the work under way.
+ */
+export function autovacuumMeanwhile(url: string, everyMs = 5000): () => Promise<void> {
+  if (process.env.BENCH_NO_ANALYZE) return async () => {};
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let running = Promise.resolve();
+  let stopped = false;
+  const tick = () => {
+    running = autovacuumOnce(sql).catch(() => {});
+    void running.then(() => {
+      if (!stopped) timer = setTimeout(tick, everyMs);
+    });
+  };
+  timer = setTimeout(tick, everyMs);
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await running;
+    await sql.end();
+  };
 }
 
 export type Sql = postgres.Sql;

@@ -33,6 +33,8 @@ function percentiles(values: number[]) {
 export async function startReceiver(opts: { countOnly?: boolean } = {}) {
   const sentAt = new Map<string, number>();
   const latencies: number[] = [];
+  /** Each first receipt's latency by the moment its message was sent (this process's performance.now()). */
+  const timeline: [sent: number, latency: number][] = [];
   /** From the event's created_at (the appending transaction's start, the database's wall clock) to receipt: the webhook stage alone. */
   const fromEvent: number[] = [];
   const seen = new Set<string>();
@@ -55,7 +57,9 @@ export async function startReceiver(opts: { countOnly?: boolean } = {}) {
           if (seen.has(key)) counts.duplicates++;
           else {
             seen.add(key);
-            latencies.push(epochMs - performance.timeOrigin - sentAt.get(text)!);
+            const sent = sentAt.get(text)!;
+            latencies.push(epochMs - performance.timeOrigin - sent);
+            timeline.push([sent, epochMs - performance.timeOrigin - sent]);
             fromEvent.push(epochMs - eventAtMs);
           }
         }
@@ -86,6 +90,13 @@ export async function startReceiver(opts: { countOnly?: boolean } = {}) {
       await Bun.sleep(2_000);
     },
     latencyMs: () => percentiles(latencies),
+    /** The latencies by window of `seconds` of sending time: whether they grow during a run or come in bursts. */
+    latencyByWindowMs(seconds = 10) {
+      const start = Math.min(...timeline.map(([sent]) => sent));
+      const windows: number[][] = [];
+      for (const [sent, latency] of timeline) (windows[Math.floor((sent - start) / (seconds * 1000))] ??= []).push(latency);
+      return windows.map((w, i) => ({ from_s: i * seconds, n: w.length, ...percentiles(w) }));
+    },
     /** From each event's created_at to its first receipt (the log, the consumer and the attempt; not the stages before the event). */
     eventToReceiptMs: () => percentiles(fromEvent),
     /**

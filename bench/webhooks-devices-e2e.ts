@@ -74,6 +74,7 @@ try {
         duplicates: receiver.counts.duplicates,
         unverified: receiver.counts.unverified,
         latency_ms: receiver.latencyMs(),
+        latency_by_10s_ms: receiver.latencyByWindowMs(10),
         event_to_receipt_ms: receiver.eventToReceiptMs(),
         baseline_bare_sign_and_post: baseline,
         loadavg_before: loadBefore,

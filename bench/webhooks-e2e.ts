@@ -26,6 +26,7 @@ import { createGroupCommit } from "../server/lib/group-commit";
 import { storeInboundMessages } from "../server/messages/inbound";
 import { createServices } from "../server/services";
 import { webhookBody } from "../server/webhooks/events";
+import { autovacuumMeanwhile, autovacuumOnce } from "./devices-load";
 import { load, startReceiver } from "./webhook-receiver";
 
 const arg = (name: string, fallback: number) => {
@@ -71,6 +72,7 @@ for (let i = 0; i < INTEGRATIONS; i++) {
     values (${org!.id}, ${`bench ${i}`}, ${receiver.endpoint(`hook${i}`)}, ${await services.webhooks.secrets.seal(secret)}) returning id`;
   await sql`insert into webhook_mappings (webhook_integration_id, team_id, forwarding_mode) values (${row!.id}, ${team!.id}, 'always')`;
 }
+const stopAutovacuum = autovacuumMeanwhile(url.toString());
 const loadBefore = load();
 const baseline = await receiver.bare(arg("bare", 20_000), [16, 64], await sampleBody());
 const result = DRAIN > 0 ? await drain() : await endToEnd();
@@ -115,6 +117,8 @@ async function drain() {
       await storeInboundMessages(tx, inputs);
     });
   }
+  // Statistics of the stored messages and events, as autovacuum gathers them after such a load.
+  if (!process.env.BENCH_NO_ANALYZE) await autovacuumOnce(sql);
   const t0 = performance.now();
   const cpu = process.cpuUsage();
   const threadsBefore = threadTicks();
@@ -223,11 +227,13 @@ async function endToEnd() {
     unverified: receiver.counts.unverified,
     not_succeeded_rows: dead!.n,
     latency_ms: receiver.latencyMs(),
+    latency_by_10s_ms: receiver.latencyByWindowMs(10),
     event_to_receipt_ms: receiver.eventToReceiptMs(),
   };
 }
 
 async function finish() {
+  await stopAutovacuum();
   receiver.stop();
   await services.close();
   await admin.unsafe(`drop database if exists "${DB}" with (force)`);
