@@ -106,7 +106,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
       waiters.close();
       eventWaiters.close();
       await webhooks.stop();
-      events.stop();
+      await events.stop();
       realtime.close();
       await auth.close();
       await devices.stop();

@@ -20,7 +20,8 @@ export const TAIL_TIMING = {
 export type EventTail = {
   /** Starts at the log's head: this instance hands on what is appended from now on. */
   start(): Promise<void>;
-  stop(): void;
+  /** Stops reading; resolves once a read under way has ended (so the pool can close after it). */
+  stop(): Promise<void>;
   /** Call after committing a transaction that appended events: every instance reads at once. */
   notify(): void;
   /** Receives each new event once, in log order, in batches. */
@@ -43,7 +44,7 @@ export function createEventTail(deps: { sql: Pool; bus: Bus; logger: Logger; tim
   const timing = { ...TAIL_TIMING, ...deps.timing };
   const listeners = new Set<(events: StoredEvent[]) => void>();
   let at: Position | undefined;
-  let running = false;
+  let running: Promise<void> | undefined;
   let again = false;
   let hotUntil = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -56,15 +57,19 @@ export function createEventTail(deps: { sql: Pool; bus: Bus; logger: Logger; tim
     timer = setTimeout(() => void read(), performance.now() < hotUntil ? timing.hotMs : timing.idleMs);
   }
 
-  async function read(): Promise<void> {
-    if (stopped || !at) return;
+  function read(): Promise<void> {
+    if (stopped || !at) return Promise.resolve();
     if (running) {
       again = true;
-      return;
+      return running;
     }
-    running = true;
+    running = readAll();
+    return running;
+  }
+
+  async function readAll(): Promise<void> {
     try {
-      for (;;) {
+      while (!stopped && at) {
         again = false;
         const events = await readEvents(deps.sql, at, {}, timing.batch);
         if (events.length > 0) {
@@ -80,9 +85,9 @@ export function createEventTail(deps: { sql: Pool; bus: Bus; logger: Logger; tim
         if (events.length < timing.batch && !again) break;
       }
     } catch (e) {
-      deps.logger.warn({ err: (e as Error).message }, "event log read failed");
+      if (!stopped) deps.logger.warn({ err: (e as Error).message }, "event log read failed");
     } finally {
-      running = false;
+      running = undefined;
       arm();
     }
   }
@@ -101,11 +106,12 @@ export function createEventTail(deps: { sql: Pool; bus: Bus; logger: Logger; tim
       });
       arm();
     },
-    stop() {
+    async stop() {
       stopped = true;
       clearTimeout(timer);
       unsubscribe?.();
       listeners.clear();
+      await running;
     },
     notify() {
       deps.bus.publish(EVENTS_APPENDED, "appended", null);

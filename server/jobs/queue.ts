@@ -126,7 +126,8 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
   let retry: Timer | undefined;
   let watch: Timer | undefined;
   let running = false;
-  let ticking = false;
+  /** The poll under way, if any (`stop` waits for it, so that the pool can close after it). */
+  let ticking: Promise<void> | undefined;
   let again = false;
   const inFlight = new Set<Promise<void>>();
 
@@ -234,13 +235,19 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     }
   }
 
-  async function tick() {
-    if (!running) return;
+  function tick(): Promise<void> {
+    if (!running) return Promise.resolve();
     if (ticking) {
       again = true;
-      return;
+      return ticking;
     }
-    ticking = true;
+    ticking = poll().finally(() => {
+      ticking = undefined;
+    });
+    return ticking;
+  }
+
+  async function poll() {
     let found = false;
     let failed = false;
     try {
@@ -259,9 +266,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
       }
     } catch (e) {
       failed = true;
-      logger.warn({ err: (e as Error).message }, "job poll failed");
-    } finally {
-      ticking = false;
+      if (running) logger.warn({ err: (e as Error).message }, "job poll failed");
     }
     if (!running) return;
     if (failed) {
@@ -336,6 +341,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
       real.clear(retry);
       real.clear(watch);
       watch = undefined;
+      await ticking;
       await Promise.allSettled([...inFlight]);
     },
     async stats() {

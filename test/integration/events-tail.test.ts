@@ -48,7 +48,7 @@ describe("event tail: handsOnAllAfter", () => {
       expect(tail.handsOnAllAfter(ORIGIN)).toBe(false);
       expect(tail.handsOnAllAfter(tail.position())).toBe(true);
     } finally {
-      tail.stop();
+      await tail.stop();
     }
     expect(tail.handsOnAllAfter(tail.position())).toBe(false);
   }, 30_000);
