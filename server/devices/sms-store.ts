@@ -59,13 +59,10 @@ export type UnprocessedSms = {
  * is not verified yet (or no longer active), the SMS waits.
  */
 export async function lockUnprocessedSms(tx: Sql, by: { ids: number[]; deviceIds: number[] }) {
-  // Each condition alone keeps its index (an OR of the two would scan the table): by id is the
-  // common case, by device follows a verification. By id, "unprocessed" is written so that it
-  // does not match the partial index device_sms_unprocessed_idx (message_row_id is null): the
-  // planner would otherwise AND the id lookups with a scan of that whole index, which holds an
-  // entry for every row processed since the last vacuum (35-55 ms of a 1,000-row batch under
-  // load, docs/benchmarks.md); message ids start at 1, so the two conditions are the same.
-  const byId = tx`s.id = any(${by.ids}::bigint[]) and coalesce(s.message_row_id, 0) = 0`;
+  // Each condition alone keeps its index (an OR of the two would scan the table): by id (the
+  // primary key) is the common case; by device (the (device_id, message_id) unique index, all the
+  // device's rows, filtered) follows a verification (migrations/0240).
+  const byId = tx`s.id = any(${by.ids}::bigint[]) and s.message_row_id is null`;
   const byDevice = tx`s.device_id = any(${by.deviceIds}::bigint[]) and s.message_row_id is null`;
   const filter = by.deviceIds.length === 0 ? byId : by.ids.length === 0 ? byDevice : tx`(${byId} or ${byDevice})`;
   return tx<UnprocessedSms[]>`

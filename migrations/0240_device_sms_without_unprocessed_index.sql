@@ -1,0 +1,12 @@
+-- device_sms without its partial index of unprocessed rows (0002's device_sms_unprocessed_idx).
+-- Every SMS entered it when stored (a third index entry per row beside the two idempotency rules')
+-- and the processing update that links it to its message could never be a HOT update, since the
+-- index's predicate names message_row_id. In a pgbench of the intake's shape (100-row inserts,
+-- then the update that processing makes), 162-266 against 375-437 batches/s without it
+-- (docs/benchmarks.md, session of 2026-11-27 08:14).
+-- What it served: "all unprocessed SMS of a device", read after a SIM of that device is verified
+-- (server/devices/sms-store.ts lockUnprocessedSms). That read now walks the device's rows through
+-- the (device_id, message_id) unique index: a cost in proportion to the device's history, paid
+-- once per verification, instead of an index entry on every SMS. Both idempotency rules stay
+-- unique constraints.
+drop index device_sms_unprocessed_idx;
