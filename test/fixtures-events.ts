@@ -1,3 +1,4 @@
+import { expect } from "bun:test";
 import type { EventType } from "../server/events/catalog";
 import { ORIGIN } from "../server/events/cursor";
 import { appendEvents, type NewEvent, readEvents, type StoredEvent } from "../server/events/log";
@@ -42,7 +43,8 @@ export const testEvent = (organizationId: number, n: number, opts: Partial<NewEv
   ...opts,
 });
 
-const isReadable = async (sql: TestContext["sql"], txid: string) =>
+/** Whether the events of transaction `txid` can be read now (no write transaction that began before it still runs). */
+export const isReadable = async (sql: TestContext["sql"], txid: string) =>
   (await sql<{ readable: boolean }[]>`select ${txid}::xid8 < pg_snapshot_xmin(pg_current_snapshot()) as readable`)[0]!.readable;
 
 /**
@@ -76,3 +78,30 @@ export type EventPageBody = {
   data: { id: string; type: EventType; created_at: string; organization_id: number; data: Record<string, unknown> }[];
   meta: { next_cursor: string; per_page: number; has_more: boolean };
 };
+
+/**
+ * Wake-up latency on a shared machine: runs `round(i)`, which answers how long its measured step
+ * took (or null when it could not be timed fairly: events held back by an older transaction),
+ * until `needed` rounds came in under `limitMs`. The heap is collected before each round, and up
+ * to `late` rounds past the limit are reported and run again: in CI the test process shares 2
+ * cores with the other half of the suite and carries the heap of every file before it, and a
+ * collection or a descheduling there is not the server's latency. A tail that missed its wake
+ * answers at its idle read (TAIL_TIMING.idleMs, 1 s), within 100 ms in about one round of ten:
+ * three rounds of at most five, less than once in a hundred runs.
+ */
+export async function timedRounds(o: { needed: number; limitMs: number; late?: number; maxRounds?: number }, round: (i: number) => Promise<number | null>) {
+  const late: number[] = [];
+  let timed = 0;
+  for (let i = 0; timed < o.needed; i++) {
+    expect(i).toBeLessThan(o.maxRounds ?? 12);
+    Bun.gc(true);
+    const ms = await round(i);
+    if (ms === null) continue;
+    if (ms < o.limitMs) timed++;
+    else {
+      late.push(Math.round(ms));
+      console.warn(`round ${i}: ${Math.round(ms)} ms, past ${o.limitMs} ms; measured again`);
+      expect(late.length).toBeLessThanOrEqual(o.late ?? 2);
+    }
+  }
+}

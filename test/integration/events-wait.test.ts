@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { isAfter } from "../../server/events/cursor";
 import { createApiKey, createTenant } from "../fixtures";
-import { append, appendAndNotify, type EventPageBody, testEvent } from "../fixtures-events";
+import { append, appendAndNotify, type EventPageBody, testEvent, timedRounds } from "../fixtures-events";
 import { eventually } from "../fixtures-numbers";
 import { buildRequest, createTestContext, expectErrorShape, readResponse, type TestContext } from "../helpers";
 
@@ -42,9 +42,7 @@ describe("GET /api/events?wait=", () => {
   test("answers within 100 ms of an append on this instance (notify), with the new events and their cursor", async () => {
     const t = await createTenant(ctx.sql);
     let after = (await ctx.request("GET", "/api/events?after=now", { token: t.token })).body.meta.next_cursor;
-    let measured = 0;
-    for (let round = 0; measured < 3; round++) {
-      expect(round).toBeLessThan(12);
+    await timedRounds({ needed: 3, limitMs: 100 }, async (round) => {
       const waiting = await startWait(t.token, `after=${after}&wait=30`);
       const { readable } = await appendAndNotify(ctx, [testEvent(t.org.id, 2 * round), testEvent(t.org.id, 2 * round + 1)]);
       const notified = performance.now();
@@ -52,15 +50,12 @@ describe("GET /api/events?wait=", () => {
       expect(res.status).toBe(200);
       expect(ns(res.body)).toEqual([2 * round, 2 * round + 1]);
       expect(res.body.meta.next_cursor).toBe(res.body.data[1]!.id);
+      after = res.body.meta.next_cursor;
       if (process.env.EVENTS_TIMING)
         console.log(`wake-up ${Math.round(res.at - notified)} ms after notify${readable ? "" : " (held back by an older transaction)"}`);
-      // An append held back by someone else's older transaction (fixtures-events.ts) is not counted.
-      if (readable) {
-        expect(res.at - notified).toBeLessThan(100);
-        measured++;
-      }
-      after = res.body.meta.next_cursor;
-    }
+      // An append held back by someone else's older transaction (fixtures-events.ts) is not timed.
+      return readable ? res.at - notified : null;
+    });
     expect(ctx.services.eventWaiters.size()).toBe(0);
   }, 30_000);
 

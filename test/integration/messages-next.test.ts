@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomString } from "../../server/lib/crypto";
 import { createApiKey, createTenant } from "../fixtures";
 import { providerPost } from "../fixtures-devices";
+import { isReadable } from "../fixtures-events";
 import { createByosNumber, createSharedNumber, eventually, receiveSms } from "../fixtures-numbers";
 import { buildRequest, createTestContext, expectErrorShape, freshDatabase, type TestContext } from "../helpers";
 
@@ -205,18 +206,29 @@ describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)("two instan
     b.services.start(); // only B runs jobs: the announcement reaches A over Redis
     try {
       const t = await createTenant(a.sql);
+      // Timed only when the stored message could be read at once: while a write transaction
+      // that began before it still runs anywhere on the PostgreSQL server (B's own job queue on
+      // a loaded machine, say), the log holds it back and no instance can answer before that
+      // ends. The heap is collected before each round: a collection of this process's heap
+      // (every test file before this one) during the round is not A's latency either.
       const latencies: number[] = [];
-      for (let round = 0; round < 5; round++) {
+      for (let round = 0; latencies.length < 5; round++) {
+        expect(round).toBeLessThan(15);
         const sim = await createSharedNumber(a.sql, [t.org.id]);
         const waiting = a.request("GET", `/api/numbers/${sim.id}/messages/next?timeout=30`, { token: t.token }).then((res) => ({ res, at: performance.now() }));
         await eventually(() => a.services.waiters.size(sim.id) === 1, 5000, "the wait on A");
+        Bun.gc(true);
         const text = `Cross-instance code ${700800 + round}`;
         const sent = await providerPost(b, { From: "+15550001111", To: sim.number, Body: text, MessageSid: `SM${randomString(32)}`, AccountSid: "AC1" });
         const storedAt = performance.now();
         expect(sent.status).toBe(200);
+        const [event] = await b.sql<{ txid: string }[]>`
+          select txid::text as txid from events where type = 'message.received' and hosted_sim_id = ${sim.id} order by id desc limit 1`;
+        const readable = await isReadable(b.sql, event!.txid);
         const { res, at } = await waiting;
         expect(res.body.data).toMatchObject({ text, hosted_sim_id: sim.id });
-        latencies.push(at - storedAt);
+        if (readable) latencies.push(at - storedAt);
+        else console.log(`round ${round}: the stored message was held back by an older transaction; not timed`);
       }
       latencies.sort((x, y) => x - y);
       console.log(`stored through B → answered on A: ${latencies.map((ms) => ms.toFixed(1)).join(", ")} ms`);
