@@ -58,7 +58,7 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   const secrets = createSecretBox(db.sql, config.SECRETS_KEY);
   const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, events, clock, logger, metrics, mailer, secrets });
   // Every queue's handler, registered here and nowhere else (server/jobs/registry.ts lists the queues).
-  registerWorkers({ sql: db.sql, jobs, clock, events, config, logger, deliver: webhooks.deliver });
+  registerWorkers({ sql: db.sql, jobs, clock, events, config, logger, deliver: webhooks.deliver, vacuum: db.vacuum });
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
   const devices = createDeviceRuntime({ sql: db.sql, clock, config, bus, events, mailer, logger, jobs, metrics });
   metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);

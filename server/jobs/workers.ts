@@ -1,5 +1,5 @@
 import type { Config } from "../config";
-import type { Pool } from "../db/client";
+import type { Database, Pool } from "../db/client";
 import { deviceSmsHandler } from "../devices/sms-process";
 import type { EventTail } from "../events/tail";
 import type { Clock } from "../lib/clock";
@@ -24,6 +24,8 @@ export type WorkerDeps = {
   logger: Logger;
   /** The webhook engine's delivery handler (it holds the secret box and the endpoint limiter). */
   deliver: JobHandler<{ delivery_id: number }>;
+  /** The database's vacuum (the hourly clean-up's last step; embedded only). */
+  vacuum?: Database["vacuum"];
 };
 
 /**

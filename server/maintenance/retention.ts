@@ -1,4 +1,4 @@
-import type { Pool, Sql } from "../db/client";
+import type { Database, Pool, Sql } from "../db/client";
 import { deleteEventsBefore } from "../events/log";
 import type { JobHandler, JobQueue } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
@@ -88,9 +88,40 @@ function enqueueNext(jobs: JobQueue, now: number, delayMs: number) {
   return jobs.enqueue("maintenance.retention", {}, { delayMs, dedupeKey: `maintenance.retention:${Math.floor(at / HOUR_MS)}` });
 }
 
-type RetentionDeps = { sql: Pool; jobs: JobQueue; clock: Clock; logger: Logger; logRetentionDays: number; eventRetentionDays?: number };
+/** The tables each count of `Removed` is removed from. */
+const TABLES: Record<keyof Removed, string> = {
+  deliveryLogs: "webhook_delivery_logs",
+  deliveries: "webhook_deliveries",
+  sessions: "sessions",
+  authorizationCodes: "oauth_authorization_codes",
+  refreshTokens: "oauth_refresh_tokens",
+  idempotencyKeys: "idempotency_keys",
+  events: "events",
+};
 
-/** The handler of the clean-up (registered by server/jobs/workers.ts): schedules the next hour's run, then removes. */
+/**
+ * Tables whose rows every instance removes all day: the job queue (a job is deleted when it is
+ * done, measured: an empty queue's poll on the embedded database took 0.5 ms, and 7.3 ms after
+ * 200,000 jobs had gone through it unvacuumed, its table 18 MB).
+ */
+const CHURNED = ["jobs"];
+
+type RetentionDeps = {
+  sql: Pool;
+  jobs: JobQueue;
+  clock: Clock;
+  logger: Logger;
+  logRetentionDays: number;
+  eventRetentionDays?: number;
+  /** The database's `vacuum` (server/db/client.ts): the embedded database has no autovacuum. */
+  vacuum?: Database["vacuum"];
+};
+
+/**
+ * The handler of the clean-up (registered by server/jobs/workers.ts): schedules the next hour's
+ * run, removes, then vacuums the job queue and the tables it removed from (a no-op on PostgreSQL,
+ * where autovacuum does it).
+ */
 export function retentionHandler(deps: RetentionDeps): JobHandler {
   return async () => {
     // The next run first: a run that keeps failing must not end the hourly chain.
@@ -98,6 +129,9 @@ export function retentionHandler(deps: RetentionDeps): JobHandler {
     await enqueueNext(deps.jobs, now, HOUR_MS);
     const removed = await removeExpired(deps.sql, { logRetentionDays: deps.logRetentionDays, eventRetentionDays: deps.eventRetentionDays, now });
     if (Object.values(removed).some((n) => n > 0)) deps.logger.info({ removed }, "expired records removed");
+    // Then the space of what went, and of the finished jobs, where no autovacuum reclaims it.
+    const emptied = (Object.keys(TABLES) as (keyof Removed)[]).filter((k) => removed[k] > 0).map((k) => TABLES[k]);
+    await deps.vacuum?.([...CHURNED, ...emptied]);
   };
 }
 

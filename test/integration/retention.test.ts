@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createJobQueue } from "../../server/jobs/queue";
 import { createLogger } from "../../server/lib/logger";
-import { removeExpired, scheduleRetention } from "../../server/maintenance/retention";
+import { removeExpired, retentionHandler, scheduleRetention } from "../../server/maintenance/retention";
 import { createFakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { sharedTestContext, type TestContext } from "../helpers";
@@ -82,5 +82,51 @@ describe("retention (hourly clean-up)", () => {
     const rows = await ctx.sql`select 1 from jobs where queue = ${queue} and dedupe_key = ${`${queue}:${Math.floor((clock.now() + 60_000) / 3_600_000)}`}`;
     expect(rows).toHaveLength(1);
     await ctx.sql`delete from jobs where queue = ${queue} and dedupe_key like ${`${queue}:%`} and run_at > now() + interval '1 year'`;
+  });
+
+  test("a run then vacuums the job queue and the tables it removed from", async () => {
+    const t = await createTenant(ctx.sql);
+    const [integration] = await ctx.sql<{ id: number }[]>`
+      insert into webhook_integrations (organization_id, name, url, secret_sealed)
+      values (${t.org.id}, 'retention vacuum', 'https://example.com/hook', 'sealed') returning id`;
+    await ctx.sql`
+      insert into webhook_delivery_logs (webhook_integration_id, event_id, event_type, attempt, status, created_at)
+      values (${integration!.id}, 'evt_x', 'webhook.test', 1, 'failed', now() - interval '40 days')`;
+    const vacuumed: string[][] = [];
+    const clock = createFakeClock(Date.parse("2031-06-06T10:20:00Z"));
+    const jobs = createJobQueue({ sql: ctx.sql, logger: createLogger("silent"), workerId: "retention-vacuum", clock });
+    const run = retentionHandler({
+      sql: ctx.sql,
+      jobs,
+      clock,
+      logger: createLogger("silent"),
+      logRetentionDays: 30,
+      vacuum: async (tables) => void vacuumed.push([...tables]),
+    });
+    await run({ id: 0, queue: "maintenance.retention", payload: {}, attempts: 1, max_attempts: 10 } as never);
+    // Other tests' expired rows may go in the same run; the queue and the logs always do.
+    expect(vacuumed).toHaveLength(1);
+    expect(vacuumed[0]!.slice(0, 2)).toEqual(["jobs", "webhook_delivery_logs"]);
+    await ctx.sql`delete from jobs where queue = 'maintenance.retention' and run_at > now() + interval '1 year'`;
+  });
+
+  // On PostgreSQL `vacuum` is a no-op (autovacuum's work), with nothing to observe.
+  test.skipIf(Boolean(process.env.DATABASE_URL))("the database's vacuum reclaims a churned queue on the embedded database", async () => {
+    const queue = `vacuum-${crypto.randomUUID()}`;
+    const size = async () =>
+      (
+        await ctx.sql<{ bytes: number; vacuums: number }[]>`
+        select pg_relation_size('jobs')::int as bytes, coalesce((select vacuum_count::int from pg_stat_user_tables where relname = 'jobs'), 0) as vacuums`
+      )[0]!;
+    for (let i = 0; i < 5; i++) {
+      await ctx.sql`insert into jobs (queue, payload) select ${queue}, '{}'::jsonb from generate_series(1, 1000)`;
+      await ctx.sql`delete from jobs where queue = ${queue}`;
+    }
+    const before = await size();
+    await ctx.services.db.vacuum(["jobs"]);
+    const after = await size();
+    expect(ctx.services.db.kind).toBe("embedded");
+    expect(after.vacuums).toBe(before.vacuums + 1);
+    expect(after.bytes).toBeLessThan(before.bytes);
   });
 });
