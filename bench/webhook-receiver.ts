@@ -32,8 +32,7 @@ function percentiles(values: number[]) {
  */
 export async function startReceiver(opts: { countOnly?: boolean } = {}) {
   const sentAt = new Map<string, number>();
-  const latencies: number[] = [];
-  /** Each first receipt's latency by the moment its message was sent (this process's performance.now()). */
+  /** Each first receipt's latency, with the moment its message was sent (this process's performance.now()). */
   const timeline: [sent: number, latency: number][] = [];
   /** From the event's created_at (the appending transaction's start, the database's wall clock) to receipt: the webhook stage alone. */
   const fromEvent: number[] = [];
@@ -58,7 +57,6 @@ export async function startReceiver(opts: { countOnly?: boolean } = {}) {
           else {
             seen.add(key);
             const sent = sentAt.get(text)!;
-            latencies.push(epochMs - performance.timeOrigin - sent);
             timeline.push([sent, epochMs - performance.timeOrigin - sent]);
             fromEvent.push(epochMs - eventAtMs);
           }
@@ -89,7 +87,7 @@ export async function startReceiver(opts: { countOnly?: boolean } = {}) {
       while (seen.size < expected && performance.now() < deadline) await Bun.sleep(50);
       await Bun.sleep(2_000);
     },
-    latencyMs: () => percentiles(latencies),
+    latencyMs: () => percentiles(timeline.map(([, latency]) => latency)),
     /** The latencies by window of `seconds` of sending time: whether they grow during a run or come in bursts. */
     latencyByWindowMs(seconds = 10) {
       const start = Math.min(...timeline.map(([sent]) => sent));
