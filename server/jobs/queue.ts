@@ -10,6 +10,13 @@ export type Job<P = Record<string, unknown>> = { id: number; queue: string; payl
  * JOB_REMOVED, which saves the queue the delete (a statement per job) that would find nothing.
  */
 export const JOB_REMOVED = Symbol("job removed");
+
+/**
+ * The table the queue churns: every job is deleted when it is done. On the embedded database (no
+ * autovacuum) the hourly clean-up vacuums it (server/maintenance/retention.ts): unvacuumed, an
+ * empty queue's poll there took 0.5 ms, and 7.3 ms after 200,000 jobs (its table 18 MB).
+ */
+export const QUEUE_TABLE = "jobs";
 export type JobHandler<P = Record<string, unknown>> = (job: Job<P>) => Promise<void | typeof JOB_REMOVED>;
 
 /** Thrown by a handler to be retried after a specific delay (e.g. a Retry-After answer). */
