@@ -42,17 +42,22 @@ export async function createTeam(sql: Sql, organizationId: number, name = `team 
  * A verified BYOS number: a device of the organization with an active SIM card in slot 1 and
  * its hosted SIM (type virtual, provider byos), attached to the organization unless `attach` is false.
  */
-/** `online`: the device is marked online (sends are handed to it at once); default offline (sends wait for it). */
+/**
+ * `online`: the device is marked online (sends are handed to it at once); default offline (sends
+ * wait for it). `seenAt`: its last heartbeat (default now); a test on a fake clock gives the
+ * clock's time, or the server's presence takes the device for one silent since the real now and
+ * marks it offline whenever its actor or the start's restore picks it up.
+ */
 export async function createByosNumber(
   sql: Sql,
   organizationId: number,
-  opts: { attach?: boolean; deviceStatus?: string; simStatus?: string; online?: boolean } = {},
+  opts: { attach?: boolean; deviceStatus?: string; simStatus?: string; online?: boolean; seenAt?: Date } = {},
 ) {
   const number = randomNumber();
   const [device] = await sql<{ id: number }[]>`
     insert into devices (organization_id, android_id, device_model, app_version, status, is_online, last_seen_at)
     values (${organizationId}, ${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}, 'Pixel 8', '1.0.0', ${opts.deviceStatus ?? "active"},
-            ${opts.online ?? false}, ${opts.online ? new Date() : null})
+            ${opts.online ?? false}, ${opts.online ? (opts.seenAt ?? new Date()) : null})
     returning id`;
   const [sim] = await sql<{ id: number }[]>`
     insert into hosted_sims (number, provider, type, shared_max_orgs) values (${number}, 'byos', 'virtual', 1) returning id`;

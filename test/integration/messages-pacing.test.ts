@@ -90,7 +90,7 @@ describe("pacing one SIM", () => {
     const clock = createFakeClock(START);
     let c = await instance(clock);
     const t = await createTenant(base.sql, { plan: "enterprise" });
-    const byos = await createByosNumber(base.sql, t.org.id, { online: true });
+    const byos = await createByosNumber(base.sql, t.org.id, { online: true, seenAt: new Date(START) });
     const set = await policy(c, t.token, `/api/numbers/${byos.hostedSimId}/sending-policy`, {
       messages_per_minute: 10,
       min_delay_seconds: 0,
@@ -206,7 +206,7 @@ describe("a pool's phone that goes away", () => {
     const clock = createFakeClock(START);
     const c = await instance(clock);
     const t = await createTenant(base.sql, { plan: "enterprise" });
-    const a = await createByosNumber(base.sql, t.org.id, { online: true });
+    const a = await createByosNumber(base.sql, t.org.id, { online: true, seenAt: new Date(START) });
     const b = await createByosNumber(base.sql, t.org.id, { online: false });
     const d = await createByosNumber(base.sql, t.org.id, { online: false });
     await policy(c, t.token, "/api/sending-policy", { messages_per_minute: 1, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1000 });
@@ -276,9 +276,9 @@ describe("a pool's phone that goes away", () => {
 async function poolOfFour(c: Clocked, cappedDailyCap: number) {
   const t = await createTenant(base.sql, { plan: "enterprise" });
   const offline = await createByosNumber(base.sql, t.org.id, { online: false });
-  const capped = await createByosNumber(base.sql, t.org.id, { online: true });
-  const third = await createByosNumber(base.sql, t.org.id, { online: true });
-  const fourth = await createByosNumber(base.sql, t.org.id, { online: true });
+  const capped = await createByosNumber(base.sql, t.org.id, { online: true, seenAt: new Date(START) });
+  const third = await createByosNumber(base.sql, t.org.id, { online: true, seenAt: new Date(START) });
+  const fourth = await createByosNumber(base.sql, t.org.id, { online: true, seenAt: new Date(START) });
   const fast = { messages_per_minute: 600, min_delay_seconds: 0, max_delay_seconds: 0 };
   await policy(c, t.token, "/api/sending-policy", { ...fast, daily_cap: 1000 });
   await policy(c, t.token, `/api/numbers/${capped.hostedSimId}/sending-policy`, { ...fast, daily_cap: cappedDailyCap });
@@ -347,7 +347,7 @@ describe("sender pools (hosted_sims)", () => {
     const clock = createFakeClock(START);
     const c = await instance(clock);
     const t = await createTenant(base.sql);
-    const a = await createByosNumber(base.sql, t.org.id, { online: true });
+    const a = await createByosNumber(base.sql, t.org.id, { online: true, seenAt: new Date(START) });
     const both = await c.request("POST", "/api/messages", {
       token: t.token,
       body: { hosted_sim: a.hostedSimId, hosted_sims: [a.hostedSimId], to: "+15550001234", text: "x" },
@@ -424,7 +424,7 @@ describe("sending policy API", () => {
 
   test("isolation and permissions: another organization cannot read or set your policy or send from your numbers in a pool; members read, admins set; API keys cannot set", async () => {
     const t = await createTenant(base.sql);
-    const byos = await createByosNumber(base.sql, t.org.id, { online: true });
+    const byos = await createByosNumber(base.sql, t.org.id, { online: true, seenAt: new Date(START) });
     const other = await createTenant(base.sql);
     const body = { messages_per_minute: 1, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1 };
     const path = `/api/numbers/${byos.hostedSimId}/sending-policy`;

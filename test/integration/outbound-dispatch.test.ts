@@ -46,7 +46,7 @@ describe("scheduled sends due together", () => {
     c.services.start();
     try {
       const t = await createTenant(base.sql, { plan: "enterprise" });
-      const sims = await Promise.all([0, 1, 2].map(() => createByosNumber(base.sql, t.org.id, { online: true })));
+      const sims = await Promise.all([0, 1, 2].map(() => createByosNumber(base.sql, t.org.id, { online: true, seenAt: new Date(START) })));
       const policy = { messages_per_minute: 60, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1000 };
       expect((await c.request("PUT", "/api/sending-policy", { token: t.token, body: policy })).status).toBe(200);
       const sendAt = START + 30_000;
