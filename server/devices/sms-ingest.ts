@@ -2,7 +2,10 @@ import type { Pool } from "../db/client";
 import { notFound } from "../errors";
 import { createGroupCommit } from "../lib/group-commit";
 import { insertSmsBatch, type SmsSubmission } from "./sms-store";
+import { isUniqueViolation } from "./store";
 import { assertAcceptsSms, type DeviceStatus } from "./transitions";
+
+const DUPLICATES_SEEN_MS = 10_000;
 
 /**
  * Durable SMS intake: concurrent submissions are written together (group commit), each caller
@@ -10,10 +13,26 @@ import { assertAcceptsSms, type DeviceStatus } from "./transitions";
  * same statement, so an acknowledged SMS is always processed, even after a crash.
  */
 export function createSmsIngest(deps: { sql: Pool; wake: () => void; maxBatch?: number }) {
+  // Batches are inserted plainly, duplicates failing the statement, until one does; then, for
+  // DUPLICATES_SEEN_MS, they skip duplicates from the start (a device retrying what it sent, or a
+  // fleet catching up after an outage, sends many), so a burst of retries costs one statement per
+  // batch, not two.
+  let duplicatesSeenAt = Number.NEGATIVE_INFINITY;
+  async function insert(items: SmsSubmission[]) {
+    if (performance.now() - duplicatesSeenAt < DUPLICATES_SEEN_MS) return insertSmsBatch(deps.sql, items, { skipDuplicates: true });
+    try {
+      return await insertSmsBatch(deps.sql, items, { skipDuplicates: false });
+    } catch (e) {
+      if (!isUniqueViolation(e)) throw e;
+      duplicatesSeenAt = performance.now();
+      return insertSmsBatch(deps.sql, items, { skipDuplicates: true });
+    }
+  }
+
   async function write(items: SmsSubmission[]): Promise<(DeviceStatus | null)[]> {
     let rows: { id: number; status: DeviceStatus }[];
     try {
-      rows = await insertSmsBatch(deps.sql, items);
+      rows = await insert(items);
     } catch (e) {
       // One bad row must not fail its neighbours: retry them one by one.
       if (items.length === 1) throw e;
@@ -24,7 +43,7 @@ export function createSmsIngest(deps: { sql: Pool; wake: () => void; maxBatch?: 
     return items.map((i) => status.get(i.deviceId) ?? null);
   }
 
-  const batcher = createGroupCommit(write, { maxBatch: deps.maxBatch ?? 1000, maxInFlight: 3 });
+  const batcher = createGroupCommit(write, { maxBatch: deps.maxBatch ?? 1000, maxInFlight: 1 });
 
   return {
     /** Resolves once the SMS is durably stored (or was already); throws 409 for a device that may not submit. */

@@ -18,25 +18,32 @@ const asRow = (i: SmsSubmission) => ({
 
 /**
  * Stores a batch of submissions and the job that will process them, in one statement (one
- * round trip, one commit). Rows of devices that may not submit are filtered out; duplicates of
- * either unique rule (message_id, or the same SMS under another id) are skipped by the
- * constraints. Returns each device's current status, so the caller can refuse the ones that
- * were filtered out.
+ * round trip, one commit). Rows of devices that may not submit are filtered out. Returns each
+ * device's current status, so the caller can refuse the ones that were filtered out.
+ *
+ * Duplicates of either unique rule (message_id, or the same SMS under another id) are refused by
+ * the constraints: `skipDuplicates` skips them (`on conflict do nothing`); without it a duplicate
+ * fails the whole statement with a unique violation (`isUniqueViolation`), which the intake then
+ * writes again skipping them. A plain insert checks each unique index as it inserts into it,
+ * where `on conflict` first probes every unique index and then inserts (docs/benchmarks.md).
+ *
+ * The batch's devices are read once, by primary key, whatever the plan cache holds: a join of the
+ * batch with devices was planned as a hash join over a sequential scan of every device.
  */
-export async function insertSmsBatch(sql: Sql, items: SmsSubmission[]) {
+export async function insertSmsBatch(sql: Sql, items: SmsSubmission[], o: { skipDuplicates: boolean }) {
   return sql<{ id: number; status: DeviceStatus }[]>`
     with v as (
       select * from jsonb_to_recordset(${JSON.stringify(items.map(asRow))}::text::jsonb)
         as v(device_id bigint, message_id uuid, sim_slot int, from_number text, body text, received_at timestamptz)),
-    accepted as (
-      select v.* from v join devices d on d.id = v.device_id where d.status in ('active', 'pending_verification')),
+    d as (select id, status from devices where id = any(array(select distinct device_id from v))),
     inserted as (
       insert into device_sms (device_id, message_id, sim_slot, from_number, body, received_at)
-      select device_id, message_id, sim_slot, from_number, body, received_at from accepted
-      on conflict do nothing
+      select v.device_id, v.message_id, v.sim_slot, v.from_number, v.body, v.received_at
+      from v join d on d.id = v.device_id where d.status in ('active', 'pending_verification')
+      ${o.skipDuplicates ? sql`on conflict do nothing` : sql``}
       returning id),
     job as (${enqueueJobs(sql, "device_sms.process", sql`select jsonb_build_object('ids', jsonb_agg(id)) from inserted having count(*) > 0`)})
-    select d.id, d.status from devices d where d.id in (select distinct device_id from v)`;
+    select id, status from d`;
 }
 
 export type UnprocessedSms = {

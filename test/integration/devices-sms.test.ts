@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, test } from "bun:test";
+import { createSmsIngest } from "../../server/devices/sms-ingest";
 import { processDeviceSms } from "../../server/devices/sms-process";
 import { createTenant } from "../fixtures";
 import { activeDevice, smsBody } from "../fixtures-devices";
@@ -51,6 +52,38 @@ describe("SMS submission idempotency", () => {
     const answers = await Promise.all(all.map((s) => ctx.request("POST", `/api/byos/devices/${s.id}/sms`, { token, body: s.body })));
     expect(answers.every((a) => a.status === 202)).toBe(true);
     for (const { device } of devices) expect((await messagesOf(device.id)).length).toBe(50);
+  });
+
+  test("one batch holding new SMS and duplicates of either rule (of stored SMS and of each other) stores each new SMS once and acknowledges all", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(ctx, token);
+    // A new intake: batches are inserted plainly until a duplicate fails one, which is then written again skipping duplicates.
+    const ingest = createSmsIngest({ sql: ctx.sql, wake: () => {} });
+    const sms = (text: string, at = "2026-11-27T10:00:00.000Z") => ({
+      deviceId: device.id,
+      messageId: crypto.randomUUID(),
+      simSlot: 1,
+      from: "+15550001111",
+      body: text,
+      receivedAt: at,
+    });
+    const stored = [sms("first"), sms("second")];
+    await Promise.all(stored.map((s) => ingest.submit(s)));
+    const fresh = [sms("third"), sms("fourth")];
+    const batch = [
+      fresh[0]!,
+      { ...stored[0]! }, // the same message_id again
+      { ...stored[1]!, messageId: crypto.randomUUID() }, // the same SMS under another id
+      fresh[1]!,
+      { ...fresh[0]! }, // a duplicate within the batch itself
+    ];
+    // Submitted in one tick: one batch.
+    await Promise.all(batch.map((s) => ingest.submit(s)));
+    // Duplicates seen: the next batch skips them from the start, and stores what is new.
+    const last = sms("fifth");
+    await Promise.all([last, { ...fresh[1]! }].map((s) => ingest.submit(s)));
+    const rows = await ctx.sql<{ body: string }[]>`select body from device_sms where device_id = ${device.id} order by id`;
+    expect(rows.map((r) => r.body)).toEqual(["first", "second", "third", "fourth", "fifth"]);
   });
 
   test("deleting a device (by hand: the application only revokes them) deletes its stored SMS, as the foreign key's cascade did", async () => {
