@@ -161,6 +161,25 @@ export const smsRequest = (baseUrl: string, token: string, deviceIds: number[]) 
     body: smsBody(i),
   });
 
+/**
+ * Requests a load process builds for itself (bench/load-process.ts), named because a closure
+ * cannot cross into another process: `{ maker: "sms", args }` stands for `smsRequest(...args)`.
+ */
+export const REQUEST_MAKERS = { sms: smsRequest };
+export type RequestSpec = { maker: "sms"; args: Parameters<typeof smsRequest> };
+export const smsLoad = (...args: Parameters<typeof smsRequest>): RequestSpec => ({ maker: "sms", args });
+const makerOf = (spec: RequestSpec) => REQUEST_MAKERS[spec.maker](...spec.args);
+
+/**
+ * The most connections one process's fetch() keeps alive to one server: past it, Bun's client
+ * closes a connection after its response and opens another for the next request (a closed loop
+ * of 256 opened a new TCP connection for 45-60% of its requests, of the bare Bun server as of
+ * ours; `Bun.FetchSession`'s `maxIdleSockets` did not raise it). A load of more concurrent
+ * requests is spread over processes of at most this many each, as devices that each hold their
+ * own connection would send it.
+ */
+export const FETCH_CONNECTIONS = 64;
+
 export type LoadResult = {
   requests: number;
   errors: number;
@@ -169,6 +188,8 @@ export type LoadResult = {
   p50: number;
   p99: number;
   statuses: Record<number, number>;
+  /** Load processes the requests came from (1: this one). */
+  processes?: number;
   /** Server CPU time (user + system) per request, in µs, when the server's pid was given: far less load-sensitive than rps. */
   cpuUsPerRequest?: number;
   /**
@@ -179,6 +200,9 @@ export type LoadResult = {
   cpuUsPerRequestNet?: number;
 };
 
+/** What one load process measured: every latency, for percentiles over all the processes. */
+export type RawLoad = { latencies: number[]; statuses: Record<number, number>; errors: number; seconds: number };
+
 /** CPU seconds (user + system) process `pid` has used so far, from /proc (Linux). */
 export async function cpuSeconds(pid: number): Promise<number> {
   const stat = await Bun.file(`/proc/${pid}/stat`).text();
@@ -188,34 +212,40 @@ export async function cpuSeconds(pid: number): Promise<number> {
 }
 const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
 
-function summarize(latencies: number[], statuses: Record<number, number>, errors: number, seconds: number): LoadResult {
-  latencies.sort((a, b) => a - b);
+function summarize(raw: RawLoad[]): LoadResult {
+  const latencies = raw.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const statuses: Record<number, number> = {};
+  for (const r of raw) for (const [k, v] of Object.entries(r.statuses)) statuses[Number(k)] = (statuses[Number(k)] ?? 0) + v;
+  const seconds = Math.max(...raw.map((r) => r.seconds));
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((latencies.length * p) / 100))] ?? 0;
   const requests = latencies.length;
-  return { requests, errors, seconds, rps: Math.round(requests / seconds), p50: +pct(50).toFixed(2), p99: +pct(99).toFixed(2), statuses };
+  const errors = raw.reduce((n, r) => n + r.errors, 0);
+  return {
+    requests,
+    errors,
+    seconds,
+    rps: Math.round(requests / seconds),
+    p50: +pct(50).toFixed(2),
+    p99: +pct(99).toFixed(2),
+    statuses,
+    processes: raw.length,
+  };
 }
 
-/** Closed loop: `concurrency` workers, each sending its next request when the last one answered. */
-export async function closedLoop(make: (i: number) => Request, o: { concurrency: number; seconds: number; serverPid?: number }): Promise<LoadResult> {
-  let idlePerSecond = 0;
-  if (o.serverPid) {
-    const idleStart = await cpuSeconds(o.serverPid);
-    await Bun.sleep(1000);
-    idlePerSecond = (await cpuSeconds(o.serverPid)) - idleStart;
-  }
-  const cpuBefore = o.serverPid ? await cpuSeconds(o.serverPid) : 0;
+/** A closed loop in this process: `concurrency` workers, each sending its next request when the last one answered. */
+export async function closedLoopHere(make: (i: number) => Request, concurrency: number, seconds: number, index = (i: number) => i): Promise<RawLoad> {
   const latencies: number[] = [];
   const statuses: Record<number, number> = {};
   let errors = 0;
   let i = 0;
-  const end = performance.now() + o.seconds * 1000;
+  const end = performance.now() + seconds * 1000;
   const start = performance.now();
   await Promise.all(
-    Array.from({ length: o.concurrency }, async () => {
+    Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
         const t = performance.now();
         try {
-          const res = await fetch(make(i++));
+          const res = await fetch(make(index(i++)));
           await res.arrayBuffer();
           statuses[res.status] = (statuses[res.status] ?? 0) + 1;
           latencies.push(performance.now() - t);
@@ -225,30 +255,24 @@ export async function closedLoop(make: (i: number) => Request, o: { concurrency:
       }
     }),
   );
-  const result = summarize(latencies, statuses, errors, (performance.now() - start) / 1000);
-  if (o.serverPid && result.requests > 0) {
-    const used = (await cpuSeconds(o.serverPid)) - cpuBefore;
-    result.cpuUsPerRequest = +((used * 1e6) / result.requests).toFixed(1);
-    result.cpuUsPerRequestNet = +((Math.max(0, used - idlePerSecond * result.seconds) * 1e6) / result.requests).toFixed(1);
-  }
-  return result;
+  return { latencies, statuses, errors, seconds: (performance.now() - start) / 1000 };
 }
 
-/** Open loop: `rate` requests per second whatever the answers, latency from the scheduled send time. */
-export async function openLoop(make: (i: number) => Request, o: { rate: number; seconds: number }): Promise<LoadResult> {
+/** An open loop in this process: `rate` requests per second whatever the answers, latency from each one's scheduled send time. */
+export async function openLoopHere(make: (i: number) => Request, rate: number, seconds: number, index = (i: number) => i): Promise<RawLoad> {
   const latencies: number[] = [];
   const statuses: Record<number, number> = {};
   let errors = 0;
   const inflight: Promise<void>[] = [];
   const start = performance.now();
-  const total = o.rate * o.seconds;
+  const total = Math.round(rate * seconds);
   const tickMs = 5;
   for (let sent = 0; sent < total; ) {
-    const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * o.rate));
+    const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * rate));
     for (; sent < due; sent++) {
-      const scheduled = start + (sent / o.rate) * 1000;
+      const scheduled = start + (sent / rate) * 1000;
       inflight.push(
-        fetch(make(sent))
+        fetch(make(index(sent)))
           .then(async (res) => {
             await res.arrayBuffer();
             statuses[res.status] = (statuses[res.status] ?? 0) + 1;
@@ -260,5 +284,80 @@ export async function openLoop(make: (i: number) => Request, o: { rate: number; 
     await Bun.sleep(tickMs);
   }
   await Promise.all(inflight);
-  return summarize(latencies, statuses, errors, (performance.now() - start) / 1000);
+  return { latencies, statuses, errors, seconds: (performance.now() - start) / 1000 };
+}
+
+export type LoadShare = { spec: RequestSpec; kind: "closed" | "open"; share: number; seconds: number; process: number; processes: number };
+
+/** Runs `processes` load processes (bench/load-process.ts), each with its share, and returns what each measured. */
+async function inProcesses(spec: RequestSpec, kind: LoadShare["kind"], total: number, seconds: number, processes: number): Promise<RawLoad[]> {
+  const children = Array.from({ length: processes }, (_, k) => {
+    const share: LoadShare = { spec, kind, share: total / processes, seconds, process: k, processes };
+    return Bun.spawn([process.execPath, join(import.meta.dir, "load-process.ts")], {
+      stdin: new Blob([JSON.stringify(share)]),
+      stdout: "pipe",
+      stderr: "inherit",
+    });
+  });
+  return Promise.all(
+    children.map(async (child) => {
+      const out = await new Response(child.stdout).text();
+      if ((await child.exited) !== 0) throw new Error("a load process failed");
+      return JSON.parse(out) as RawLoad;
+    }),
+  );
+}
+
+/** The server's CPU per request over a load (`run`), and the same less its idle CPU measured over a quiet second first. */
+async function withServerCpu(serverPid: number | undefined, run: () => Promise<LoadResult>): Promise<LoadResult> {
+  if (!serverPid) return run();
+  const idleStart = await cpuSeconds(serverPid);
+  await Bun.sleep(1000);
+  const idlePerSecond = (await cpuSeconds(serverPid)) - idleStart;
+  const cpuBefore = await cpuSeconds(serverPid);
+  const started = performance.now();
+  const result = await run();
+  const used = (await cpuSeconds(serverPid)) - cpuBefore;
+  const wall = (performance.now() - started) / 1000;
+  if (result.requests > 0) {
+    result.cpuUsPerRequest = +((used * 1e6) / result.requests).toFixed(1);
+    result.cpuUsPerRequestNet = +((Math.max(0, used - idlePerSecond * wall) * 1e6) / result.requests).toFixed(1);
+  }
+  return result;
+}
+
+/**
+ * Closed loop: `concurrency` workers, each sending its next request when the last one answered.
+ * Given a `RequestSpec` rather than a function, a concurrency above FETCH_CONNECTIONS is spread
+ * over as many load processes as it takes, so that every connection stays open.
+ */
+export async function closedLoop(
+  make: ((i: number) => Request) | RequestSpec,
+  o: { concurrency: number; seconds: number; serverPid?: number },
+): Promise<LoadResult> {
+  return withServerCpu(o.serverPid, async () => {
+    if (typeof make === "function") return summarize([await closedLoopHere(make, o.concurrency, o.seconds)]);
+    const processes = Math.ceil(o.concurrency / FETCH_CONNECTIONS);
+    if (processes === 1) return summarize([await closedLoopHere(makerOf(make), o.concurrency, o.seconds)]);
+    return summarize(await inProcesses(make, "closed", o.concurrency, o.seconds, processes));
+  });
+}
+
+/**
+ * Open loop: `rate` requests per second whatever the answers, latency from the scheduled send
+ * time. Given a `RequestSpec`, the rate is shared by `processes` load processes (default 1), so
+ * that a backlog of slow answers does not take more connections than one process keeps open.
+ */
+export async function openLoop(make: ((i: number) => Request) | RequestSpec, o: { rate: number; seconds: number; processes?: number }): Promise<LoadResult> {
+  if (typeof make === "function") return summarize([await openLoopHere(make, o.rate, o.seconds)]);
+  const processes = o.processes ?? 1;
+  if (processes === 1) return summarize([await openLoopHere(makerOf(make), o.rate, o.seconds)]);
+  return summarize(await inProcesses(make, "open", o.rate, o.seconds, processes));
+}
+
+/** One load process's share (bench/load-process.ts): request numbers interleave with the other processes'. */
+export function runShare(s: LoadShare): Promise<RawLoad> {
+  const make = makerOf(s.spec);
+  const index = (i: number) => i * s.processes + s.process;
+  return s.kind === "closed" ? closedLoopHere(make, Math.round(s.share), s.seconds, index) : openLoopHere(make, s.share, s.seconds, index);
 }

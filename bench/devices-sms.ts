@@ -12,7 +12,7 @@ import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSmsIngest } from "../server/devices/sms-ingest";
-import { arg, closedLoop, connect, dropDatabase, freshBenchDatabase, openLoop, seedDevices, smsRequest, spawnServer } from "./devices-load";
+import { arg, closedLoop, connect, dropDatabase, FETCH_CONNECTIONS, freshBenchDatabase, openLoop, seedDevices, smsLoad, spawnServer } from "./devices-load";
 
 const DEVICES = arg("devices", 1000);
 const SECONDS = arg("seconds", 10);
@@ -90,11 +90,11 @@ const server = await spawnServer("server/main.ts", { DATABASE_URL: dbUrl, WORKER
 try {
   const sql = connect(dbUrl);
   const { token, deviceIds } = await seedDevices(sql, DEVICES);
-  const req = smsRequest(server.url, token, deviceIds);
+  const req = smsLoad(server.url, token, deviceIds);
   await closedLoop(req, { concurrency: 64, seconds: 2 });
   const max = await closedLoop(req, { concurrency: CONCURRENCY, seconds: SECONDS, serverPid: server.proc.pid });
   await Bun.sleep(2000);
-  const fixed = await openLoop(req, { rate: RATE, seconds: SECONDS });
+  const fixed = await openLoop(req, { rate: RATE, seconds: SECONDS, processes: Math.ceil(CONCURRENCY / FETCH_CONNECTIONS) });
   const [stored] = await sql<{ n: number }[]>`select count(*)::int as n from device_sms`;
   const accepted = (max.statuses[202] ?? 0) + (fixed.statuses[202] ?? 0);
   server.proc.kill();

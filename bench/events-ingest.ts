@@ -16,7 +16,7 @@
  * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test).
  */
 import { loadavg } from "node:os";
-import { arg, closedLoop, connect, dropDatabase, freshBenchDatabase, seedDevices, smsRequest, spawnServer } from "./devices-load";
+import { arg, closedLoop, connect, dropDatabase, freshBenchDatabase, seedDevices, smsLoad, spawnServer } from "./devices-load";
 
 const DEVICES = arg("devices", 1000);
 const SECONDS = arg("seconds", 10);
@@ -32,7 +32,7 @@ async function phase(workers: number): Promise<Record<string, unknown>> {
   const sql = connect(dbUrl);
   try {
     const { token, deviceIds } = await seedDevices(sql, DEVICES);
-    const req = smsRequest(server.url, token, deviceIds);
+    const req = smsLoad(server.url, token, deviceIds);
     await closedLoop(req, { concurrency: 64, seconds: 2 });
     const loadBefore = load();
     const count = async () => {
