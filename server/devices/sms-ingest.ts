@@ -29,28 +29,30 @@ export function createSmsIngest(deps: { sql: Pool; wake: () => void; maxBatch?: 
     }
   }
 
-  async function write(items: SmsSubmission[]): Promise<(DeviceStatus | null)[]> {
-    let rows: { id: number; status: DeviceStatus }[];
+  /** Each submission's refusal: its device's status where that device may not submit, null where there is no such device, undefined once stored. */
+  async function write(items: SmsSubmission[]): Promise<(DeviceStatus | null | undefined)[]> {
+    let refused: { id: number; status: DeviceStatus | null }[];
     try {
-      rows = await insert(items);
+      refused = await insert(items);
     } catch (e) {
       // One bad row must not fail its neighbours: retry them one by one.
       if (items.length === 1) throw e;
-      return Promise.all(items.map((i) => write([i]).then((r) => r[0] ?? null)));
+      return Promise.all(items.map((i) => write([i]).then((r) => r[0])));
     }
     deps.wake();
-    const status = new Map(rows.map((r) => [r.id, r.status]));
-    return items.map((i) => status.get(i.deviceId) ?? null);
+    if (refused.length === 0) return items.map(() => undefined);
+    const status = new Map(refused.map((r) => [r.id, r.status]));
+    return items.map((i) => status.get(i.deviceId));
   }
 
   const batcher = createGroupCommit(write, { maxBatch: deps.maxBatch ?? 1000, maxInFlight: 1 });
 
   return {
-    /** Resolves once the SMS is durably stored (or was already); throws 409 for a device that may not submit. */
+    /** Resolves once the SMS is durably stored (or was already); throws 404 for a device that does not exist, 409 for one that may not submit. */
     async submit(item: SmsSubmission) {
-      const status = await batcher.submit(item);
-      if (status === null) throw notFound("Device");
-      assertAcceptsSms(status);
+      const refusal = await batcher.submit(item);
+      if (refusal === null) throw notFound("Device");
+      if (refusal !== undefined) assertAcceptsSms(refusal);
     },
     flush: () => batcher.flush(),
   };

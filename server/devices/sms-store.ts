@@ -18,8 +18,9 @@ const asRow = (i: SmsSubmission) => ({
 
 /**
  * Stores a batch of submissions and the job that will process them, in one statement (one
- * round trip, one commit). Rows of devices that may not submit are filtered out. Returns each
- * device's current status, so the caller can refuse the ones that were filtered out.
+ * round trip, one commit). Rows of devices that may not submit are filtered out. Returns the
+ * batch's devices whose SMS were filtered out, with their status (null: no such device), so the
+ * caller can refuse them; every other device's SMS were stored (or were already).
  *
  * Duplicates of either unique rule (message_id, or the same SMS under another id) are refused by
  * the constraints: `skipDuplicates` skips them (`on conflict do nothing`); without it a duplicate
@@ -31,7 +32,7 @@ const asRow = (i: SmsSubmission) => ({
  * batch with devices was planned as a hash join over a sequential scan of every device.
  */
 export async function insertSmsBatch(sql: Sql, items: SmsSubmission[], o: { skipDuplicates: boolean }) {
-  return sql<{ id: number; status: DeviceStatus }[]>`
+  return sql<{ id: number; status: DeviceStatus | null }[]>`
     with v as (
       select * from jsonb_to_recordset(${JSON.stringify(items.map(asRow))}::text::jsonb)
         as v(device_id bigint, message_id uuid, sim_slot int, from_number text, body text, received_at timestamptz)),
@@ -43,7 +44,8 @@ export async function insertSmsBatch(sql: Sql, items: SmsSubmission[], o: { skip
       ${o.skipDuplicates ? sql`on conflict do nothing` : sql``}
       returning id),
     job as (${enqueueJobs(sql, "device_sms.process", sql`select jsonb_build_object('ids', jsonb_agg(id)) from inserted having count(*) > 0`)})
-    select id, status from d`;
+    select v.id, d.status from (select distinct device_id as id from v) v left join d on d.id = v.id
+    where d.status is null or d.status not in ('active', 'pending_verification')`;
 }
 
 export type UnprocessedSms = {

@@ -86,6 +86,27 @@ describe("SMS submission idempotency", () => {
     expect(rows.map((r) => r.body)).toEqual(["first", "second", "third", "fourth", "fifth"]);
   });
 
+  test("one batch for an active, a disabled and a missing device: the first stored, the others refused with 409 and 404", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const [active, disabled] = await Promise.all([activeDevice(ctx, token), activeDevice(ctx, token)]);
+    await ctx.sql`update devices set status = 'disabled' where id = ${disabled.device.id}`;
+    const ingest = createSmsIngest({ sql: ctx.sql, wake: () => {} });
+    const sms = (deviceId: number) => ({
+      deviceId,
+      messageId: crypto.randomUUID(),
+      simSlot: 1,
+      from: "+15550001111",
+      body: `to ${deviceId}`,
+      receivedAt: new Date().toISOString(),
+    });
+    const [missing] = await ctx.sql<{ id: number }[]>`select coalesce(max(id), 0) + 1000 as id from devices`;
+    // Submitted in one tick: one batch.
+    const outcomes = await Promise.allSettled([active.device.id, disabled.device.id, Number(missing!.id)].map((id) => ingest.submit(sms(id))));
+    expect(outcomes.map((o) => (o.status === "fulfilled" ? "stored" : (o.reason as { status: number }).status))).toEqual(["stored", 409, 404]);
+    const stored = await ctx.sql<{ device_id: number }[]>`select device_id from device_sms where device_id in (${active.device.id}, ${disabled.device.id})`;
+    expect(stored.map((r) => Number(r.device_id))).toEqual([active.device.id]);
+  });
+
   test("deleting a device (by hand: the application only revokes them) deletes its stored SMS, as the foreign key's cascade did", async () => {
     const { token } = await createTenant(ctx.sql);
     const { device } = await activeDevice(ctx, token);
