@@ -7,18 +7,38 @@ import { lockUnprocessedSms, markSmsProcessed } from "./sms-store";
 type Payload = { ids?: number[]; device_id?: number };
 
 /**
+ * SMS turned into messages per transaction at most. An intake batch's job names up to 1,000 SMS
+ * and the queue hands over 100 jobs at a time, so a backlog's batch of jobs may name 100,000:
+ * one transaction of that size ran at 174 SMS/s against 5,000/s for transactions of about
+ * 6,000 (docs/benchmarks.md, session of 2026-11-27 11:05).
+ */
+export const PROCESS_CHUNK = 1000;
+
+/**
  * Turns stored device SMS into messages, on the job queue, a batch of jobs at a time (each
- * names the SMS of one intake batch, or a device whose SIM was just verified). Runs in one
- * transaction per batch: the messages, their events, the device_sms links and the counters commit together,
+ * names the SMS of one intake batch, or a device whose SIM was just verified), PROCESS_CHUNK SMS
+ * per transaction: the messages, their events, the device_sms links and the counters commit together,
  * so a crash means the jobs are claimed again and find only what is still unprocessed. SMS whose
  * SIM is not verified stay unprocessed; verification enqueues a job for the device's waiting SMS.
  */
 export async function processDeviceSms(sql: Pool, payloads: Payload[]) {
+  const ids = payloads.flatMap((p) => p.ids ?? []);
+  const deviceIds = payloads.flatMap((p) => (p.device_id === undefined ? [] : [p.device_id]));
+  let processed = 0;
+  for (let k = 0; k < ids.length; k += PROCESS_CHUNK) processed += (await processChunk(sql, { ids: ids.slice(k, k + PROCESS_CHUNK) })).processed;
+  // The devices' waiting SMS, page by page (SMS of a SIM still unverified stay, and are passed).
+  for (let afterId = 0; deviceIds.length > 0; ) {
+    const page = await processChunk(sql, { deviceIds, afterId, limit: PROCESS_CHUNK });
+    processed += page.processed;
+    if (page.locked < PROCESS_CHUNK) break;
+    afterId = page.lastId;
+  }
+  return processed;
+}
+
+function processChunk(sql: Pool, by: Parameters<typeof lockUnprocessedSms>[1]) {
   return sql.begin(async (tx) => {
-    const rows = await lockUnprocessedSms(tx, {
-      ids: payloads.flatMap((p) => p.ids ?? []),
-      deviceIds: payloads.flatMap((p) => (p.device_id === undefined ? [] : [p.device_id])),
-    });
+    const rows = await lockUnprocessedSms(tx, by);
     const ready = rows.filter((row) => row.hosted_sim_id !== null);
     const stored = await storeInboundMessages(
       tx,
@@ -35,7 +55,7 @@ export async function processDeviceSms(sql: Pool, payloads: Payload[]) {
     );
     const processed = ready.flatMap((row, k) => (stored[k] ? [{ smsId: row.id, deviceId: row.device_id, messageRowId: stored[k].messageId }] : []));
     await markSmsProcessed(tx, processed);
-    return processed.length;
+    return { processed: processed.length, locked: rows.length, lastId: rows.at(-1)?.id ?? 0 };
   });
 }
 

@@ -62,18 +62,19 @@ export type UnprocessedSms = {
 };
 
 /**
- * Unprocessed SMS (by id, and all of some devices), locked for this transaction, each with the hosted
+ * Unprocessed SMS (by id, or a page of some devices' SMS), locked for this transaction, each with the hosted
  * SIM it belongs to: the active card of its slot, or for an SMS without a slot the device's
  * first active card (by slot), whose slot it is then stored with. hosted_sim_id null: the SIM
  * is not verified yet (or no longer active), the SMS waits.
  */
-export async function lockUnprocessedSms(tx: Sql, by: { ids: number[]; deviceIds: number[] }) {
-  // Each condition alone keeps its index (an OR of the two would scan the table): by id (the
-  // primary key) is the common case; by device (the (device_id, message_id) unique index, all the
-  // device's rows, filtered) follows a verification (migrations/0240).
-  const byId = tx`s.id = any(${by.ids}::bigint[]) and s.message_row_id is null`;
-  const byDevice = tx`s.device_id = any(${by.deviceIds}::bigint[]) and s.message_row_id is null`;
-  const filter = by.deviceIds.length === 0 ? byId : by.ids.length === 0 ? byDevice : tx`(${byId} or ${byDevice})`;
+export async function lockUnprocessedSms(tx: Sql, by: { ids: number[] } | { deviceIds: number[]; afterId: number; limit: number }) {
+  // By id (the primary key) is the common case; by device (the (device_id, message_id) unique
+  // index, all the device's rows, filtered) follows a verification (migrations/0240), a page of
+  // `limit` rows after `afterId` at a time: a device may have kept many waiting.
+  const filter =
+    "ids" in by
+      ? tx`s.id = any(${by.ids}::bigint[]) and s.message_row_id is null`
+      : tx`s.device_id = any(${by.deviceIds}::bigint[]) and s.message_row_id is null and s.id > ${by.afterId}`;
   return tx<UnprocessedSms[]>`
     select s.id, s.device_id, s.message_id, s.sim_slot, s.from_number, s.body, s.received_at,
       c.hosted_sim_id, coalesce(s.sim_slot, c.sim_slot) as attributed_slot
@@ -85,6 +86,7 @@ export async function lockUnprocessedSms(tx: Sql, by: { ids: number[]; deviceIds
       order by c.sim_slot nulls last, c.id limit 1) c on true
     where ${filter} and d.status <> 'revoked'
     order by s.id
+    ${"limit" in by ? tx`limit ${by.limit}` : tx``}
     for update of s`;
 }
 

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createSmsIngest } from "../../server/devices/sms-ingest";
-import { processDeviceSms } from "../../server/devices/sms-process";
+import { PROCESS_CHUNK, processDeviceSms } from "../../server/devices/sms-process";
 import { createTenant } from "../fixtures";
 import { activeDevice, smsBody } from "../fixtures-devices";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
@@ -105,6 +105,27 @@ describe("SMS submission idempotency", () => {
     expect(outcomes.map((o) => (o.status === "fulfilled" ? "stored" : (o.reason as { status: number }).status))).toEqual(["stored", 409, 404]);
     const stored = await ctx.sql<{ device_id: number }[]>`select device_id from device_sms where device_id in (${active.device.id}, ${disabled.device.id})`;
     expect(stored.map((r) => Number(r.device_id))).toEqual([active.device.id]);
+  });
+
+  test("processing takes more SMS than one transaction holds, by id and by device, past a full page of SMS still waiting for their SIM", async () => {
+    const { token } = await createTenant(ctx.sql, { plan: "enterprise" });
+    const { device } = await activeDevice(ctx, token);
+    await ctx.services.devices.settle();
+    // Stored as the intake stores them; slot 2 has no verified card, so those SMS wait.
+    const store = (n: number, slot: number) => ctx.sql<{ id: number }[]>`
+      insert into device_sms (device_id, message_id, sim_slot, from_number, body, received_at)
+      select ${device.id}, gen_random_uuid(), ${slot}, '+15550001111', 'chunked ' || ${slot} || ' ' || g || ' ' || gen_random_uuid(), now() from generate_series(1, ${n}) g
+      returning id`;
+    const byId = await store(PROCESS_CHUNK + 7, 1);
+    expect(await processDeviceSms(ctx.sql, [{ ids: byId.slice(0, 10).map((r) => Number(r.id)) }, { ids: byId.slice(10).map((r) => Number(r.id)) }])).toBe(
+      PROCESS_CHUNK + 7,
+    );
+    await store(PROCESS_CHUNK + 3, 2);
+    await store(5, 1);
+    expect(await processDeviceSms(ctx.sql, [{ device_id: device.id }])).toBe(5);
+    const [left] = await ctx.sql<{ waiting: number; linked: number }[]>`
+      select count(*) filter (where message_row_id is null)::int as waiting, count(distinct message_row_id)::int as linked from device_sms where device_id = ${device.id}`;
+    expect(left).toEqual({ waiting: PROCESS_CHUNK + 3, linked: PROCESS_CHUNK + 12 });
   });
 
   test("deleting a device (by hand: the application only revokes them) deletes its stored SMS, as the foreign key's cascade did", async () => {
