@@ -26,11 +26,13 @@ export async function processDeviceSms(sql: Pool, payloads: Payload[]) {
   const deviceIds = payloads.flatMap((p) => (p.device_id === undefined ? [] : [p.device_id]));
   let processed = 0;
   for (let k = 0; k < ids.length; k += PROCESS_CHUNK) processed += (await processChunk(sql, { ids: ids.slice(k, k + PROCESS_CHUNK) })).processed;
-  // The devices' waiting SMS, page by page (SMS of a SIM still unverified stay, and are passed).
+  // The devices' waiting SMS, page by page (SMS of a SIM still unverified stay, and are passed),
+  // until a page finds none: a page may come back short of the limit while more remain, when rows
+  // it waited on were processed meanwhile by another transaction (a locking read drops them).
   for (let afterId = 0; deviceIds.length > 0; ) {
     const page = await processChunk(sql, { deviceIds, afterId, limit: PROCESS_CHUNK });
     processed += page.processed;
-    if (page.locked < PROCESS_CHUNK) break;
+    if (page.locked === 0) break;
     afterId = page.lastId;
   }
   return processed;
