@@ -40,7 +40,6 @@ export function createSmsIngest(deps: { sql: Pool; wake: () => void; maxBatch?: 
       return Promise.all(items.map((i) => write([i]).then((r) => r[0])));
     }
     deps.wake();
-    if (refused.length === 0) return items.map(() => undefined);
     const status = new Map(refused.map((r) => [r.id, r.status]));
     return items.map((i) => status.get(i.deviceId));
   }

@@ -36,16 +36,18 @@ export async function insertSmsBatch(sql: Sql, items: SmsSubmission[], o: { skip
     with v as (
       select * from jsonb_to_recordset(${JSON.stringify(items.map(asRow))}::text::jsonb)
         as v(device_id bigint, message_id uuid, sim_slot int, from_number text, body text, received_at timestamptz)),
-    d as (select id, status from devices where id = any(array(select distinct device_id from v))),
+    d as (
+      select id, status, status in ('active', 'pending_verification') as accepts
+      from devices where id = any(array(select distinct device_id from v))),
     inserted as (
       insert into device_sms (device_id, message_id, sim_slot, from_number, body, received_at)
       select v.device_id, v.message_id, v.sim_slot, v.from_number, v.body, v.received_at
-      from v join d on d.id = v.device_id where d.status in ('active', 'pending_verification')
+      from v join d on d.id = v.device_id where d.accepts
       ${o.skipDuplicates ? sql`on conflict do nothing` : sql``}
       returning id),
     job as (${enqueueJobs(sql, "device_sms.process", sql`select jsonb_build_object('ids', jsonb_agg(id)) from inserted having count(*) > 0`)})
     select v.id, d.status from (select distinct device_id as id from v) v left join d on d.id = v.id
-    where d.status is null or d.status not in ('active', 'pending_verification')`;
+    where d.accepts is not true`;
 }
 
 export type UnprocessedSms = {
