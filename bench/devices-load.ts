@@ -169,6 +169,7 @@ export const REQUEST_MAKERS = { sms: smsRequest };
 export type RequestSpec = { maker: "sms"; args: Parameters<typeof smsRequest> };
 export const smsLoad = (...args: Parameters<typeof smsRequest>): RequestSpec => ({ maker: "sms", args });
 const makerOf = (spec: RequestSpec) => REQUEST_MAKERS[spec.maker](...spec.args);
+const makerHere = (make: ((i: number) => Request) | RequestSpec) => (typeof make === "function" ? make : makerOf(make));
 
 /**
  * The most connections one process's fetch() keeps alive to one server: past it, Bun's client
@@ -335,12 +336,14 @@ export async function closedLoop(
   make: ((i: number) => Request) | RequestSpec,
   o: { concurrency: number; seconds: number; serverPid?: number },
 ): Promise<LoadResult> {
-  return withServerCpu(o.serverPid, async () => {
-    if (typeof make === "function") return summarize([await closedLoopHere(make, o.concurrency, o.seconds)]);
-    const processes = Math.ceil(o.concurrency / FETCH_CONNECTIONS);
-    if (processes === 1) return summarize([await closedLoopHere(makerOf(make), o.concurrency, o.seconds)]);
-    return summarize(await inProcesses(make, "closed", o.concurrency, o.seconds, processes));
-  });
+  const processes = Math.ceil(o.concurrency / FETCH_CONNECTIONS);
+  return withServerCpu(o.serverPid, async () =>
+    summarize(
+      typeof make !== "function" && processes > 1
+        ? await inProcesses(make, "closed", o.concurrency, o.seconds, processes)
+        : [await closedLoopHere(makerHere(make), o.concurrency, o.seconds)],
+    ),
+  );
 }
 
 /**
@@ -349,10 +352,12 @@ export async function closedLoop(
  * that a backlog of slow answers does not take more connections than one process keeps open.
  */
 export async function openLoop(make: ((i: number) => Request) | RequestSpec, o: { rate: number; seconds: number; processes?: number }): Promise<LoadResult> {
-  if (typeof make === "function") return summarize([await openLoopHere(make, o.rate, o.seconds)]);
   const processes = o.processes ?? 1;
-  if (processes === 1) return summarize([await openLoopHere(makerOf(make), o.rate, o.seconds)]);
-  return summarize(await inProcesses(make, "open", o.rate, o.seconds, processes));
+  return summarize(
+    typeof make !== "function" && processes > 1
+      ? await inProcesses(make, "open", o.rate, o.seconds, processes)
+      : [await openLoopHere(makerHere(make), o.rate, o.seconds)],
+  );
 }
 
 /** One load process's share (bench/load-process.ts): request numbers interleave with the other processes'. */
