@@ -29,7 +29,19 @@ const common = {
   // long instead of answering 503, and recovery would lag the database's return as much.
   backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
   // int8 (ids, counts) as JS numbers: safe up to 2^53, far past any count we keep.
-  types: { int8: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) } },
+  types: {
+    int8: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
+    // bigint[] (id lists, `= any($1::bigint[])`, `unnest`), written and read whole: the driver's
+    // generic array code quotes and escapes each element with two regular expressions, about
+    // 1.8 µs an element, which made a 1,000-SMS processing chunk's id lists cost more than its
+    // code extraction (docs/benchmarks.md). Digits, signs, commas, braces and NULL only.
+    int8Array: {
+      to: 1016,
+      from: [1016],
+      serialize: (xs: (number | null)[]) => `{${xs.map((x) => (x === null || x === undefined ? "NULL" : String(x))).join(",")}}`,
+      parse: (x: string) => JSON.parse(x.replaceAll("{", "[").replaceAll("}", "]").replaceAll("NULL", "null")) as (number | null)[],
+    },
+  },
 };
 
 /** Where the embedded database lives for a data dir; admin commands use the same rule. */
