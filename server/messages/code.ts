@@ -51,15 +51,14 @@ const DIGIT_BLOCKS: [number, number][] = [
   [0xff10, 0xff19], // full-width
 ];
 
+const NATIVE_DIGIT = new RegExp(`[${DIGIT_BLOCKS.map(([lo, hi]) => `\\u{${lo.toString(16)}}-\\u{${hi.toString(16)}}`).join("")}]`, "gu");
+
 /** Native digits as ASCII, one character for one, so positions stay those of the text. */
 function asciiDigits(text: string): string {
-  let out = "";
-  for (const ch of text) {
+  return text.replace(NATIVE_DIGIT, (ch) => {
     const cp = ch.codePointAt(0)!;
-    const block = DIGIT_BLOCKS.find(([lo, hi]) => cp >= lo && cp <= hi);
-    out += block ? String(cp - block[0]) : ch;
-  }
-  return out;
+    return String(cp - DIGIT_BLOCKS.find(([lo, hi]) => cp >= lo && cp <= hi)![0]);
+  });
 }
 
 /** Links, domains and addresses blanked out: their digits are paths and ids, never the code to type. */
