@@ -57,7 +57,8 @@ export async function findMessagesForFanout(sql: Sql, ids: number[]) {
     left join teams t on t.id = v.team_id
     left join hosted_sim_organizations a on a.hosted_sim_id = m.hosted_sim_id and a.organization_id = v.organization_id
     where v.message_id = any(${ids}::bigint[]) order by v.organization_id`;
-  return messages.map((message) => ({ message, visibility: visibility.filter((v) => v.messageId === message.id) }));
+  const byMessage = Map.groupBy(visibility, (v) => v.messageId);
+  return messages.map((message) => ({ message, visibility: byMessage.get(message.id) ?? [] }));
 }
 
 /**
