@@ -92,18 +92,24 @@ export async function lockUnprocessedSms(tx: Sql, by: { ids: number[] } | { devi
     for update of s`;
 }
 
-/** Links processed SMS to their messages and counts them on their devices, in one statement. */
+/**
+ * Links processed SMS to their messages and counts them on their devices, in one statement. Both
+ * tables are reached by key (`= any(...)`): as joins with the batch they were planned as hash
+ * joins over a sequential scan of every row, a cost that grew with the table (device_sms keeps
+ * every SMS).
+ */
 export async function markSmsProcessed(tx: Sql, done: { smsId: number; deviceId: number; messageRowId: number }[]) {
   if (done.length === 0) return;
+  const smsIds = done.map((d) => d.smsId);
   await tx`
     with v as (
-      select * from unnest(${done.map((d) => d.smsId)}::bigint[], ${done.map((d) => d.deviceId)}::bigint[], ${done.map((d) => d.messageRowId)}::bigint[])
+      select * from unnest(${smsIds}::bigint[], ${done.map((d) => d.deviceId)}::bigint[], ${done.map((d) => d.messageRowId)}::bigint[])
         as v(sms_id, device_id, message_row_id)),
-    linked as (update device_sms s set message_row_id = v.message_row_id from v where s.id = v.sms_id),
+    linked as (update device_sms s set message_row_id = v.message_row_id from v where s.id = any(${smsIds}::bigint[]) and s.id = v.sms_id),
     -- Devices locked in id order, as every multi-device write does, so two writers never deadlock.
-    locked as (select id from devices where id in (select device_id from v) order by id for no key update)
+    locked as (select id from devices where id = any(array(select distinct device_id from v)) order by id for no key update)
     update devices d set messages_received_count = d.messages_received_count + c.n
-    from (select device_id, count(*) as n from v group by device_id) c where d.id = c.device_id and d.id in (select id from locked)`;
+    from (select device_id, count(*) as n from v group by device_id) c where d.id = any(array(select id from locked)) and d.id = c.device_id`;
 }
 
 export async function enqueueDeviceSmsProcessing(tx: Sql, deviceId: number) {
