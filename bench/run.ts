@@ -166,10 +166,12 @@ const benches: Bench[] = [
           command,
         },
         {
-          figure: "SMS p99 at a fixed 5,000/s (open loop)",
-          measured: `p99 ${ms(fixed.p99)}, ${n(accepted(fixed))} of ${n(fixed.requests)} accepted, ${n(fixed.requests / fixed.seconds)}/s served`,
-          target: "< 50 ms",
-          met: fixed.p99 < 50 && allAccepted,
+          // Started once the closed loop's backlog is processed; processing keeps pace when what
+          // is left unprocessed at its end is at most a second of the rate.
+          figure: "SMS p99 at a fixed 5,000/s (open loop), processing keeping pace on the same cores",
+          measured: `p99 ${ms(fixed.p99)}, ${n(accepted(fixed))} of ${n(fixed.requests)} accepted, ${n(fixed.requests / fixed.seconds)}/s served; unprocessed at its end ${n(o.processing.afterFixedRate.backlog)} (processed within ${ms(o.processing.afterFixedRate.drainMs)}); closed loop's backlog ${n(o.processing.afterClosedLoop.backlog)} processed in ${ms(o.processing.afterClosedLoop.drainMs)} before it`,
+          target: "< 50 ms; ≤ 1 s of the rate unprocessed at its end",
+          met: fixed.p99 < 50 && allAccepted && o.processing.afterFixedRate.backlog <= fixed.rate,
           command,
         },
         {
