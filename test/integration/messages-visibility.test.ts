@@ -154,4 +154,23 @@ describe("visibility matrix", () => {
     expect(await historyTexts(a, sim.id)).toEqual(["provider open"]);
     expect(await historyTexts(b, sim.id)).toEqual(["provider open", "provider during B's lock"]);
   });
+
+  // Visibility rows reach their number through their message (migrations/0250): a number's
+  // deletion removes its messages and, with them, every organization's rows; no row may name
+  // a number its message does not.
+  test("a number's deletion takes its messages' visibility rows with it, in every organization", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    const m = await receiveSms(ctx.sql, sim.id, { text: "soon gone" });
+    const rows = async () =>
+      (await ctx.sql<{ n: number }[]>`select count(*)::int as n from message_visibility where message_id = ${m.messageId} or hosted_sim_id = ${sim.id}`)[0]!.n;
+    expect(await rows()).toBe(2);
+    const [mismatched] = await ctx.sql<{ n: number }[]>`
+      select count(*)::int as n from message_visibility v join messages m on m.id = v.message_id where v.hosted_sim_id <> m.hosted_sim_id`;
+    expect(mismatched!.n).toBe(0);
+    await ctx.sql`delete from hosted_sims where id = ${sim.id}`;
+    expect(await rows()).toBe(0);
+    expect((await ctx.sql`select 1 from messages where id = ${m.messageId}`).length).toBe(0);
+  });
 });
