@@ -61,17 +61,26 @@ export const toStoredEvent = (r: Row): StoredEvent => {
  */
 export async function appendEvents(sql: Sql, events: NewEvent[]): Promise<void> {
   if (events.length === 0) return;
-  const rows = events.map((e) => ({
+  const rows = events.map((e, ord) => ({
+    ord,
     organization_id: e.organizationId,
     type: e.type,
     hosted_sim_id: e.hostedSimId ?? null,
     device_id: e.deviceId ?? null,
     team_id: e.teamId ?? null,
     dedupe_key: e.dedupeKey ?? null,
-    payload: e.payload, // postgres.js sends an object to a jsonb column as JSON
+    payload: e.payload,
   }));
+  // The events travel as one JSON text (serialised natively), in their order (`ord`: the log's
+  // ids follow it), rather than as seven parameters an event: the driver serialised each
+  // parameter in JavaScript, and every batch size was a statement of its own to parse and plan
+  // (docs/benchmarks.md, session of 2026-11-27 17:38).
   await sql`
-    insert into events ${sql(rows as unknown as Record<string, string | number | null>[], "organization_id", "type", "hosted_sim_id", "device_id", "team_id", "dedupe_key", "payload")}
+    insert into events (organization_id, type, hosted_sim_id, device_id, team_id, dedupe_key, payload)
+    select r.organization_id, r.type, r.hosted_sim_id, r.device_id, r.team_id, r.dedupe_key, r.payload
+    from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
+      as r(ord int, organization_id bigint, type text, hosted_sim_id bigint, device_id bigint, team_id bigint, dedupe_key text, payload jsonb)
+    order by r.ord
     on conflict (organization_id, type, dedupe_key) where dedupe_key is not null do nothing`;
 }
 

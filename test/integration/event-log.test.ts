@@ -70,6 +70,18 @@ describe("the event log", () => {
     expect(all.map((e) => e.payload.n).sort()).toEqual(ctx.services.db.kind === "postgres" ? [1, 2] : [1]);
   });
 
+  test("a batch is appended in its order, every field and payload as given", async () => {
+    const { org } = await createTenant(ctx.sql);
+    const start = await highWaterPosition(ctx.sql);
+    const payload = (n: number) => ({ n, text: `ünïcødé 🙂 "quoted" \\ back\nline ${n}`, nested: { list: [n, null, true], empty: {} }, none: null });
+    const batch = Array.from({ length: 1500 }, (_, n) => ({ ...event(org.id, n), payload: payload(n), hostedSimId: n % 3 === 0 ? null : n, teamId: n % 2 ? n : null }));
+    await ctx.sql.begin((tx) => appendEvents(tx, batch));
+    const read = await readEvents(ctx.sql, start, { organizations: [org.id] }, 2000);
+    expect(read.map((e) => e.payload)).toEqual(batch.map((e) => e.payload));
+    expect(read.map((e) => [e.hostedSimId, e.teamId, e.deviceId])).toEqual(batch.map((e) => [e.hostedSimId, e.teamId, null]));
+    expect(read.map((e) => e.position.id)).toEqual([...read.map((e) => e.position.id)].sort((a, b) => a - b));
+  });
+
   test("a dedupe key appends once", async () => {
     const { org } = await createTenant(ctx.sql);
     const start = await highWaterPosition(ctx.sql);
