@@ -74,7 +74,12 @@ describe("the event log", () => {
     const { org } = await createTenant(ctx.sql);
     const start = await highWaterPosition(ctx.sql);
     const payload = (n: number) => ({ n, text: `ünïcødé 🙂 "quoted" \\ back\nline ${n}`, nested: { list: [n, null, true], empty: {} }, none: null });
-    const batch = Array.from({ length: 1500 }, (_, n) => ({ ...event(org.id, n), payload: payload(n), hostedSimId: n % 3 === 0 ? null : n, teamId: n % 2 ? n : null }));
+    const batch = Array.from({ length: 1500 }, (_, n) => ({
+      ...event(org.id, n),
+      payload: payload(n),
+      hostedSimId: n % 3 === 0 ? null : n,
+      teamId: n % 2 ? n : null,
+    }));
     await ctx.sql.begin((tx) => appendEvents(tx, batch));
     const read = await readEvents(ctx.sql, start, { organizations: [org.id] }, 2000);
     expect(read.map((e) => e.payload)).toEqual(batch.map((e) => e.payload));
