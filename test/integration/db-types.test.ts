@@ -33,6 +33,9 @@ describe("database types", () => {
         array[3, -4]::bigint[] as built, array[[1, 2], [3, 4]]::bigint[] as nested`;
     expect(row!.hits).toBe(1000);
     expect(row!.built).toEqual([3, -4]);
-    expect(row!.nested).toEqual([[1, 2], [3, 4]]);
+    expect(row!.nested).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
   });
 });
