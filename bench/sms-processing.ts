@@ -1,0 +1,92 @@
+/**
+ * Processing device SMS into messages, alone: what one SMS costs the processor (this process's
+ * JavaScript) and PostgreSQL (the backend it uses), without HTTP or intake beside it.
+ *
+ *   bun bench/sms-processing.ts [--sms 20000] [--rounds 3] [--devices 1000]
+ *
+ * A template database gets `devices` devices with verified SIMs and `sms` + 1,000 SMS stored by the
+ * real intake, round-robin over the devices (their processing jobs removed). Each round copies it
+ * and processes its SMS in this process on one connection, 1,000 (PROCESS_CHUNK) per transaction
+ * as the job handler does: the first chunk warms the connection's statements up, the rest are
+ * measured. Per SMS: wall time, this process's CPU, and the PostgreSQL backend's CPU (/proc).
+ * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test).
+ */
+import postgres from "postgres";
+import { openDatabase } from "../server/db/client";
+import { migrate } from "../server/db/migrate";
+import { createSmsIngest } from "../server/devices/sms-ingest";
+import { PROCESS_CHUNK, processDeviceSms } from "../server/devices/sms-process";
+import { arg, cpuSeconds, seedDevices } from "./devices-load";
+
+const SMS = arg("sms", 20000);
+const ROUNDS = arg("rounds", 3);
+const DEVICES = arg("devices", 1000);
+
+const BASE = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const admin = postgres(BASE, { max: 1, onnotice: () => {} });
+const template = `simhost_bench_processing_${Date.now()}`;
+await admin.unsafe(`create database "${template}"`);
+const urlOf = (name: string) => {
+  const u = new URL(BASE);
+  u.pathname = `/${name}`;
+  return u.toString();
+};
+const templateUrl = urlOf(template);
+
+{
+  const db = await openDatabase({ DATABASE_URL: templateUrl, DATA_DIR: "/tmp" });
+  await migrate(db.sql);
+  const { deviceIds } = await seedDevices(db.sql as never, DEVICES);
+  const ingest = createSmsIngest({ sql: db.sql, wake: () => {} });
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: 500 }, async () => {
+      while (n < SMS + PROCESS_CHUNK) {
+        const i = n++;
+        await ingest.submit({
+          deviceId: deviceIds[i % deviceIds.length]!,
+          messageId: crypto.randomUUID(),
+          simSlot: 1,
+          from: "+15550002222",
+          body: `Your code is ${100000 + (i % 900000)}. bench message ${i} ${crypto.randomUUID()}`,
+          receivedAt: new Date().toISOString(),
+        });
+      }
+    }),
+  );
+  await db.sql`delete from jobs`;
+  await db.sql`vacuum analyze`;
+  await db.close();
+}
+
+const rounds = [];
+try {
+  for (let round = 0; round < ROUNDS; round++) {
+    const name = `${template}_r${round}`;
+    await admin.unsafe(`create database "${name}" template "${template}"`);
+    const db = await openDatabase({ DATABASE_URL: urlOf(name), DATA_DIR: "/tmp" }, 1);
+    try {
+      const ids = (await db.sql<{ id: number }[]>`select id from device_sms where message_row_id is null order by id`).map((r) => r.id);
+      const [{ pid }] = (await db.sql`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
+      await processDeviceSms(db.sql, [{ ids: ids.slice(0, PROCESS_CHUNK) }]);
+      const rest = ids.slice(PROCESS_CHUNK);
+      const js0 = process.cpuUsage();
+      const pg0 = await cpuSeconds(pid);
+      const t0 = performance.now();
+      let processed = 0;
+      for (let k = 0; k < rest.length; k += PROCESS_CHUNK) processed += await processDeviceSms(db.sql, [{ ids: rest.slice(k, k + PROCESS_CHUNK) }]);
+      const wallUs = (performance.now() - t0) * 1000;
+      const js = process.cpuUsage(js0);
+      const pgUs = ((await cpuSeconds(pid)) - pg0) * 1e6;
+      const per = (us: number) => +(us / processed).toFixed(1);
+      rounds.push({ processed, wallUsPerSms: per(wallUs), serverCpuUsPerSms: per(js.user + js.system), postgresCpuUsPerSms: per(pgUs) });
+    } finally {
+      await db.close();
+      await admin.unsafe(`drop database if exists "${name}" with (force)`);
+    }
+  }
+} finally {
+  await admin.unsafe(`drop database if exists "${template}" with (force)`);
+  await admin.end();
+}
+console.log(JSON.stringify({ sms: SMS, devices: DEVICES, chunk: PROCESS_CHUNK, rounds }, null, 2));
