@@ -1,12 +1,13 @@
 /**
- * The heartbeat benchmark's baseline: a bare Elysia route validating the same body with the same
- * schema, answering the same shape; no authentication, no actor, no database. Beside it the app's
+ * The device benchmarks' baseline: bare Elysia routes validating the same bodies with the same
+ * schemas (a heartbeat, an SMS submission), answering the same shapes; no authentication, no
+ * actor, no database. Beside it the app's
  * most trivial route (the OAuth metadata document: no authentication, no body, no database),
  * answering the same JSON, so the app's cost for that route less this one is what the app's
  * global hooks cost.
  */
 import { Elysia } from "elysia";
-import { Heartbeat, HeartbeatAnswer } from "../server/devices/schema";
+import { Heartbeat, HeartbeatAnswer, SmsAccepted, SubmitSms } from "../server/devices/schema";
 import { authorizationServerMetadata } from "../server/oauth/routes";
 
 const base = process.env.PUBLIC_URL ?? "";
@@ -18,4 +19,12 @@ new Elysia()
     body: Heartbeat,
     response: { 200: HeartbeatAnswer },
   })
+  .post(
+    "/api/byos/devices/:device/sms",
+    ({ body, set }) => {
+      set.status = 202;
+      return { message: "SMS accepted for processing.", message_id: body.message_id };
+    },
+    { body: SubmitSms, response: { 202: SmsAccepted } },
+  )
   .listen({ port: Number(process.env.PORT), hostname: "127.0.0.1" });

@@ -2,7 +2,8 @@
  * SMS ingest: durable, acknowledged submissions per second through the real server with real
  * PostgreSQL (closed loop, as fast as it goes), latency at a fixed 5,000/s (open loop), and the
  * durable intake alone (group commit without HTTP and authentication) for comparison, and the
- * device_sms table's cost in a 100-row pgbench insert against a minimal row, in the same run.
+ * device_sms table's cost in a 100-row pgbench insert against a minimal row, and the same HTTP
+ * loads against a bare Elysia route validating the same body, all in the same run.
  *
  *   bun bench/devices-sms.ts [--devices 1000] [--seconds 10] [--concurrency 256] [--rate 5000] [--workers 4]
  *
@@ -101,6 +102,25 @@ async function drain(sql: ReturnType<typeof connect>) {
   return { backlog, drainMs: Math.round(performance.now() - start) };
 }
 
+/**
+ * The HTTP figures' baseline: the same closed and open loops (same generator, connections and
+ * bodies) against a bare Elysia route that validates the body with the same schema and answers
+ * 202 with the same shape, with no authentication, actor or database (bench/devices-baseline-server.ts).
+ */
+async function bareRoute(token: string, deviceIds: number[]) {
+  const bare = await spawnServer("bench/devices-baseline-server.ts", {}, "/ready");
+  try {
+    const req = smsLoad(bare.url, token, deviceIds);
+    await closedLoop(req, { concurrency: 64, seconds: 2 });
+    const max = await closedLoop(req, { concurrency: CONCURRENCY, seconds: SECONDS, serverPid: bare.proc.pid });
+    const fixed = await openLoop(req, { rate: RATE, seconds: SECONDS, processes: Math.ceil(CONCURRENCY / FETCH_CONNECTIONS) });
+    return { max, fixedRate: { rate: RATE, ...fixed } };
+  } finally {
+    bare.proc.kill();
+    await bare.proc.exited;
+  }
+}
+
 const dbUrl = await freshBenchDatabase("sms");
 const server = await spawnServer("server/main.ts", { DATABASE_URL: dbUrl, WORKERS: String(WORKERS) }, "/api/health");
 try {
@@ -122,6 +142,7 @@ try {
   await server.proc.exited;
   const direct = await intakeAlone(dbUrl, deviceIds);
   const pgbench = await tableCost(dbUrl, Math.min(SECONDS, 5));
+  const bare = await bareRoute(token, deviceIds);
   console.log(
     JSON.stringify(
       {
@@ -135,6 +156,8 @@ try {
         intakeWithoutHttp: direct,
         // device_sms against a minimal row in a 100-row pgbench insert, alternated in this run.
         pgbench,
+        // The same loads against a bare Elysia route validating the same body, in this run.
+        baseline: { bareValidatedRoute: bare },
       },
       null,
       2,

@@ -90,14 +90,22 @@ const bareSignAndPost = (o: Json) =>
 const barePublish = (o: Json) => `bare Bun publish p99 ${ms(o.baseline_bare_publish.p99_ms)} (p50 ${ms(o.baseline_bare_publish.p50_ms)})`;
 const accepted = (r: Json) => (r.statuses?.[202] ?? 0) as number;
 
-/** bench/devices-sms.ts: acknowledged per second (closed loop), and the fixed-rate run. */
+/** bench/devices-sms.ts: acknowledged per second (closed loop), and the fixed-rate run, each with its same-run baselines. */
 function smsFigures(o: Json) {
   const fixed = o.http.fixedRate;
+  const perSecond = accepted(o.http.max) / o.http.max.seconds;
+  const bare = o.baseline.bareValidatedRoute;
+  const barePerSecond = accepted(bare.max) / bare.max.seconds;
   return {
     fixed,
-    perSecond: accepted(o.http.max) / o.http.max.seconds,
+    perSecond,
     // Every request sent at the fixed rate must have been acknowledged, not just answered.
     allAccepted: accepted(fixed) === fixed.requests && fixed.errors === 0,
+    bareClosed: `bare Elysia route validating the same body ${n(barePerSecond)}/s (ratio ${(perSecond / barePerSecond).toFixed(2)})`,
+    bareFixed: `bare route at the same rate: p99 ${ms(bare.fixedRate.p99)}`,
+    pgbench: o.pgbench
+      ? `pgbench 100-row insert of device_sms ${n(o.pgbench.deviceSmsMean)} rows/s (ratio ${(o.intakeWithoutHttp.perSecond / o.pgbench.deviceSmsMean).toFixed(2)})`
+      : undefined,
   };
 }
 
@@ -156,11 +164,12 @@ const benches: Bench[] = [
     args: ["--seconds", quick ? "3" : "10", "--rate", "5000"],
     timeout: quick ? 240 : 600,
     rows: (o, command) => {
-      const { fixed, perSecond, allAccepted } = smsFigures(o);
+      const { fixed, perSecond, allAccepted, bareClosed, bareFixed, pgbench } = smsFigures(o);
       return [
         {
           figure: "durable SMS ingest over HTTP (closed loop), processing on the same cores",
           measured: `${n(perSecond)}/s acknowledged`,
+          baseline: bareClosed,
           target: "≥ 10,000/s",
           met: perSecond >= 10_000,
           command,
@@ -170,6 +179,7 @@ const benches: Bench[] = [
           // is left unprocessed at its end is at most a second of the rate.
           figure: "SMS p99 at a fixed 5,000/s (open loop), processing keeping pace on the same cores",
           measured: `p99 ${ms(fixed.p99)}, ${n(accepted(fixed))} of ${n(fixed.requests)} accepted, ${n(fixed.requests / fixed.seconds)}/s served; unprocessed at its end ${n(o.processing.afterFixedRate.backlog)} (processed within ${ms(o.processing.afterFixedRate.drainMs)}); closed loop's backlog ${n(o.processing.afterClosedLoop.backlog)} processed in ${ms(o.processing.afterClosedLoop.drainMs)} before it`,
+          baseline: bareFixed,
           target: "< 50 ms; ≤ 1 s of the rate unprocessed at its end",
           met: fixed.p99 < 50 && allAccepted && o.processing.afterFixedRate.backlog <= fixed.rate,
           command,
@@ -177,6 +187,7 @@ const benches: Bench[] = [
         {
           figure: "durable SMS intake alone (group commit, no HTTP)",
           measured: `${n(o.intakeWithoutHttp.perSecond)}/s`,
+          baseline: pgbench,
           target: "≥ 10,000/s",
           met: o.intakeWithoutHttp.perSecond >= 10_000,
           command,
@@ -192,10 +203,11 @@ const benches: Bench[] = [
     args: ["--seconds", quick ? "3" : "10", "--rate", "5000", "--workers", "0"],
     timeout: quick ? 240 : 600,
     rows: (o, command) => {
-      const { fixed, perSecond, allAccepted } = smsFigures(o);
+      const { fixed, perSecond, allAccepted, bareClosed, bareFixed } = smsFigures(o);
       return [
         {
           figure: "durable SMS ingest over HTTP, API-only instance (WORKERS=0)",
+          baseline: `${bareClosed}; ${bareFixed}`,
           measured: `${n(perSecond)}/s acknowledged; p99 ${ms(fixed.p99)} at a fixed 5,000/s (${n(accepted(fixed))} of ${n(fixed.requests)} accepted)`,
           target: "≥ 20,000/s; p99 < 50 ms at 5,000/s",
           met: perSecond >= 20_000 && fixed.p99 < 50 && allAccepted,
