@@ -322,9 +322,13 @@ const benches: Bench[] = [
     rows: (o, command) =>
       [1, 1000].map((page) => {
         const r = o.results.find((x: Json) => new RegExp(`^hosted_sim=\\d+&per_page=50&page=${page}$`).test(x.query));
+        // Same run, interleaved the same way: the page's store call alone, and its SQL inside PostgreSQL.
+        const store = o.results.find((x: Json) => x.query === `store only: page=${page}`);
+        const database = o.results.find((x: Json) => x.query === `database only: page=${page}`);
         return {
           figure: `message history over HTTP, page ${n(page)} of 50, ${n(o.messages)} messages`,
           measured: `p99 ${ms(r.p99)} (p50 ${ms(r.p50)}, ${r.runs} runs)`,
+          baseline: `the store alone p99 ${ms(store.p99)}; its SQL in PostgreSQL p99 ${ms(database.p99)}`,
           target: "p99 < 20 ms",
           met: r.p99 < 20,
           command,
