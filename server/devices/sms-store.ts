@@ -1,6 +1,6 @@
 import type { Sql } from "../db/client";
 import { enqueueJobs } from "../jobs/queue";
-import type { DeviceStatus } from "./transitions";
+import { type DeviceStatus, SMS_ACCEPTING_STATUSES } from "./transitions";
 
 export type SmsSubmission = { deviceId: number; messageId: string; simSlot: number | null; from: string; body: string; receivedAt: string };
 
@@ -37,7 +37,7 @@ export async function insertSmsBatch(sql: Sql, items: SmsSubmission[], o: { skip
       select * from jsonb_to_recordset(${JSON.stringify(items.map(asRow))}::text::jsonb)
         as v(device_id bigint, message_id uuid, sim_slot int, from_number text, body text, received_at timestamptz)),
     d as (
-      select id, status, status in ('active', 'pending_verification') as accepts
+      select id, status, status = any(${SMS_ACCEPTING_STATUSES as DeviceStatus[]}::text[]) as accepts
       from devices where id = any(array(select distinct device_id from v))),
     inserted as (
       insert into device_sms (device_id, message_id, sim_slot, from_number, body, received_at)

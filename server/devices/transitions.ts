@@ -32,9 +32,14 @@ export function assertAcceptsHeartbeat(status: DeviceStatus) {
   if (status === "revoked") throw invalidState("This device has been revoked; it can no longer send heartbeats.");
 }
 
-/** SMS are accepted from pending (they wait for verification) and active devices only. */
+/**
+ * The statuses whose devices may submit SMS: pending (their SMS wait for verification) and active.
+ * The intake's statement decides with this list (sms-store.ts), and its refusals are answered here.
+ */
+export const SMS_ACCEPTING_STATUSES: readonly DeviceStatus[] = ["active", "pending_verification"];
+
 export function assertAcceptsSms(status: DeviceStatus) {
-  if (status === "disabled" || status === "revoked") throw invalidState(`This device is ${status}; it cannot submit SMS.`);
+  if (!SMS_ACCEPTING_STATUSES.includes(status)) throw invalidState(`This device is ${status}; it cannot submit SMS.`);
 }
 
 /** Operators and users may change a device until it is revoked. */
