@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import postgres from "postgres";
 import { issueSession } from "../server/auth/tokens";
+import type { SmsSubmission } from "../server/devices/sms-store";
 
 export const ROOT = join(import.meta.dir, "..");
 const BASE = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -147,6 +148,35 @@ export async function seedDevices(sql: Sql, n: number) {
   // planned for tables of unknown size (docs/benchmarks.md, heartbeats of 100,000 devices).
   if (!process.env.BENCH_NO_ANALYZE) await sql`analyze devices, sim_cards, hosted_sims, hosted_sim_organizations`;
   return { orgId: org!.id, token, deviceIds: ids.map((r) => r.id) };
+}
+
+/**
+ * SMS submitted straight to the intake (server/devices/sms-ingest.ts, no HTTP), from
+ * `concurrency` loops at once, round-robin over `deviceIds`, for as long as `more(n)` holds (`n`:
+ * submitted so far); `body(i)` is the i-th SMS's text. Returns how many were submitted.
+ */
+export async function submitToIntake(
+  ingest: { submit(item: SmsSubmission): Promise<unknown> },
+  deviceIds: number[],
+  o: { concurrency: number; more: (n: number) => boolean; body: (i: number) => string },
+) {
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: o.concurrency }, async () => {
+      while (o.more(n)) {
+        const i = n++;
+        await ingest.submit({
+          deviceId: deviceIds[i % deviceIds.length]!,
+          messageId: crypto.randomUUID(),
+          simSlot: 1,
+          from: "+15550002222",
+          body: o.body(i),
+          receivedAt: new Date().toISOString(),
+        });
+      }
+    }),
+  );
+  return n;
 }
 
 /** A device's SMS submission body, unique per call (`i` and a random id). */

@@ -13,7 +13,19 @@ import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSmsIngest } from "../server/devices/sms-ingest";
-import { arg, closedLoop, connect, dropDatabase, FETCH_CONNECTIONS, freshBenchDatabase, openLoop, seedDevices, smsLoad, spawnServer } from "./devices-load";
+import {
+  arg,
+  closedLoop,
+  connect,
+  dropDatabase,
+  FETCH_CONNECTIONS,
+  freshBenchDatabase,
+  openLoop,
+  seedDevices,
+  smsLoad,
+  spawnServer,
+  submitToIntake,
+} from "./devices-load";
 
 const DEVICES = arg("devices", 1000);
 const SECONDS = arg("seconds", 10);
@@ -28,22 +40,7 @@ async function intakeAlone(dbUrl: string, deviceIds: number[]) {
   const ingest = createSmsIngest({ sql: sql as never, wake: () => {} });
   const end = performance.now() + SECONDS * 1000;
   const start = performance.now();
-  let n = 0;
-  await Promise.all(
-    Array.from({ length: 2000 }, async () => {
-      while (performance.now() < end) {
-        const i = n++;
-        await ingest.submit({
-          deviceId: deviceIds[i % deviceIds.length]!,
-          messageId: crypto.randomUUID(),
-          simSlot: 1,
-          from: "+15550002222",
-          body: `direct ${i}`,
-          receivedAt: new Date().toISOString(),
-        });
-      }
-    }),
-  );
+  const n = await submitToIntake(ingest, deviceIds, { concurrency: 2000, more: () => performance.now() < end, body: (i) => `direct ${i}` });
   await sql.end();
   return { submissions: n, perSecond: Math.round(n / ((performance.now() - start) / 1000)) };
 }

@@ -16,7 +16,7 @@ import { openDatabase } from "../server/db/client";
 import { migrate } from "../server/db/migrate";
 import { createSmsIngest } from "../server/devices/sms-ingest";
 import { PROCESS_CHUNK, processDeviceSms } from "../server/devices/sms-process";
-import { arg, cpuSeconds, seedDevices } from "./devices-load";
+import { arg, cpuSeconds, seedDevices, submitToIntake } from "./devices-load";
 
 const SMS = arg("sms", 20000);
 const ROUNDS = arg("rounds", 3);
@@ -38,22 +38,11 @@ const templateUrl = urlOf(template);
   await migrate(db.sql);
   const { deviceIds } = await seedDevices(db.sql as never, DEVICES);
   const ingest = createSmsIngest({ sql: db.sql, wake: () => {} });
-  let n = 0;
-  await Promise.all(
-    Array.from({ length: 500 }, async () => {
-      while (n < SMS + PROCESS_CHUNK) {
-        const i = n++;
-        await ingest.submit({
-          deviceId: deviceIds[i % deviceIds.length]!,
-          messageId: crypto.randomUUID(),
-          simSlot: 1,
-          from: "+15550002222",
-          body: `Your code is ${100000 + (i % 900000)}. bench message ${i} ${crypto.randomUUID()}`,
-          receivedAt: new Date().toISOString(),
-        });
-      }
-    }),
-  );
+  await submitToIntake(ingest, deviceIds, {
+    concurrency: 500,
+    more: (n) => n < SMS + PROCESS_CHUNK,
+    body: (i) => `Your code is ${100000 + (i % 900000)}. bench message ${i} ${crypto.randomUUID()}`,
+  });
   await db.sql`delete from jobs`;
   await db.sql`vacuum analyze`;
   await db.close();
