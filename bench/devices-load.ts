@@ -19,16 +19,28 @@ export const arg = (name: string, fallback: number) => {
 /** Each fresh database's autovacuum stand-in (`autovacuumMeanwhile`), stopped by `dropDatabase`. */
 const analyzers = new Map<string, () => Promise<void>>();
 
-/** A new database for one run (dropped by `dropDatabase`), vacuumed and analyzed meanwhile as autovacuum would (`autovacuumMeanwhile`). */
-export async function freshBenchDatabase(tag: string) {
-  const admin = postgres(BASE, { max: 1, onnotice: () => {} });
-  const name = `simhost_bench_${tag}_${Date.now()}`;
-  await admin.unsafe(`create database "${name}"`);
-  await admin.end();
+/** The URL of database `name` on the bench's PostgreSQL server. */
+const databaseUrl = (name: string) => {
   const u = new URL(BASE);
   u.pathname = `/${name}`;
-  analyzers.set(u.toString(), autovacuumMeanwhile(u.toString()));
   return u.toString();
+};
+
+/**
+ * A new database for one run (dropped by `dropDatabase`), a copy of the database at `o.template`
+ * when given, vacuumed and analyzed meanwhile as autovacuum would (`autovacuumMeanwhile`) unless
+ * `o.autovacuum` is false (a template, which must be left alone to be copied, or a database
+ * whose measurement the stand-in's work would disturb).
+ */
+export async function freshBenchDatabase(tag: string, o: { template?: string; autovacuum?: boolean } = {}) {
+  const admin = postgres(BASE, { max: 1, onnotice: () => {} });
+  const name = `simhost_bench_${tag}_${Date.now()}`;
+  const template = o.template ? ` template "${new URL(o.template).pathname.slice(1)}"` : "";
+  await admin.unsafe(`create database "${name}"${template}`);
+  await admin.end();
+  const url = databaseUrl(name);
+  if (o.autovacuum !== false) analyzers.set(url, autovacuumMeanwhile(url));
+  return url;
 }
 
 export async function dropDatabase(url: string) {

@@ -11,49 +11,38 @@
  * measured. Per SMS: wall time, this process's CPU, and the PostgreSQL backend's CPU (/proc).
  * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test).
  */
-import postgres from "postgres";
 import { openDatabase } from "../server/db/client";
 import { migrate } from "../server/db/migrate";
 import { createSmsIngest } from "../server/devices/sms-ingest";
 import { PROCESS_CHUNK, processDeviceSms } from "../server/devices/sms-process";
-import { arg, cpuSeconds, seedDevices, submitToIntake } from "./devices-load";
+import { arg, cpuSeconds, dropDatabase, freshBenchDatabase, seedDevices, submitToIntake } from "./devices-load";
 
 const SMS = arg("sms", 20000);
 const ROUNDS = arg("rounds", 3);
 const DEVICES = arg("devices", 1000);
 
-const BASE = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-const admin = postgres(BASE, { max: 1, onnotice: () => {} });
-const template = `simhost_bench_processing_${Date.now()}`;
-await admin.unsafe(`create database "${template}"`);
-const urlOf = (name: string) => {
-  const u = new URL(BASE);
-  u.pathname = `/${name}`;
-  return u.toString();
-};
-const templateUrl = urlOf(template);
-
-{
-  const db = await openDatabase({ DATABASE_URL: templateUrl, DATA_DIR: "/tmp" });
-  await migrate(db.sql);
-  const { deviceIds } = await seedDevices(db.sql as never, DEVICES);
-  const ingest = createSmsIngest({ sql: db.sql, wake: () => {} });
-  await submitToIntake(ingest, deviceIds, {
-    concurrency: 500,
-    more: (n) => n < SMS + PROCESS_CHUNK,
-    body: (i) => `Your code is ${100000 + (i % 900000)}. bench message ${i} ${crypto.randomUUID()}`,
-  });
-  await db.sql`delete from jobs`;
-  await db.sql`vacuum analyze`;
-  await db.close();
-}
+// The template stays untouched to be copied, and a round's measurement undisturbed: no autovacuum stand-in.
+const templateUrl = await freshBenchDatabase("processing", { autovacuum: false });
 
 const rounds = [];
 try {
+  {
+    const db = await openDatabase({ DATABASE_URL: templateUrl, DATA_DIR: "/tmp" });
+    await migrate(db.sql);
+    const { deviceIds } = await seedDevices(db.sql as never, DEVICES);
+    const ingest = createSmsIngest({ sql: db.sql, wake: () => {} });
+    await submitToIntake(ingest, deviceIds, {
+      concurrency: 500,
+      more: (n) => n < SMS + PROCESS_CHUNK,
+      body: (i) => `Your code is ${100000 + (i % 900000)}. bench message ${i} ${crypto.randomUUID()}`,
+    });
+    await db.sql`delete from jobs`;
+    await db.sql`vacuum analyze`;
+    await db.close();
+  }
   for (let round = 0; round < ROUNDS; round++) {
-    const name = `${template}_r${round}`;
-    await admin.unsafe(`create database "${name}" template "${template}"`);
-    const db = await openDatabase({ DATABASE_URL: urlOf(name), DATA_DIR: "/tmp" }, 1);
+    const url = await freshBenchDatabase("processing_round", { template: templateUrl, autovacuum: false });
+    const db = await openDatabase({ DATABASE_URL: url, DATA_DIR: "/tmp" }, 1);
     try {
       const ids = (await db.sql<{ id: number }[]>`select id from device_sms where message_row_id is null order by id`).map((r) => r.id);
       const [{ pid }] = (await db.sql`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
@@ -71,11 +60,10 @@ try {
       rounds.push({ processed, wallUsPerSms: per(wallUs), serverCpuUsPerSms: per(js.user + js.system), postgresCpuUsPerSms: per(pgUs) });
     } finally {
       await db.close();
-      await admin.unsafe(`drop database if exists "${name}" with (force)`);
+      await dropDatabase(url);
     }
   }
 } finally {
-  await admin.unsafe(`drop database if exists "${template}" with (force)`);
-  await admin.end();
+  await dropDatabase(templateUrl);
 }
 console.log(JSON.stringify({ sms: SMS, devices: DEVICES, chunk: PROCESS_CHUNK, rounds }, null, 2));
