@@ -8,6 +8,12 @@ type Answer = { message: string; data: { deliveries: number; since: string; unti
 
 /** `datetime-local` wants local time without a zone: "2026-11-23T20:30". */
 const localInput = (d: Date) => new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+/**
+ * The default window's end: the whole minute at least a minute after `now`. The field keeps
+ * minutes only, so "now plus a minute" cut to its minute could end seconds after `now` and leave
+ * out what happens while the form is filled in.
+ */
+const untilDefault = (now: number) => new Date(Math.ceil(now / 60_000) * 60_000 + 60_000);
 
 /**
  * Replay a window of the webhook's events (at most 7 days) as new deliveries under their own
@@ -15,14 +21,26 @@ const localInput = (d: Date) => new Date(d.getTime() - d.getTimezoneOffset() * 6
  */
 export function Replay({ id, name }: { id: number; name: string }) {
   const [open, setOpen] = useState(false);
-  const [since, setSince] = useState(() => localInput(new Date(Date.now() - 3_600_000)));
-  const [until, setUntil] = useState(() => localInput(new Date(Date.now() + 60_000)));
+  const [since, setSince] = useState("");
+  const [until, setUntil] = useState("");
   const [types, setTypes] = useState<string[]>([]);
   const [answer, setAnswer] = useState<Answer | null>(null);
   const action = useAction();
   const toggle = (
     <div class="actions">
-      <button type="button" aria-expanded={open} aria-controls={`replay-${id}`} onClick={() => setOpen(!open)}>
+      <button
+        type="button"
+        aria-expanded={open}
+        aria-controls={`replay-${id}`}
+        onClick={() => {
+          // The default window is the last hour as of opening the form, not of the page's first render.
+          if (!open) {
+            setSince(localInput(new Date(Date.now() - 3_600_000)));
+            setUntil(localInput(untilDefault(Date.now())));
+          }
+          setOpen(!open);
+        }}
+      >
         {open ? "Hide replay" : "Replay…"}
       </button>
     </div>
