@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generate } from "otplib";
 import { sendThroughProvider } from "../../device-sim/provider";
+import { readEvents } from "../../server/events/log";
 import { storeInboundMessages } from "../../server/messages/inbound";
 import { createOrg } from "../fixtures";
-import { attachNumber, createPoolNumber, receiveSms } from "../fixtures-numbers";
+import { attachNumber, createPoolNumber, eventually, receiveSms } from "../fixtures-numbers";
 import { CHROMIUM, warnIfNoChromium } from "./browser";
 import {
   type ConsoleWorld,
@@ -158,6 +159,10 @@ describe.skipIf(!CHROMIUM)("sign-in, organizations, numbers, live inbox", () => 
       }));
       await w.ctx.sql.begin((tx) => storeInboundMessages(tx, batch));
     }
+    // Their message.received events are handed on before the page opens: arriving live, they
+    // would add rows to the list beside the pages the scrolling fetches, and its counts below.
+    w.ctx.services.events.notify();
+    await eventually(async () => (await readEvents(w.ctx.sql, w.ctx.services.events.position(), {}, 1)).length === 0, 30_000, "the event tail caught up");
 
     const context = await newContext(w, 375);
     const page = await context.newPage();
