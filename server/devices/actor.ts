@@ -1,6 +1,6 @@
 import { notFound } from "../errors";
 import type { Clock, Scheduler } from "../lib/clock";
-import { assertAcceptsHeartbeat, type DeviceStatus } from "./transitions";
+import { assertAcceptsHeartbeat, type DeviceStatus, OFFLINE_ALERT_STATUSES } from "./transitions";
 
 export type Timing = {
   heartbeatSeconds: number;
@@ -173,7 +173,7 @@ export function createDeviceActors(deps: { clock: Clock; scheduler: Scheduler; t
   function checkAlert(state: DeviceState) {
     return exclusive(state, async () => {
       if (state.online || state.offlineSince === null) return;
-      if (state.status !== "active" && state.status !== "pending_verification") return;
+      if (!OFFLINE_ALERT_STATUSES.includes(state.status)) return;
       if (await persist.claimAlert(state.id, state.offlineSince, clock.now())) await effects.offlineAlert(state);
     });
   }

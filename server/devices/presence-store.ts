@@ -3,7 +3,7 @@ import { event } from "../events/catalog";
 import { appendEventsFrom } from "../events/log";
 import { enqueueJobs } from "../jobs/queue";
 import type { HeartbeatMetrics, PresenceSnapshot } from "./actor";
-import type { DeviceStatus } from "./transitions";
+import { type DeviceStatus, OFFLINE_ALERT_STATUSES } from "./transitions";
 
 type PresenceRow = {
   id: number;
@@ -181,7 +181,7 @@ export async function claimOfflineAlert(sql: Sql, id: number, offlineSince: numb
   const rows = await sql<{ id: number }[]>`
     update devices set offline_alerted_at = ${new Date(at)}
     where id = ${id} and not is_online and offline_since = ${new Date(offlineSince)} and offline_alerted_at is null
-      and status in ('active', 'pending_verification')
+      and status = any(${OFFLINE_ALERT_STATUSES as DeviceStatus[]}::text[])
     returning id`;
   return rows.length > 0;
 }

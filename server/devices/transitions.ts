@@ -42,6 +42,13 @@ export function assertAcceptsSms(status: DeviceStatus) {
   if (!SMS_ACCEPTING_STATUSES.includes(status)) throw invalidState(`This device is ${status}; it cannot submit SMS.`);
 }
 
+/**
+ * The statuses whose devices owe an offline alert when they go quiet (a disabled device was
+ * silenced on purpose). The claim's statement decides with this list (presence-store.ts), and the
+ * actor asks it before claiming.
+ */
+export const OFFLINE_ALERT_STATUSES: readonly DeviceStatus[] = ["active", "pending_verification"];
+
 /** Operators and users may change a device until it is revoked. */
 export function assertEditable(status: DeviceStatus) {
   if (status === "revoked") throw invalidState("This device has been revoked; it can no longer be changed.");

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SMTPServer } from "smtp-server";
-import { writeHeartbeats } from "../../server/devices/presence-store";
+import { claimOfflineAlert, writeHeartbeats } from "../../server/devices/presence-store";
 import { createFakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { activeDevice, clockedContext, waitFor, watchPresence } from "../fixtures-devices";
@@ -122,6 +122,22 @@ describe("online and offline with a fake clock", () => {
     expect(await alertsOf(device.id)).toHaveLength(0);
     await waitFor(() => events.length >= 3);
     expect(events).toEqual(["online", "offline", "online"]);
+  });
+
+  test("a device disabled while offline gets no alert: neither the actor nor the claim's statement sends one", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(c, token);
+    await heartbeat(token, device.id);
+    await advance(360 * S);
+    expect(await isOnline(token, device.id)).toBe(false);
+    expect((await c.request("POST", `/api/byos/devices/${device.id}/disable`, { token })).status).toBe(200);
+    await advance(120 * S);
+    expect(await alertsOf(device.id)).toHaveLength(0);
+    // The claim itself refuses a disabled device, whatever an instance's copy of its status says.
+    const [row] = await ctx.sql<{ offline_since: Date }[]>`select offline_since from devices where id = ${device.id}`;
+    expect(await claimOfflineAlert(ctx.sql, device.id, row!.offline_since.getTime(), clock.now())).toBe(false);
+    await ctx.sql`update devices set status = 'active' where id = ${device.id}`;
+    expect(await claimOfflineAlert(ctx.sql, device.id, row!.offline_since.getTime(), clock.now())).toBe(true);
   });
 });
 
