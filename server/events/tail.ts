@@ -1,5 +1,6 @@
 import type { Pool } from "../db/client";
 import type { Logger } from "../lib/logger";
+import { singleFlight } from "../lib/single-flight";
 import type { Bus } from "./bus";
 import { isAfter, type Position } from "./cursor";
 import { highWaterPosition, readEvents, type StoredEvent } from "./log";
@@ -44,8 +45,6 @@ export function createEventTail(deps: { sql: Pool; bus: Bus; logger: Logger; tim
   const timing = { ...TAIL_TIMING, ...deps.timing };
   const listeners = new Set<(events: StoredEvent[]) => void>();
   let at: Position | undefined;
-  let running: Promise<void> | undefined;
-  let again = false;
   let hotUntil = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = true;
@@ -57,39 +56,31 @@ export function createEventTail(deps: { sql: Pool; bus: Bus; logger: Logger; tim
     timer = setTimeout(() => void read(), performance.now() < hotUntil ? timing.hotMs : timing.idleMs);
   }
 
-  function read(): Promise<void> {
-    if (stopped || !at) return Promise.resolve();
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = readAll();
-    return running;
-  }
-
-  async function readAll(): Promise<void> {
-    try {
-      while (!stopped && at) {
-        again = false;
-        const events = await readEvents(deps.sql, at, {}, timing.batch);
-        if (events.length > 0) {
-          at = events[events.length - 1]!.position;
-          for (const l of listeners) {
-            try {
-              l(events);
-            } catch (e) {
-              deps.logger.error({ err: (e as Error).message }, "event listener failed");
-            }
+  /** One read at a time; a wake during a read asks for another after it. */
+  const reads = singleFlight(
+    async () => {
+      if (stopped || !at) return false;
+      const events = await readEvents(deps.sql, at, {}, timing.batch);
+      if (events.length > 0) {
+        at = events[events.length - 1]!.position;
+        for (const l of listeners) {
+          try {
+            l(events);
+          } catch (e) {
+            deps.logger.error({ err: (e as Error).message }, "event listener failed");
           }
         }
-        if (events.length < timing.batch && !again) break;
       }
-    } catch (e) {
+      return events.length === timing.batch;
+    },
+    { idle: arm },
+  );
+
+  function read(): Promise<void> {
+    if (stopped || !at) return Promise.resolve();
+    return reads.run().catch((e) => {
       if (!stopped) deps.logger.warn({ err: (e as Error).message }, "event log read failed");
-    } finally {
-      running = undefined;
-      arm();
-    }
+    });
   }
 
   function wake() {
@@ -111,7 +102,7 @@ export function createEventTail(deps: { sql: Pool; bus: Bus; logger: Logger; tim
       clearTimeout(timer);
       unsubscribe?.();
       listeners.clear();
-      await running;
+      await reads.current?.catch(() => {});
     },
     notify() {
       deps.bus.publish(EVENTS_APPENDED, "appended", null);

@@ -2,6 +2,7 @@ import type postgres from "postgres";
 import type { Pool, Sql } from "../db/client";
 import { type Clock, systemClock, type Timer } from "../lib/clock";
 import type { Logger } from "../lib/logger";
+import { singleFlight } from "../lib/single-flight";
 import { DEFAULT_CONCURRENCY, DEFAULT_MAX_ATTEMPTS, DEFAULT_VISIBILITY_SECONDS, QUEUES, type QueueName, type QueueSpec, queueSpec } from "./registry";
 
 export type Job<P = Record<string, unknown>> = { id: number; queue: string; payload: P; attempts: number; max_attempts: number };
@@ -133,9 +134,6 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
   let retry: Timer | undefined;
   let watch: Timer | undefined;
   let running = false;
-  /** The poll under way, if any (`stop` waits for it, so that the pool can close after it). */
-  let ticking: Promise<void> | undefined;
-  let again = false;
   const inFlight = new Set<Promise<void>>();
 
   const at = (delayMs: number) => new Date(clock.now() + Math.max(0, delayMs));
@@ -242,16 +240,12 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     }
   }
 
+  /** One poll at a time (`stop` waits for the one under way, so that the pool can close after it); a wake during a poll asks for another after it. */
+  const polls = singleFlight(poll);
+
   function tick(): Promise<void> {
     if (!running) return Promise.resolve();
-    if (ticking) {
-      again = true;
-      return ticking;
-    }
-    ticking = poll().finally(() => {
-      ticking = undefined;
-    });
-    return ticking;
+    return polls.run();
   }
 
   async function poll() {
@@ -279,10 +273,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     if (failed) {
       real.clear(retry);
       retry = real.setTimeout(() => void tick(), pollMs, { unref: true });
-    } else if (found || again) {
-      again = false;
-      schedule(0);
-    } else schedule(pollMs);
+    } else schedule(found ? 0 : pollMs);
   }
 
   function schedule(ms: number) {
@@ -348,7 +339,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
       real.clear(retry);
       real.clear(watch);
       watch = undefined;
-      await ticking;
+      await polls.current;
       await Promise.allSettled([...inFlight]);
     },
     async stats() {

@@ -1,4 +1,5 @@
 import type { Logger } from "../lib/logger";
+import { singleFlight } from "../lib/single-flight";
 import type { Socket } from "./connection";
 import type { Grant } from "./grants";
 
@@ -23,11 +24,10 @@ export function createRecheck(deps: {
   logger: Logger;
   retryMs?: number;
 }) {
-  let running = false;
-  let again = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
   async function pass() {
+    clearTimeout(timer);
     const byCredential = new Map<string, Held[]>();
     for (const ws of deps.sockets) {
       for (const [channel, grant] of ws.data.subscriptions) {
@@ -50,26 +50,16 @@ export function createRecheck(deps: {
     }
   }
 
+  /** One pass at a time; a revocation during a pass asks for another after it. */
+  const passes = singleFlight(pass);
+
   function run() {
-    if (running) {
-      again = true;
-      return;
-    }
-    running = true;
-    clearTimeout(timer);
-    pass()
-      .catch((e) => {
-        deps.logger.warn({ err: (e as Error).message }, "realtime: credentials not re-checked; trying again");
-        timer = setTimeout(run, deps.retryMs ?? RETRY_MS);
-        timer.unref?.();
-      })
-      .finally(() => {
-        running = false;
-        if (again) {
-          again = false;
-          run();
-        }
-      });
+    passes.run().catch((e) => {
+      deps.logger.warn({ err: (e as Error).message }, "realtime: credentials not re-checked; trying again");
+      clearTimeout(timer);
+      timer = setTimeout(run, deps.retryMs ?? RETRY_MS);
+      timer.unref?.();
+    });
   }
 
   return {

@@ -4,6 +4,7 @@ import { highWaterPosition, readEvents, type StoredEvent } from "../events/log";
 import type { EventTail } from "../events/tail";
 import type { Clock, Timer } from "../lib/clock";
 import type { Logger } from "../lib/logger";
+import { singleFlight } from "../lib/single-flight";
 import type { LiveItem } from "./dispatcher";
 import { matchLiveDeliveries } from "./forwarding";
 import { claimConsumer, releaseConsumer, renewConsumer } from "./live-store";
@@ -68,8 +69,6 @@ export function createLogConsumer(deps: {
 }) {
   const timing = { ...CONSUMER_TIMING, ...deps.timing };
   let stopped = true;
-  let running: Promise<void> | undefined;
-  let again = false;
   let timer: Timer | undefined;
   let renewTimer: ReturnType<typeof setTimeout> | undefined;
   let renewing: Promise<void> | undefined;
@@ -154,30 +153,23 @@ export function createLogConsumer(deps: {
     return events.length;
   }
 
-  async function drain(given?: { from: Position; events: StoredEvent[] }) {
-    try {
-      for (;;) {
-        again = false;
-        const read = await step(given);
-        given = undefined;
-        if (read === null || (read < timing.batch && !again)) break;
-      }
-    } catch (e) {
-      deps.logger.warn({ err: (e as Error).message }, "webhook deliveries from the event log not made; retrying");
-    }
-  }
+  /** One step at a time, batch after batch while they come full; a wake during a step asks for another after it. */
+  const drains = singleFlight<{ from: Position; events: StoredEvent[] }>(
+    async (given) => {
+      const read = await step(given);
+      return read !== null && read >= timing.batch;
+    },
+    {
+      idle: () => {
+        if (!stopped) timer = deps.clock.setTimeout(run, timing.pollMs);
+      },
+    },
+  );
 
   function run(given?: { from: Position; events: StoredEvent[] }) {
     if (stopped) return;
-    if (running) {
-      again = true;
-      return;
-    }
     deps.clock.clear(timer);
-    running = drain(given).finally(() => {
-      running = undefined;
-      if (!stopped) timer = deps.clock.setTimeout(run, timing.pollMs);
-    });
+    drains.run(given).catch((e) => deps.logger.warn({ err: (e as Error).message }, "webhook deliveries from the event log not made; retrying"));
   }
 
   /** Renews the lease and writes the position; on real time, since the lease is the database's. */
@@ -227,7 +219,7 @@ export function createLogConsumer(deps: {
       deps.clock.clear(timer);
       clearTimeout(renewTimer);
       unsubscribe?.();
-      await running;
+      await drains.current?.catch(() => {});
       await renewing;
     },
     async release() {
