@@ -11,7 +11,7 @@ export type GroupCommit<T, R> = {
    * one, and null comes back: the earlier caller's promise stands for both.
    */
   submitLatest(key: unknown, item: T): Promise<R> | null;
-  /** Resolves once everything submitted so far is written. */
+  /** Writes what waits at once (no linger) and resolves once everything submitted so far is written. */
   flush(): Promise<void>;
   pending(): number;
 };
@@ -20,7 +20,9 @@ type Waiting<T, R> = { item: T; key?: unknown; resolve: (r: R) => void; reject: 
 
 /**
  * `lingerMs`: a batch starts at least this long after the one before it, so items that nobody
- * waits on pile up into fewer, larger writes (and repeated items can be merged by `write`).
+ * waits on pile up into fewer, larger writes (and repeated items can be merged by `write`). A
+ * full batch (`maxBatch` waiting) does not linger: waiting could not make it larger. `flush()`
+ * ends a linger: what waits is written at once.
  */
 export function createGroupCommit<T, R>(
   write: (items: T[]) => Promise<R[]>,
@@ -55,9 +57,15 @@ export function createGroupCommit<T, R>(
 
   function pump() {
     scheduled = false;
-    if (lingering) return;
     const wait = lastStart + lingerMs - performance.now();
-    if (queue.length > 0 && wait > 0) {
+    // Linger unless a full batch waits or a flush does.
+    const linger = queue.length > 0 && queue.length < maxBatch && idle.length === 0 && wait > 0;
+    if (lingering) {
+      if (linger) return;
+      clearTimeout(lingering);
+      lingering = undefined;
+    }
+    if (linger) {
       lingering = setTimeout(() => {
         lingering = undefined;
         pump();
@@ -101,7 +109,9 @@ export function createGroupCommit<T, R>(
     },
     flush() {
       if (queue.length === 0 && inFlight === 0) return Promise.resolve();
-      return new Promise<void>((resolve) => idle.push(resolve));
+      const written = new Promise<void>((resolve) => idle.push(resolve));
+      if (lingering) pump();
+      return written;
     },
     pending: () => queue.length + inFlight,
   };

@@ -16,7 +16,7 @@ export type SingleFlight<A> = {
   readonly current: Promise<void> | undefined;
 };
 
-export function singleFlight<A = never>(pass: (arg: A | undefined) => Promise<boolean | undefined | void>, opts: { idle?: () => void } = {}): SingleFlight<A> {
+export function singleFlight<A = never>(pass: (arg: A | undefined) => Promise<boolean> | Promise<void>, opts: { idle?: () => void } = {}): SingleFlight<A> {
   let current: Promise<void> | undefined;
   let again = false;
 

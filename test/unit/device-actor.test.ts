@@ -1,7 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { type ActorPersistence, createDeviceActors, type HeartbeatMetrics, type PresenceSnapshot } from "../../server/devices/actor";
 import { createScheduler } from "../../server/lib/clock";
-import { createGroupCommit } from "../../server/lib/group-commit";
 import { createFakeClock } from "../fake-clock";
 
 const timing = { heartbeatSeconds: 60, dozeHeartbeatSeconds: 300, offlineAfterSeconds: 360, dozeOfflineAfterSeconds: 960 };
@@ -127,18 +126,5 @@ describe("device actor presence (fake clock, no I/O)", () => {
     );
     expect(order).toEqual([1, 2, 3]);
     expect(t.actors.size()).toBe(1);
-  });
-});
-
-describe("group commit", () => {
-  test("items of one tick share a batch; each caller gets its own result", async () => {
-    const batches: number[][] = [];
-    const gc = createGroupCommit(async (items: number[]) => {
-      batches.push(items);
-      return items.map((i) => i * 2);
-    });
-    const results = await Promise.all([1, 2, 3, 4].map((i) => gc.submit(i)));
-    expect(results).toEqual([2, 4, 6, 8]);
-    expect(batches).toEqual([[1, 2, 3, 4]]);
   });
 });
