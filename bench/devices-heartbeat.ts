@@ -6,7 +6,7 @@
  * Elysia what the app's global hooks cost (`trivialRoute.hooksUs`, server CPU µs per request). Every device is brought online first (its first heartbeat waits
  * for its write; `firstHeartbeatsPerSecond`), then the steady state is measured. With few
  * devices each heartbeats many times a second and the deferred writer merges a device's
- * heartbeats of one 100 ms window into one row; more devices (--devices 20000) means more rows.
+ * heartbeats of one second into one row (server/devices/runtime.ts DEFERRED_WRITE_MS); more devices (--devices 20000) means more rows.
  *
  *   bun bench/devices-heartbeat.ts [--devices 1000] [--seconds 10] [--concurrency 64]
  *
