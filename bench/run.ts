@@ -15,7 +15,7 @@
  * (history keeps its reusable 1M-message data set in `simhost_bench`) and uses its own Redis prefix.
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { loadavg } from "node:os";
+import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 
 const ROOT = join(import.meta.dir, "..");
@@ -54,6 +54,8 @@ const BUSY_CPU_SHARE = 0.25;
 /** Without /proc/stat (not Linux): the 1-minute load average per core above which the machine is busy. */
 const BUSY_LOAD_PER_CORE = 1.5;
 const CORES = navigator.hardwareConcurrency || 1;
+/** What ran the bench: figures from different machines (CPU, Bun) are not comparable, so the summary names them. */
+const MACHINE = `${CORES} cores (${cpus()[0]?.model.trim() || "CPU model unknown"}), Bun ${Bun.version}`;
 const SETTLE_MS = 3_000;
 
 /** The share of all cores' time spent busy (anything but idle and iowait) over `ms`; null without /proc/stat. */
@@ -598,7 +600,7 @@ function summary(rows: RunRow[], context: { started: Date; loadBefore: string; l
     `Last run: \`${command}\` on ${context.started.toISOString().slice(0, 16).replace("T", " ")} UTC, ${context.minutes.toFixed(1)} min; ` +
       `load average (1, 5, 15 min) ${context.loadBefore} at the start, ${context.loadAfter} at the end.` +
       (quick ? " **Quick run**: short durations and fewer rounds, so these figures are indicative only; run without `--quick` for the real ones." : ""),
-    "The machine has 2 cores, shared by the load generator, the server and PostgreSQL; figures move by about 10% between runs. The sections below hold the analysed runs.",
+    `The machine: ${MACHINE}, shared by the load generator, the server and PostgreSQL; figures move by 10-40% between runs on one machine and more between machines, so each is judged against a baseline measured in the same run. The sections below hold the analysed runs.`,
     `One benchmark alone: \`bun run bench --only <name>\` (${benches.map((b) => b.name).join(", ")}), or the command in its row.`,
     "",
     `No target is called met when more than ${BUSY_CPU_SHARE * 100}% of the machine's CPU (${CORES} cores) was in use in the ${SETTLE_MS / 1000} s before its benchmark started, ` +
@@ -634,6 +636,7 @@ if (only && selected.length !== only.size) {
 }
 const started = new Date();
 const loadBefore = load();
+console.error(`[bench] on ${MACHINE}`);
 const rows: RunRow[] = [];
 for (const b of selected) {
   const command = `bun ${b.script} ${b.args.join(" ")}`;
@@ -651,7 +654,7 @@ for (const b of selected) {
 const loadAfter = load();
 console.log(quick ? "\nQuick run: short durations, figures indicative only.\n" : "");
 printTable(rows);
-console.log(`\nload average at start ${loadBefore}, at end ${loadAfter}`);
+console.log(`\n${MACHINE}; load average at start ${loadBefore}, at end ${loadAfter}`);
 if (write) {
   rewriteDoc(summary(rows, { started, loadBefore, loadAfter, minutes: (Date.now() - started.getTime()) / 60000 }));
   console.log(`wrote the summary to ${DOC}`);
