@@ -18,7 +18,10 @@ export const JOB_REMOVED = Symbol("job removed");
  * empty queue's poll there took 0.5 ms, and 7.3 ms after 200,000 jobs (its table 18 MB).
  */
 export const QUEUE_TABLE = "jobs";
-export type JobHandler<P = Record<string, unknown>> = (job: Job<P>) => Promise<void | typeof JOB_REMOVED>;
+/** What a handler settles with: nothing, or JOB_REMOVED. */
+// biome-ignore lint/suspicious/noConfusingVoidType: handlers that return nothing are typed Promise<void>; `undefined` here would refuse them.
+export type JobOutcome = void | typeof JOB_REMOVED;
+export type JobHandler<P = Record<string, unknown>> = (job: Job<P>) => Promise<JobOutcome>;
 
 /** Thrown by a handler to be retried after a specific delay (e.g. a Retry-After answer). */
 export class RetryAfter extends Error {
@@ -37,7 +40,7 @@ export type BatchHandler<P = Record<string, unknown>> = (jobs: Job<P>[]) => Prom
 
 type Registration = {
   /** Runs one claimed batch (a single job unless the queue was registered with registerBatch). */
-  run: (jobs: Job[]) => Promise<void | typeof JOB_REMOVED>;
+  run: (jobs: Job[]) => Promise<JobOutcome>;
   batchSize: number;
   concurrency: number;
   visibilitySeconds: number;

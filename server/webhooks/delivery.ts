@@ -1,6 +1,6 @@
 import type { Mailer } from "../alerts/notify";
 import type { Pool } from "../db/client";
-import { JOB_REMOVED, type JobHandler, type JobQueue, RetryAfter } from "../jobs/queue";
+import { JOB_REMOVED, type JobHandler, type JobOutcome, type JobQueue, RetryAfter } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
@@ -128,7 +128,7 @@ export async function makeAttempt(deps: DeliveryDeps, d: DeliveryForAttempt, acq
  * or handed them back): one attempt, recorded with its job settled in the same statement. A busy
  * slow endpoint sends the job back to the queue instead of holding a worker slot.
  */
-export async function runDelivery(deps: DeliveryDeps, deliveryId: number, jobId: number | null = null): Promise<void | typeof JOB_REMOVED> {
+export async function runDelivery(deps: DeliveryDeps, deliveryId: number, jobId: number | null = null): Promise<JobOutcome> {
   const [d] = await loadDeliveriesForAttempt(deps.sql, [deliveryId], deps.disableAfterSeconds);
   if (!d || d.status === "succeeded" || d.status === "failed") return;
   const done = await makeAttempt(
