@@ -105,10 +105,13 @@ export const QUEUES = {
     visibilitySeconds: 30,
   },
   "message.outbound.device-online": {
-    description: "Runs the pacer of every SIM whose sends wait for a device that just came back online (enqueued by the heartbeat write that brought it back)",
+    description:
+      "Runs the pacer of every SIM whose sends wait for a device that just came back online (enqueued by the heartbeat write that brought it back), a batch of devices in one transaction",
     producers: ["server/devices/presence-store.ts"],
     handler: "server/messages/outbound-jobs.ts",
-    concurrency: 4,
+    // A fleet reconnecting at once: its devices' SIMs are paced together, in the SIMs' lock order.
+    batchSize: 200,
+    concurrency: 2,
     visibilitySeconds: 30,
   },
   "number.lock-expiry": {

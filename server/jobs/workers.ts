@@ -44,7 +44,7 @@ export function workers(deps: WorkerDeps): Record<QueueName, Worker> {
     "message.outbound.device-timeout": { one: outbound.deviceTimeout },
     "message.outbound.dispatch": { batch: outbound.dispatch },
     "message.outbound.pace": { batch: outbound.pace },
-    "message.outbound.device-online": { one: outbound.deviceOnline },
+    "message.outbound.device-online": { batch: outbound.devicesOnline },
     "number.lock-expiry": { one: lockExpiryHandler(deps) },
     "maintenance.retention": {
       one: retentionHandler({

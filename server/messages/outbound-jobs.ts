@@ -8,7 +8,7 @@ import type { Logger } from "../lib/logger";
 import { dispatchScheduled } from "./dispatch";
 import { changeStatus } from "./outbound";
 import { countAttempt, findOutbound } from "./outbound-store";
-import { paceSims, resumeDevice } from "./pacer";
+import { paceSims, resumeDevices } from "./pacer";
 import { createProviderClient, type ProviderClient } from "./provider-client";
 
 type Deps = { sql: Pool; events: Pick<EventTail, "notify">; logger: Logger; clock?: Clock };
@@ -95,6 +95,6 @@ export function outboundHandlers(deps: Deps & { config: Config; jobs: JobQueue; 
   // Batches: one transaction for every due scheduled send / every SIM whose pace job is due.
   const dispatch: BatchHandler<Payload> = (jobs) => dispatchScheduled(dispatchDeps, [...new Set(jobs.map((j) => j.payload.message_id))]);
   const pace: BatchHandler<{ hosted_sim_id: number }> = (jobs) => paceSims(dispatchDeps, [...new Set(jobs.map((j) => j.payload.hosted_sim_id))]);
-  const deviceOnline: JobHandler<{ device_id: number }> = (job) => resumeDevice(dispatchDeps, job.payload.device_id);
-  return { send, backoff, deviceTimeout, dispatch, pace, deviceOnline };
+  const devicesOnline: BatchHandler<{ device_id: number }> = (jobs) => resumeDevices(dispatchDeps, [...new Set(jobs.map((j) => j.payload.device_id))]);
+  return { send, backoff, deviceTimeout, dispatch, pace, devicesOnline };
 }

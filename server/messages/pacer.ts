@@ -140,7 +140,12 @@ export async function paceSims(deps: PacerDeps, hostedSimIds: number[]) {
   }
 }
 
-/** A device came back online (its heartbeat enqueued this): its SIMs' waiting sends go out, paced. */
-export async function resumeDevice(deps: PacerDeps, deviceId: number) {
-  await paceSims(deps, await simsWaitingFor(deps.sql, deviceId));
+/**
+ * Devices came back online (each one's heartbeat write enqueued a job): their SIMs' waiting sends
+ * go out, paced, in one transaction for the batch. A fleet that reconnects at once (after a
+ * network outage, a restart) is a few statements per batch rather than per device.
+ */
+export async function resumeDevices(deps: PacerDeps, deviceIds: number[]) {
+  if (deviceIds.length === 0) return;
+  await paceSims(deps, await simsWaitingFor(deps.sql, deviceIds));
 }

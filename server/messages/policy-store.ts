@@ -152,11 +152,11 @@ export async function effectivePolicies(sql: Sql, pairs: { organizationId: numbe
   return out;
 }
 
-/** The SIMs whose sends wait for this device. */
-export async function simsWaitingFor(sql: Sql, deviceId: number): Promise<number[]> {
+/** The SIMs whose sends wait for any of these devices. */
+export async function simsWaitingFor(sql: Sql, deviceIds: number[]): Promise<number[]> {
   const rows = await sql<{ hosted_sim_id: number }[]>`
     select distinct hosted_sim_id from messages
-    where device_id = ${deviceId} and direction = 'outbound' and status = 'queued' and dispatched_at is null`;
+    where device_id = any(${deviceIds}::bigint[]) and direction = 'outbound' and status = 'queued' and dispatched_at is null`;
   return rows.map((r) => r.hosted_sim_id);
 }
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { resumeDevices } from "../../server/messages/pacer";
 import { localTime } from "../../server/messages/sending-policy";
 import { createFakeClock, type FakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
@@ -199,6 +200,38 @@ describe("a phone that is away", () => {
     expect(out[0]!.at).toBeGreaterThanOrEqual(START + 10 * 60_000);
     await c.close();
   }, 120_000);
+});
+
+describe("a fleet back at once", () => {
+  test("one resume for several devices (a batch of device-online jobs) hands over every device's waiting send, once", async () => {
+    const clock = createFakeClock(START);
+    const c = await instance(clock);
+    const t = await createTenant(base.sql, { plan: "enterprise" });
+    const phones = await Promise.all([1, 2, 3].map(() => createByosNumber(base.sql, t.org.id, { online: false })));
+    const idle = await createByosNumber(base.sql, t.org.id, { online: false });
+    await policy(c, t.token, "/api/sending-policy", { messages_per_minute: 60, min_delay_seconds: 0, max_delay_seconds: 0, daily_cap: 1000 });
+    const ids: number[] = [];
+    for (const p of phones) {
+      const res = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: p.hostedSimId, to: randomNumber(), text: "back" } });
+      expect(res.status).toBe(202);
+      ids.push(res.body.data.id);
+    }
+    await settle(clock);
+    expect(await dispatchedCount(ids)).toBe(0);
+    // Online in the database without their heartbeats' jobs, then one call as the queue makes for a batch.
+    const devices = [...phones, idle].map((p) => p.deviceId);
+    await base.sql`update devices set is_online = true, last_seen_at = ${new Date(clock.now())} where id = any(${devices}::bigint[])`;
+    const deps = { sql: c.services.sql, jobs: c.services.jobs, events: c.services.events, clock, deviceTimeoutSeconds: 864_000 };
+    await resumeDevices(deps, devices);
+    expect(await dispatchedCount(ids)).toBe(3);
+    // Again (a job run twice, an instance's repeat): nothing is handed over a second time.
+    await resumeDevices(deps, devices);
+    await resumeDevices(deps, []);
+    const once = await orders(ids);
+    expect(once.size).toBe(3);
+    expect([...once.values()].every((n) => n === 1)).toBe(true);
+    await c.close();
+  }, 60_000);
 });
 
 describe("a pool's phone that goes away", () => {
