@@ -78,10 +78,13 @@ export const QUEUES = {
   },
   "message.outbound.device-timeout": {
     description:
-      "Ends a device send still queued: expired at its expires_at (waiting for its phone or handed to it), else failed when its phone has not picked it up OUTBOUND_DEVICE_TIMEOUT_SECONDS after the pacer handed it over",
+      "Ends a device send still queued: expired at its expires_at (waiting for its phone or handed to it), else failed when its phone has not picked it up OUTBOUND_DEVICE_TIMEOUT_SECONDS after the pacer handed it over; a batch in one transaction",
     producers: ["server/messages/outbound.ts", "server/messages/dispatch.ts", "server/messages/pacer.ts"],
     handler: "server/messages/outbound-jobs.ts",
-    concurrency: 2,
+    // A bulk send expiring at once. One call at a time: a batch gives quota units back to several
+    // organizations' monthly rows, which two batches at once could take in opposite orders.
+    batchSize: 500,
+    concurrency: 1,
     visibilitySeconds: 30,
   },
   "message.outbound.dispatch": {

@@ -41,7 +41,7 @@ export function workers(deps: WorkerDeps): Record<QueueName, Worker> {
     "webhook.delivery": { one: deps.deliver },
     "webhook.replay": { one: deps.deliver },
     "message.outbound.provider": { one: outbound.send, backoff: outbound.backoff },
-    "message.outbound.device-timeout": { one: outbound.deviceTimeout },
+    "message.outbound.device-timeout": { batch: outbound.deviceTimeouts },
     "message.outbound.dispatch": { batch: outbound.dispatch },
     "message.outbound.pace": { batch: outbound.pace },
     "message.outbound.device-online": { batch: outbound.devicesOnline },

@@ -6,8 +6,8 @@ import { RetryAfter } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import { dispatchScheduled } from "./dispatch";
-import { changeStatus } from "./outbound";
-import { countAttempt, findOutbound } from "./outbound-store";
+import { changeStatus, changeStatuses } from "./outbound";
+import { countAttempt, deviceSendDeadlines, findOutbound } from "./outbound-store";
 import { paceSims, resumeDevices } from "./pacer";
 import { createProviderClient, type ProviderClient } from "./provider-client";
 
@@ -66,20 +66,25 @@ async function expire(deps: Pick<Deps, "sql" | "events">, id: number, from: stri
 }
 
 /**
- * Ends a device send still `queued` when its time is up: `expired` at its expires_at when it has
- * one (handed to the phone or still waiting for it), else `failed` when the phone it was handed
- * to has not picked it up within the device timeout. A send still waiting for its phone without
- * expires_at waits on (the pacer hands it over when the phone is back).
+ * Ends device sends still `queued` whose time is up: `expired` at its expires_at when it has one
+ * (handed to the phone or still waiting for it), else `failed` when the phone it was handed to
+ * has not picked it up within the device timeout. A send still waiting for its phone without
+ * expires_at waits on (the pacer hands it over when the phone is back). One transaction for the
+ * batch: a bulk send that expires at once is one statement per outcome, not one per message.
  */
-export async function failUnpickedDeviceSend(deps: Pick<Deps, "sql" | "events" | "clock">, messageId: number, timeoutSeconds: number) {
-  const m = await findOutbound(deps.sql, messageId);
-  if (m?.status !== "queued") return false;
+export async function failUnpickedDeviceSends(deps: Pick<Deps, "sql" | "events" | "clock">, messageIds: number[], timeoutSeconds: number) {
   const now = deps.clock?.now() ?? Date.now();
-  if (!m.dispatched && (!m.expires_at || Date.parse(m.expires_at) > now)) return false;
-  const [to, error] = m.expires_at
-    ? ["expired", "No device picked up the message before it expired."]
-    : ["failed", `No device picked up the message within ${timeoutSeconds} seconds.`];
-  return changeStatus(deps, messageId, to, ["queued"], { error });
+  const expired: number[] = [];
+  const failed: number[] = [];
+  for (const m of await deviceSendDeadlines(deps.sql, messageIds)) {
+    if (m.status !== "queued") continue;
+    if (!m.dispatched && (!m.expires_at || m.expires_at.getTime() > now)) continue;
+    (m.expires_at ? expired : failed).push(m.id);
+  }
+  return changeStatuses(deps, [
+    { ids: expired, to: "expired", from: ["queued"], extra: { error: "No device picked up the message before it expired." } },
+    { ids: failed, to: "failed", from: ["queued"], extra: { error: `No device picked up the message within ${timeoutSeconds} seconds.` } },
+  ]);
 }
 
 /** The handlers of the outbound queues (registered by server/jobs/workers.ts), with the provider sends' backoff. */
@@ -89,12 +94,12 @@ export function outboundHandlers(deps: Deps & { config: Config; jobs: JobQueue; 
     deps.provider ?? createProviderClient({ baseUrl: config.PROVIDER_API_URL, authToken: config.PROVIDER_AUTH_TOKEN, publicUrl: config.PUBLIC_URL });
   const backoff = providerBackoff(config.OUTBOUND_PROVIDER_RETRY_SECONDS);
   const send: JobHandler<Payload> = (job) => sendThroughProvider(deps, provider, job, backoff);
-  const deviceTimeout: JobHandler<Payload> = async (job) =>
-    void (await failUnpickedDeviceSend(deps, job.payload.message_id, config.OUTBOUND_DEVICE_TIMEOUT_SECONDS));
+  const deviceTimeouts: BatchHandler<Payload> = async (jobs) =>
+    void (await failUnpickedDeviceSends(deps, [...new Set(jobs.map((j) => j.payload.message_id))], config.OUTBOUND_DEVICE_TIMEOUT_SECONDS));
   const dispatchDeps = { ...deps, deviceTimeoutSeconds: config.OUTBOUND_DEVICE_TIMEOUT_SECONDS };
   // Batches: one transaction for every due scheduled send / every SIM whose pace job is due.
   const dispatch: BatchHandler<Payload> = (jobs) => dispatchScheduled(dispatchDeps, [...new Set(jobs.map((j) => j.payload.message_id))]);
   const pace: BatchHandler<{ hosted_sim_id: number }> = (jobs) => paceSims(dispatchDeps, [...new Set(jobs.map((j) => j.payload.hosted_sim_id))]);
   const devicesOnline: BatchHandler<{ device_id: number }> = (jobs) => resumeDevices(dispatchDeps, [...new Set(jobs.map((j) => j.payload.device_id))]);
-  return { send, backoff, deviceTimeout, dispatch, pace, devicesOnline };
+  return { send, backoff, deviceTimeouts, dispatch, pace, devicesOnline };
 }

@@ -104,6 +104,13 @@ export async function findOutbound(sql: Sql, id: number): Promise<OutboundRow | 
   return row ?? null;
 }
 
+/** What decides whether a device send's time is up, for many messages at once (the device-timeout batch). */
+export async function deviceSendDeadlines(sql: Sql, ids: number[]) {
+  return sql<{ id: number; status: string; expires_at: Date | null; dispatched: boolean }[]>`
+    select id, status, expires_at, dispatched_at is not null as dispatched from messages
+    where id = any(${ids}::bigint[]) and direction = 'outbound'`;
+}
+
 /** The outbound message a device may report on: sent through that device by the caller's organization. */
 export async function findDeviceOutbound(sql: Sql, q: { messageId: number; deviceId: number; organizationId: number }): Promise<OutboundRow | null> {
   const [row] = await sql<OutboundRow[]>`

@@ -11,7 +11,7 @@ import { numberLocked, requireNumber } from "../numbers/locks";
 import { attachmentOf, byosDeviceOf, type HostedSimRow } from "../numbers/store";
 import { findVisibleMessage } from "./history-store";
 import { outboundViews, statusEventsOf, statusEventsOfViews } from "./outbound-events";
-import { insertOutbound, moveStatus, type OutboundInsert, sendContext, takeQuota } from "./outbound-store";
+import { insertOutbound, moveStatus, moveStatuses, type OutboundInsert, type StatusExtra, sendContext, takeQuota } from "./outbound-store";
 import { planSend, type SendRequest } from "./send-request";
 import { chooseSenders } from "./sender-pool";
 import { CANCELLABLE } from "./status";
@@ -30,21 +30,31 @@ const planLimitReached = (limit: number, bulk?: { requested: number; left: numbe
       : `Your plan's ${limit} outbound messages for this month are used up.`,
   );
 
+/** A status move of some outbound messages: those of `ids` still in one of `from` go to `to`. */
+export type StatusMove = { ids: number[]; to: string; from: string[]; extra?: StatusExtra };
+
+/** Status moves and their events in one transaction; the ids that moved (the others were not in their `from`). */
+export async function changeStatuses(deps: Pick<OutboundDeps, "sql" | "events">, moves: StatusMove[]): Promise<number[]> {
+  if (moves.every((m) => m.ids.length === 0)) return [];
+  const moved = await deps.sql.begin(async (tx) => {
+    const ids: number[] = [];
+    for (const m of moves) ids.push(...(await moveStatuses(tx, m.ids, m.to, m.from, m.extra)));
+    if (ids.length > 0) await appendEvents(tx, await statusEventsOf(tx, ids));
+    return ids;
+  });
+  if (moved.length > 0) deps.events.notify();
+  return moved;
+}
+
 /** Moves an outbound message's status and appends its event in the same transaction; false when it was not in `from`. */
 export async function changeStatus(
   deps: Pick<OutboundDeps, "sql" | "events">,
   messageId: number,
   to: string,
   from: string[],
-  extra: Parameters<typeof moveStatus>[4] = {},
+  extra: StatusExtra = {},
 ): Promise<boolean> {
-  const moved = await deps.sql.begin(async (tx) => {
-    if (!(await moveStatus(tx, messageId, to, from, extra))) return false;
-    await appendEvents(tx, await statusEventsOf(tx, [messageId]));
-    return true;
-  });
-  if (moved) deps.events.notify();
-  return moved;
+  return (await changeStatuses(deps, [{ ids: [messageId], to, from, extra }])).length > 0;
 }
 
 /**

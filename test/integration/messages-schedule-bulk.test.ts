@@ -215,6 +215,36 @@ describe("expiring sends (expires_at)", () => {
   });
 });
 
+describe("a bulk send whose phone never comes back", () => {
+  test("100 BYOS sends reach expires_at together: all expired (one event each, units given back); another organization's send in the same batch of jobs too", async () => {
+    const t = await createTenant(ctx.sql);
+    const other = await createTenant(ctx.sql);
+    const byos = await createByosNumber(ctx.sql, t.org.id, { online: false });
+    const otherByos = await createByosNumber(ctx.sql, other.org.id, { online: false });
+    const expiresAt = ahead(2000);
+    const recipients = Array.from({ length: 100 }, () => randomNumber());
+    const bulk = await send(t.token, { hosted_sim: byos.hostedSimId, to: recipients, text: "nobody home", expires_at: expiresAt });
+    expect(bulk.status).toBe(202);
+    const single = await send(other.token, { hosted_sim: otherByos.hostedSimId, to: randomNumber(), text: "x", expires_at: expiresAt });
+    const ids: number[] = [...bulk.body.data.messages.map((m: { id: number }) => m.id), single.body.data.id];
+    expect(await used(t.org.id)).toBe(100);
+    await eventually(async () => {
+      const [r] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from messages where id = any(${ids}::bigint[]) and status = 'expired'`;
+      return r!.n === 101;
+    }, 20_000, "the 101 sends expired");
+    const [row] = await ctx.sql<{ errors: string[] }[]>`select array_agg(distinct error) as errors from messages where id = any(${ids}::bigint[])`;
+    expect(row!.errors).toEqual(["No device picked up the message before it expired."]);
+    expect(await used(t.org.id)).toBe(0);
+    expect(await used(other.org.id)).toBe(0);
+    expect((await ctx.request("GET", "/api/usage", { token: t.token })).body.data.monthly_messages.used).toBe(0);
+    expect((await ctx.request("GET", "/api/usage", { token: other.token })).body.data.monthly_messages.used).toBe(0);
+    const logged = await logRows(ctx.services, [t.org.id, other.org.id]);
+    const expired = logged.filter((r) => r.type === "message.expired" && ids.includes((r.payload as any).message?.id));
+    expect(expired).toHaveLength(101);
+    expect(new Set(expired.map((r) => (r.payload as any).message.id)).size).toBe(101);
+  });
+});
+
 describe("cancelling (POST /api/messages/{id}/cancel)", () => {
   test("a scheduled send cancelled before send_at never goes out; its unit is given back; again answers 200", async () => {
     const t = await createTenant(ctx.sql);
