@@ -228,10 +228,14 @@ describe("a bulk send whose phone never comes back", () => {
     const single = await send(other.token, { hosted_sim: otherByos.hostedSimId, to: randomNumber(), text: "x", expires_at: expiresAt });
     const ids: number[] = [...bulk.body.data.messages.map((m: { id: number }) => m.id), single.body.data.id];
     expect(await used(t.org.id)).toBe(100);
-    await eventually(async () => {
-      const [r] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from messages where id = any(${ids}::bigint[]) and status = 'expired'`;
-      return r!.n === 101;
-    }, 20_000, "the 101 sends expired");
+    await eventually(
+      async () => {
+        const [r] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from messages where id = any(${ids}::bigint[]) and status = 'expired'`;
+        return r!.n === 101;
+      },
+      20_000,
+      "the 101 sends expired",
+    );
     const [row] = await ctx.sql<{ errors: string[] }[]>`select array_agg(distinct error) as errors from messages where id = any(${ids}::bigint[])`;
     expect(row!.errors).toEqual(["No device picked up the message before it expired."]);
     expect(await used(t.org.id)).toBe(0);
