@@ -87,6 +87,9 @@ export async function failUnpickedDeviceSends(deps: Pick<Deps, "sql" | "events" 
   ]);
 }
 
+/** The distinct ids a batch of jobs names in its payloads' `key` (a message or a SIM may be named twice). */
+const distinctIds = <K extends string>(jobs: Job<Record<K, number>>[], key: K) => [...new Set(jobs.map((j) => j.payload[key]))];
+
 /** The handlers of the outbound queues (registered by server/jobs/workers.ts), with the provider sends' backoff. */
 export function outboundHandlers(deps: Deps & { config: Config; jobs: JobQueue; provider?: ProviderClient }) {
   const { config } = deps;
@@ -95,11 +98,11 @@ export function outboundHandlers(deps: Deps & { config: Config; jobs: JobQueue; 
   const backoff = providerBackoff(config.OUTBOUND_PROVIDER_RETRY_SECONDS);
   const send: JobHandler<Payload> = (job) => sendThroughProvider(deps, provider, job, backoff);
   const deviceTimeouts: BatchHandler<Payload> = async (jobs) =>
-    void (await failUnpickedDeviceSends(deps, [...new Set(jobs.map((j) => j.payload.message_id))], config.OUTBOUND_DEVICE_TIMEOUT_SECONDS));
+    void (await failUnpickedDeviceSends(deps, distinctIds(jobs, "message_id"), config.OUTBOUND_DEVICE_TIMEOUT_SECONDS));
   const dispatchDeps = { ...deps, deviceTimeoutSeconds: config.OUTBOUND_DEVICE_TIMEOUT_SECONDS };
-  // Batches: one transaction for every due scheduled send / every SIM whose pace job is due.
-  const dispatch: BatchHandler<Payload> = (jobs) => dispatchScheduled(dispatchDeps, [...new Set(jobs.map((j) => j.payload.message_id))]);
-  const pace: BatchHandler<{ hosted_sim_id: number }> = (jobs) => paceSims(dispatchDeps, [...new Set(jobs.map((j) => j.payload.hosted_sim_id))]);
-  const devicesOnline: BatchHandler<{ device_id: number }> = (jobs) => resumeDevices(dispatchDeps, [...new Set(jobs.map((j) => j.payload.device_id))]);
+  // Batches: one transaction for every due scheduled send / every SIM whose pace job is due / every device back online.
+  const dispatch: BatchHandler<Payload> = (jobs) => dispatchScheduled(dispatchDeps, distinctIds(jobs, "message_id"));
+  const pace: BatchHandler<{ hosted_sim_id: number }> = (jobs) => paceSims(dispatchDeps, distinctIds(jobs, "hosted_sim_id"));
+  const devicesOnline: BatchHandler<{ device_id: number }> = (jobs) => resumeDevices(dispatchDeps, distinctIds(jobs, "device_id"));
   return { send, backoff, deviceTimeouts, dispatch, pace, devicesOnline };
 }
