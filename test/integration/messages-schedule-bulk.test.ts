@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { moveStatuses } from "../../server/messages/outbound-store";
 import type { Delivery } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
 import { logRows, watchRealtime } from "../fixtures-events";
@@ -248,6 +249,61 @@ describe("a bulk send whose phone never comes back", () => {
     expect(new Set(expired.map((r) => (r.payload as any).message.id)).size).toBe(101);
   });
 });
+
+// The embedded database runs one session at a time: a held lock cannot be watched there.
+test.skipIf(!process.env.DATABASE_URL)(
+  "units given back to several organizations lock their monthly rows in key order, so two such batches never deadlock",
+  async () => {
+    const low = await createTenant(ctx.sql);
+    const high = await createTenant(ctx.sql);
+    expect(low.org.id).toBeLessThan(high.org.id);
+    const sim = await createSharedNumber(ctx.sql, [low.org.id, high.org.id]);
+    // The higher organization's month row first on disk, and its send first in the batch.
+    const [{ month }] = (await ctx.sql`select date_trunc('month', now() at time zone 'UTC')::date::text as month`) as unknown as [{ month: string }];
+    for (const org of [high.org.id, low.org.id]) {
+      await ctx.sql`insert into outbound_usage as u (organization_id, month, used) values (${org}, ${month}::date, 5)
+        on conflict (organization_id, month) do update set used = u.used + 5`;
+    }
+    const ids: number[] = [];
+    for (const org of [high.org.id, low.org.id]) {
+      const [m] = await ctx.sql<{ id: number }[]>`
+        insert into messages (hosted_sim_id, number, direction, from_number, to_number, text, status, source, organization_id)
+        values (${sim.id}, ${sim.number}, 'outbound', ${sim.number}, ${randomNumber()}, 'late', 'scheduled', 'api', ${org}) returning id`;
+      ids.push(m!.id);
+    }
+    const usage = async () =>
+      (
+        await ctx.sql<{ organization_id: number; used: number }[]>`
+        select organization_id, used from outbound_usage where organization_id = any(${[low.org.id, high.org.id]}::bigint[]) order by organization_id`
+      ).map((r) => r.used);
+    const before = await usage();
+    // The lower organization's row held elsewhere: the batch must stop there, before the higher one's.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holder = ctx.sql.begin(async (tx) => {
+      await tx`select 1 from outbound_usage where organization_id = ${low.org.id} and month = ${month}::date for update`;
+      locked();
+      await held;
+    });
+    await isLocked;
+    const moving = moveStatuses(ctx.sql, ids, "expired", ["scheduled"], { error: "late" });
+    await eventually(async () => {
+      const [row] = await ctx.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_locks l join pg_stat_activity a using (pid) where not l.granted and a.datname = current_database()`;
+      return (row?.n ?? 0) >= 1;
+    });
+    const higherFree = await ctx.sql
+      .begin(async (tx) => (await tx`select 1 from outbound_usage where organization_id = ${high.org.id} and month = ${month}::date for update nowait`).length)
+      .catch((e: { code?: string }) => e.code);
+    release();
+    await holder;
+    expect(higherFree).toBe(1);
+    expect((await moving).sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
+    expect(await usage()).toEqual(before.map((n) => n - 1));
+  },
+);
 
 describe("cancelling (POST /api/messages/{id}/cancel)", () => {
   test("a scheduled send cancelled before send_at never goes out; its unit is given back; again answers 200", async () => {
