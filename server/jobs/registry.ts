@@ -81,8 +81,9 @@ export const QUEUES = {
       "Ends a device send still queued: expired at its expires_at (waiting for its phone or handed to it), else failed when its phone has not picked it up OUTBOUND_DEVICE_TIMEOUT_SECONDS after the pacer handed it over; a batch in one transaction",
     producers: ["server/messages/outbound.ts", "server/messages/dispatch.ts", "server/messages/pacer.ts"],
     handler: "server/messages/outbound-jobs.ts",
-    // A bulk send expiring at once. One call at a time: a batch gives quota units back to several
-    // organizations' monthly rows, which two batches at once could take in opposite orders.
+    // A bulk send expiring at once: 1,000 sends are two calls of one transaction each, one call at
+    // a time (the batch's quota give-back locks the organizations' monthly rows in key order,
+    // outbound-store.ts moveStatuses, so a second at once would not deadlock; it is not needed).
     batchSize: 500,
     concurrency: 1,
     visibilitySeconds: 30,
