@@ -492,6 +492,22 @@ const benches: Bench[] = [
     ],
   },
   {
+    name: "db-pool",
+    script: "bench/db-pool.ts",
+    args: quick ? ["--queries", "100000", "--slice", "25000"] : ["--queries", "400000", "--slice", "50000"],
+    timeout: quick ? 120 : 300,
+    rows: (o, command) => [
+      {
+        figure: `the server's database pool (${o.max} connections, ${o.concurrency} queries at a time) after ${n(o.queries)} queries: a query of the last ${n(o.slice)} against one of the first (same run)`,
+        measured: `${o.usPerQueryBySlice.at(-1)} µs a query (ratio ${o.lastToFirst}; by ${n(o.slice)}: ${o.usPerQueryBySlice.join(", ")})`,
+        baseline: `the first ${n(o.slice)}: ${o.usPerQueryBySlice[0]} µs a query`,
+        target: "ratio ≤ 1.25 (a query costs what it did however many ran before it)",
+        met: o.lastToFirst !== null && o.lastToFirst <= 1.25,
+        command,
+      },
+    ],
+  },
+  {
     name: "two-instances",
     script: "bench/two-instances.ts",
     args: ["--seconds", quick ? "3" : "10"],

@@ -9,7 +9,8 @@ import { emptyEmbeddedDataDir, freshDatabase } from "../helpers";
 // patches/postgres@3.4.9.patch). A queue that is never emptied, as the queue of idle connections
 // is while the pool uses them in turn, kept a slot for every connection it ever handed out, and
 // each query's move between queues searched them all: the cost of a query and the memory grew
-// with every query the server had run (29 µs a query at first, 180 µs after 400,000).
+// with every query the server had run (48-52 µs a query over the first 50,000, 172-185 µs by
+// 400,000; bench/db-pool.ts).
 describe("database pool", () => {
   let db: Database;
   beforeAll(async () => {
