@@ -84,6 +84,15 @@ function copyOf(template: string): string {
 
 const templates = new Map<string, Promise<string>>();
 /**
+ * An empty database of the kind this run uses, opened as the server opens it: a new database on
+ * DATABASE_URL's PostgreSQL, or a new embedded one. The caller closes it.
+ */
+export async function openEmptyDatabase(): Promise<Database> {
+  const url = process.env.DATABASE_URL ? await freshDatabase(process.env.DATABASE_URL) : undefined;
+  return openDatabase({ DATABASE_URL: url, DATA_DIR: url ? mkdtempSync(join(tmpdir(), "simhost-db-")) : await emptyEmbeddedDataDir() });
+}
+
+/**
  * A fresh database (freshDatabase) with every migration applied: a copy of a template database
  * that this process migrated once (CREATE DATABASE ... TEMPLATE), not the migrations run again.
  */

@@ -1,9 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type Database, openDatabase } from "../../server/db/client";
-import { emptyEmbeddedDataDir, freshDatabase } from "../helpers";
+import type { Database } from "../../server/db/client";
+import { openEmptyDatabase } from "../helpers";
 
 // The driver's pool keeps its connections in queues (postgres.js src/queue.js, patched in
 // patches/postgres@3.4.9.patch). A queue that is never emptied, as the queue of idle connections
@@ -14,8 +11,7 @@ import { emptyEmbeddedDataDir, freshDatabase } from "../helpers";
 describe("database pool", () => {
   let db: Database;
   beforeAll(async () => {
-    const url = process.env.DATABASE_URL ? await freshDatabase(process.env.DATABASE_URL) : undefined;
-    db = await openDatabase({ DATABASE_URL: url, DATA_DIR: url ? mkdtempSync(join(tmpdir(), "simhost-pool-")) : await emptyEmbeddedDataDir() });
+    db = await openEmptyDatabase();
   }, 60_000);
   afterAll(() => db?.close());
 

@@ -1,17 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type Database, openDatabase } from "../../server/db/client";
-import { emptyEmbeddedDataDir, freshDatabase } from "../helpers";
+import type { Database } from "../../server/db/client";
+import { openEmptyDatabase } from "../helpers";
 
 // The driver's types for int8 and bigint[] are our own (server/db/client.ts): they must read and
 // write every value the generic code did.
 describe("database types", () => {
   let db: Database;
   beforeAll(async () => {
-    const url = process.env.DATABASE_URL ? await freshDatabase(process.env.DATABASE_URL) : undefined;
-    db = await openDatabase({ DATABASE_URL: url, DATA_DIR: url ? mkdtempSync(join(tmpdir(), "simhost-types-")) : await emptyEmbeddedDataDir() });
+    db = await openEmptyDatabase();
   }, 60_000);
   afterAll(() => db?.close());
 

@@ -1,20 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { openDatabase } from "../../server/db/client";
 import { migrate, readMigrations } from "../../server/db/migrate";
-import { emptyEmbeddedDataDir, freshDatabase } from "../helpers";
-
-/** An empty database of the kind this run uses: a new PostgreSQL database, or a new embedded one. */
-async function emptyDatabase() {
-  const url = process.env.DATABASE_URL ? await freshDatabase(process.env.DATABASE_URL) : undefined;
-  return openDatabase({ DATABASE_URL: url, DATA_DIR: url ? mkdtempSync(join(tmpdir(), "simhost-migrate-")) : await emptyEmbeddedDataDir() });
-}
+import { openEmptyDatabase } from "../helpers";
 
 describe("migrations", () => {
   test("apply in order on an empty database, and are a no-op the second time", async () => {
-    const db = await emptyDatabase();
+    const db = await openEmptyDatabase();
     try {
       const files = readMigrations();
       expect(files.map((m) => m.version)).toEqual([...files.map((m) => m.version)].sort((a, b) => a - b));
@@ -30,7 +20,7 @@ describe("migrations", () => {
   }, 120_000);
 
   test("concurrent starts apply each migration once (advisory lock)", async () => {
-    const db = await emptyDatabase();
+    const db = await openEmptyDatabase();
     try {
       const results = await Promise.all([migrate(db.sql), migrate(db.sql), migrate(db.sql)]);
       expect(results.flat().sort()).toEqual(
@@ -44,7 +34,7 @@ describe("migrations", () => {
   }, 120_000);
 
   test("a failing migration applies nothing of its run", async () => {
-    const db = await emptyDatabase();
+    const db = await openEmptyDatabase();
     try {
       const broken = [...readMigrations(), { version: 9999, name: "9999_broken", sql: "create table ok_then_fail (id int); select * from no_such_table;" }];
       // Not `expect(promise).rejects`: on the embedded database that took 25-40 s under load, the migration 1 s.
