@@ -94,6 +94,40 @@ export async function eventually<T>(check: () => T | Promise<T>, ms = 5000, what
   }
 }
 
+/**
+ * Holds the row locks `take` acquires, in a transaction of its own, until the returned function
+ * is called (it waits for that transaction to end); resolves once they are held. PostgreSQL only:
+ * the embedded database runs one session at a time, so a held lock would stop every other query.
+ */
+export async function holdLocks(sql: Pool, take: (tx: Sql) => Promise<unknown>): Promise<() => Promise<void>> {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let locked!: () => void;
+  const isLocked = new Promise<void>((r) => (locked = r));
+  const holder = sql.begin(async (tx) => {
+    await take(tx);
+    locked();
+    await held;
+  });
+  await Promise.race([isLocked, holder]);
+  return async () => {
+    release();
+    await holder;
+  };
+}
+
+/** Polls until at least `n` lock requests of this database wait for a lock (pg_locks), failing after 5 s. */
+export const lockWaiters = (sql: Sql, n: number) =>
+  eventually(
+    async () => {
+      const [row] = await sql<{ n: number }[]>`
+        select count(*)::int as n from pg_locks l join pg_stat_activity a using (pid) where not l.granted and a.datname = current_database()`;
+      return (row?.n ?? 0) >= n;
+    },
+    5000,
+    `${n} lock requests waiting`,
+  );
+
 /** Gives an organization a default sending policy that hardly paces (600 a minute, no pause), for tests about something else. */
 export async function unpaced(sql: Sql, organizationId: number) {
   await sql`

@@ -5,6 +5,7 @@ import { createFakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { activeDevice, clockedContext, waitFor, watchPresence } from "../fixtures-devices";
 import { logRows } from "../fixtures-events";
+import { holdLocks, lockWaiters } from "../fixtures-numbers";
 import { sharedTestContext, type TestContext } from "../helpers";
 
 type Clocked = Awaited<ReturnType<typeof clockedContext>>;
@@ -219,25 +220,11 @@ describe("heartbeat writes", () => {
     for (let round = 0; round < 3; round++) {
       await ctx.sql`update devices set is_online = false, offline_since = now() where id = ${device.id}`;
       // Both writers queue behind a held row lock, so the second runs on the row the first just wrote.
-      let release!: () => void;
-      const held = new Promise<void>((r) => (release = r));
-      let locked!: () => void;
-      const isLocked = new Promise<void>((r) => (locked = r));
-      const holder = ctx.sql.begin(async (tx) => {
-        await tx`select id from devices where id = ${device.id} for update`;
-        locked();
-        await held;
-      });
-      await isLocked;
+      const release = await holdLocks(ctx.sql, (tx) => tx`select id from devices where id = ${device.id} for update`);
       const now = Date.now();
       const racing = Promise.all([write(now), write(now)]);
-      await waitFor(async () => {
-        const [row] = await ctx.sql<{ n: number }[]>`
-          select count(*)::int as n from pg_locks l join pg_stat_activity a using (pid) where not l.granted and a.datname = current_database()`;
-        return (row?.n ?? 0) >= 2;
-      });
-      release();
-      await holder;
+      await lockWaiters(ctx.sql, 2);
+      await release();
       const results = (await racing).flat();
       expect(results.map((r) => r?.wasOnline).sort()).toEqual([false, true]);
     }

@@ -3,7 +3,7 @@ import { moveStatuses } from "../../server/messages/outbound-store";
 import type { Delivery } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
 import { logRows, watchRealtime } from "../fixtures-events";
-import { createByosNumber, createSharedNumber, eventually, randomNumber, receiveSms, unpaced, useQuota } from "../fixtures-numbers";
+import { createByosNumber, createSharedNumber, eventually, holdLocks, lockWaiters, randomNumber, receiveSms, unpaced, useQuota } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 
 /**
@@ -278,27 +278,16 @@ test.skipIf(!process.env.DATABASE_URL)(
       ).map((r) => r.used);
     const before = await usage();
     // The lower organization's row held elsewhere: the batch must stop there, before the higher one's.
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => (locked = r));
-    const holder = ctx.sql.begin(async (tx) => {
-      await tx`select 1 from outbound_usage where organization_id = ${low.org.id} and month = ${month}::date for update`;
-      locked();
-      await held;
-    });
-    await isLocked;
+    const release = await holdLocks(
+      ctx.sql,
+      (tx) => tx`select 1 from outbound_usage where organization_id = ${low.org.id} and month = ${month}::date for update`,
+    );
     const moving = moveStatuses(ctx.sql, ids, "expired", ["scheduled"], { error: "late" });
-    await eventually(async () => {
-      const [row] = await ctx.sql<{ n: number }[]>`
-        select count(*)::int as n from pg_locks l join pg_stat_activity a using (pid) where not l.granted and a.datname = current_database()`;
-      return (row?.n ?? 0) >= 1;
-    });
+    await lockWaiters(ctx.sql, 1);
     const higherFree = await ctx.sql
       .begin(async (tx) => (await tx`select 1 from outbound_usage where organization_id = ${high.org.id} and month = ${month}::date for update nowait`).length)
       .catch((e: { code?: string }) => e.code);
-    release();
-    await holder;
+    await release();
     expect(higherFree).toBe(1);
     expect((await moving).sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
     expect(await usage()).toEqual(before.map((n) => n - 1));
