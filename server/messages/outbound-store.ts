@@ -157,11 +157,10 @@ export async function moveStatuses(sql: Sql, ids: number[], to: string, from: st
     -- The months' rows locked in key order before any is written, so two batches giving units
     -- back to the same organizations never wait for each other in a cycle (a deadlock).
     locked as (
-      select u.organization_id, u.month from outbound_usage u join given g using (organization_id, month)
+      select u.organization_id, u.month, g.n from outbound_usage u join given g using (organization_id, month)
       order by u.organization_id, u.month for no key update of u),
     returned as (
-      update outbound_usage u set used = u.used - g.n from given g
-      where (u.organization_id, u.month) in (select organization_id, month from locked) and u.organization_id = g.organization_id and u.month = g.month)`
+      update outbound_usage u set used = u.used - l.n from locked l where u.organization_id = l.organization_id and u.month = l.month)`
         : sql``
     }
     select id from moved`;
