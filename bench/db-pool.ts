@@ -12,15 +12,13 @@
  * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test);
  * only `select 1` and `pg_sleep` run there. Prints a line per slice, then one JSON object.
  */
-import { loadavg } from "node:os";
 import { openDatabase } from "../server/db/client";
-import { arg } from "./devices-load";
+import { arg, load } from "./devices-load";
 
 const QUERIES = arg("queries", 400_000);
 const SLICE = arg("slice", 50_000);
 const MAX = arg("max", 10);
 const CONCURRENCY = arg("concurrency", 2);
-const load = () => loadavg().map((v) => +v.toFixed(2));
 
 const loadBefore = load();
 const db = await openDatabase({ DATABASE_URL: process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test", DATA_DIR: "/tmp" }, MAX);

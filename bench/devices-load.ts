@@ -3,6 +3,7 @@
  * baseline server as child processes, tenants and devices written straight to the database, and
  * a closed-loop / open-loop HTTP load generator with latency percentiles.
  */
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { issueSession } from "../server/auth/tokens";
@@ -10,6 +11,9 @@ import type { SmsSubmission } from "../server/devices/sms-store";
 
 export const ROOT = join(import.meta.dir, "..");
 const BASE = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+/** The 1, 5 and 15 minute load averages, to two decimals: printed beside a bench's figures. */
+export const load = () => loadavg().map((v) => +v.toFixed(2));
 
 export const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);

@@ -13,12 +13,11 @@
  * then one JSON object.
  */
 import { readFileSync } from "node:fs";
-import { loadavg } from "node:os";
 import { createRedisBus } from "../server/events/bus";
 import { appendEvents } from "../server/events/log";
 import { EVENTS_APPENDED } from "../server/events/tail";
 import { createLogger } from "../server/lib/logger";
-import { arg, connect, dropDatabase, freshBenchDatabase, seedDevices, spawnServer } from "./devices-load";
+import { arg, connect, dropDatabase, freshBenchDatabase, load, seedDevices, spawnServer } from "./devices-load";
 
 // Bun's fetch keeps at most 256 requests in flight unless told otherwise.
 if (!process.env.BUN_CONFIG_MAX_HTTP_REQUESTS) {
@@ -32,7 +31,6 @@ if (!process.env.BUN_CONFIG_MAX_HTTP_REQUESTS) {
 const WAITERS = arg("waiters", 1000);
 const ROUNDS = arg("rounds", 5);
 const METRICS_TOKEN = "bench-metrics-token-0123456";
-const load = () => loadavg().map((v) => +v.toFixed(2));
 const pct = (sorted: number[], p: number) => +(sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0).toFixed(2);
 const rssMiB = (pid: number) => +(Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024).toFixed(1);
 const summary = (latencies: number[]) => {

@@ -16,9 +16,8 @@
  * (default redis://127.0.0.1:6379) under a unique prefix. Loopback only. Prints a line of figures, then one JSON object.
  */
 import { readFileSync } from "node:fs";
-import { loadavg } from "node:os";
 import { providerSignature } from "../device-sim/signature";
-import { arg, connect, dropDatabase, freshBenchDatabase, seedDevices, spawnServer } from "./devices-load";
+import { arg, connect, dropDatabase, freshBenchDatabase, load, seedDevices, spawnServer } from "./devices-load";
 
 // Bun's fetch keeps at most 256 requests in flight unless told otherwise; scenario C needs more.
 if (!process.env.BUN_CONFIG_MAX_HTTP_REQUESTS) {
@@ -33,7 +32,6 @@ const RUNS = arg("runs", 1000);
 const WAITERS = arg("waiters", 1000);
 const AUTH_TOKEN = "bench-provider-token";
 const METRICS_TOKEN = "bench-metrics-token-0123456";
-const load = () => loadavg().map((v) => +v.toFixed(2));
 
 type Instance = { url: string; proc: { pid: number } };
 type Message = { id: number; text: string; hosted_sim_id: number | null };

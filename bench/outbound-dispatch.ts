@@ -21,15 +21,13 @@
  * Prints lines of figures, then one JSON object.
  */
 import { readFileSync } from "node:fs";
-import { loadavg } from "node:os";
-import { arg, closedLoop, connect, cpuSeconds, dropDatabase, freshBenchDatabase, seedDevices, spawnServer } from "./devices-load";
+import { arg, closedLoop, connect, cpuSeconds, dropDatabase, freshBenchDatabase, load, seedDevices, spawnServer } from "./devices-load";
 
 const SIMS = arg("sims", 200);
 const SECONDS = arg("seconds", 10);
 const SCHEDULED = arg("scheduled", 10_000);
 const HOLD = arg("hold", 100_000);
 const OFFLINE = 8;
-const load = () => loadavg().map((v) => +v.toFixed(2));
 const rssMiB = (pid: number) => +(Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024).toFixed(1);
 
 const dbUrl = await freshBenchDatabase("outbound");

@@ -1,8 +1,3 @@
-import { loadavg } from "node:os";
-
-/** The 1, 5 and 15 minute load averages, to print beside every figure. */
-export const load = () => loadavg().map((v) => +v.toFixed(2));
-
 /** Where the bare baseline posts (bench/webhook-bare.ts): verified, counted apart from the deliveries. */
 const BARE = "bare";
 

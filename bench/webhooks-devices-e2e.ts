@@ -15,8 +15,8 @@
  * BENCH_DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test);
  * a fresh database is created and dropped.
  */
-import { arg, connect, dropDatabase, freshBenchDatabase, openLoop, seedDevices, spawnServer } from "./devices-load";
-import { load, startReceiver } from "./webhook-receiver";
+import { arg, connect, dropDatabase, freshBenchDatabase, load, openLoop, seedDevices, spawnServer } from "./devices-load";
+import { startReceiver } from "./webhook-receiver";
 
 const RATE = arg("rate", 1000);
 const SECONDS = arg("seconds", 60);

@@ -26,8 +26,8 @@ import { createGroupCommit } from "../server/lib/group-commit";
 import { storeInboundMessages } from "../server/messages/inbound";
 import { createServices } from "../server/services";
 import { webhookBody } from "../server/webhooks/events";
-import { autovacuumMeanwhile, autovacuumOnce } from "./devices-load";
-import { load, startReceiver } from "./webhook-receiver";
+import { autovacuumMeanwhile, autovacuumOnce, load } from "./devices-load";
+import { startReceiver } from "./webhook-receiver";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
