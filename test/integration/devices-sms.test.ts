@@ -140,6 +140,24 @@ describe("SMS submission idempotency", () => {
     expect([await stored(device.id), await stored(kept.device.id)]).toEqual([0, 1]);
   });
 
+  test("deleting a device by hand keeps its messages, no longer linked to it, as the foreign key's set null did (migration 0260)", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(ctx, token);
+    const kept = await activeDevice(ctx, token);
+    const sms = smsBody();
+    for (const [id, body] of [
+      [device.id, sms],
+      [kept.device.id, smsBody()],
+    ] as const)
+      expect((await ctx.request("POST", `/api/byos/devices/${id}/sms`, { token, body })).status).toBe(202);
+    expect((await messagesOf(device.id)).length).toBe(1);
+    expect((await messagesOf(kept.device.id)).length).toBe(1);
+    await ctx.sql`delete from devices where id = ${device.id}`;
+    const [message] = await ctx.sql<{ device_id: number | null }[]>`select device_id from messages where external_id = ${sms.message_id}`;
+    expect(message).toEqual({ device_id: null });
+    expect((await messagesOf(kept.device.id)).length).toBe(1);
+  });
+
   test("validation: sim_slot 1..2, body up to 1600, from up to 20, message_id a UUID", async () => {
     const { token } = await createTenant(ctx.sql);
     const { device } = await activeDevice(ctx, token);

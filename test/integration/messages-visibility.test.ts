@@ -173,4 +173,37 @@ describe("visibility matrix", () => {
     expect(await rows()).toBe(0);
     expect((await ctx.sql`select 1 from messages where id = ${m.messageId}`).length).toBe(0);
   });
+
+  // Migration 0260: statement triggers in place of the keys' cascades.
+  test("an organization deleted by hand takes its visibility rows and events with it; the other organization keeps its own", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    const m = await receiveSms(ctx.sql, sim.id, { text: "seen by two" });
+    const left = async (orgId: number) =>
+      (
+        await ctx.sql<{ visible: number; events: number }[]>`
+          select (select count(*)::int from message_visibility where organization_id = ${orgId}) as visible,
+                 (select count(*)::int from events where organization_id = ${orgId}) as events`
+      )[0]!;
+    expect(await left(a.org.id)).toMatchObject({ visible: 1 });
+    expect((await left(a.org.id)).events).toBeGreaterThan(0);
+    const before = await left(b.org.id);
+    await ctx.sql`delete from organizations where id = ${a.org.id}`;
+    expect(await left(a.org.id)).toEqual({ visible: 0, events: 0 });
+    expect(await left(b.org.id)).toEqual(before);
+    expect((await ctx.sql`select 1 from messages where id = ${m.messageId}`).length).toBe(1);
+  });
+
+  test("a message deleted by hand takes its visibility rows with it, in every organization", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    const gone = await receiveSms(ctx.sql, sim.id, { text: "soon gone" });
+    const kept = await receiveSms(ctx.sql, sim.id, { text: "kept" });
+    await ctx.sql`delete from messages where id = ${gone.messageId}`;
+    const rows = await ctx.sql<{ message_id: number }[]>`select message_id from message_visibility where hosted_sim_id = ${sim.id}`;
+    expect(rows.map((r) => Number(r.message_id))).toEqual([kept.messageId, kept.messageId]);
+    expect(await historyTexts(a, sim.id)).toEqual(["kept"]);
+  });
 });
