@@ -508,6 +508,22 @@ const benches: Bench[] = [
     ],
   },
   {
+    name: "code-extraction",
+    script: "bench/code-extraction.ts",
+    args: ["--rounds", "3", "--repeat", quick ? "5" : "20"],
+    timeout: 120,
+    rows: (o, command) => [
+      {
+        figure: "one-time code extraction (every stored message): the slowest 1,600-character body against an ordinary SMS (same run)",
+        measured: `${o.worst.us} µs (${o.worst.kind}; ${o.worstToOrdinary}× an ordinary SMS)`,
+        baseline: `${n(o.ordinaryTexts)} labelled SMS: ${o.ordinaryUs} µs a text`,
+        target: "reported (linear in the text: a long body costs its length, not its length squared)",
+        met: null,
+        command,
+      },
+    ],
+  },
+  {
     name: "two-instances",
     script: "bench/two-instances.ts",
     args: ["--seconds", quick ? "3" : "10"],

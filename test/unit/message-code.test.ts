@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { extractCode } from "../../server/messages/code";
+import { extractCode, maskLinks } from "../../server/messages/code";
 
 type Labelled = { text: string; code: string | null; lang: string; note?: string };
 
@@ -87,5 +87,51 @@ describe("extractCode rules", () => {
   test("no keyword, no code: a lone number is not guessed", () => {
     expect(extractCode("482913")).toBeNull();
     expect(extractCode("")).toBeNull();
+  });
+});
+
+describe("maskLinks", () => {
+  /** The masks as first written, trying a match at every position (quadratic in a long word). */
+  const everyPosition = (text: string) => {
+    const blank = (m: string) => " ".repeat(m.length);
+    return text
+      .replace(/\bhttps?:\/\/\S+/gi, blank)
+      .replace(/\S*@\S+/g, blank)
+      .replace(/(?<![\p{L}\p{N}])(?:[\p{L}\p{N}-]+\.)+[a-z]{2,}(?:\/\S*)?/giu, blank);
+  };
+  /** Deterministic strings over the characters the patterns turn on (xorshift, fixed seed). */
+  function* shuffled(count: number) {
+    const alphabet = ["a", "b", "1", "2", "-", ".", "@", " ", "/", "é", "Z", "_", ":", "h", "t", "p", "s"];
+    let x = 2463534242;
+    for (let n = 0; n < count; n++) {
+      let text = "";
+      const length = 1 + (n % 40);
+      for (let i = 0; i < length; i++) {
+        x ^= x << 13;
+        x ^= x >>> 17;
+        x ^= x << 5;
+        text += alphabet[(x >>> 0) % alphabet.length];
+      }
+      yield text;
+    }
+  }
+
+  test("starting only where an earlier start could not match, it blanks what a start at every position blanks", () => {
+    const crafted = [
+      "visit .example.com or -example.com, a-b.example.org/x?y=1 and 12-34.example.net",
+      "mail a@b@c, x@, @@x, ab@ c and first.last@example.com now",
+      "a.b.c.d.e.f",
+      "1-1-1-1.com",
+      "a..b.com",
+      "-.example.com",
+      "http://x.y/123 https://EXAMPLE.COM/a",
+      // Bodies of one long word: quadratic when every position is tried.
+      `code 123456 ${"a".repeat(1580)} x@`,
+      `code 123456 ${"a.".repeat(790)}`,
+      `code ${"1-".repeat(790)}.com`,
+    ];
+    const texts = [...corpus, ...holdout].map((r) => r.text).concat(crafted, [...shuffled(20_000)]);
+    const differ = texts.filter((t) => maskLinks(t) !== everyPosition(t));
+    expect(differ).toEqual([]);
   });
 });
