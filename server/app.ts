@@ -11,7 +11,7 @@ import { createDeprecations, DEPRECATIONS, type Deprecation } from "./lib/deprec
 import { dropAbsentNulls } from "./lib/fields";
 import { settleFailedRequest } from "./lib/idempotency";
 import { toOpenApi30 } from "./lib/openapi";
-import { BUN_BODY_BYTES, checkRequest } from "./lib/request-limits";
+import { BUN_BODY_BYTES, checkRequest, MAX_BODY_DEPTH, tooDeep } from "./lib/request-limits";
 import { fieldErrors, throughScalar } from "./lib/validation";
 import { unversioned } from "./lib/versions";
 import { SEND_BODY_BYTES, SEND_PATH } from "./messages/send-request";
@@ -143,6 +143,9 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       return answer;
     })
     .onTransform(({ body, query, request, route }) => {
+      // First: every walk of the body below may recurse.
+      const deep = tooDeep(body);
+      if (deep !== null) throw validationFailed({ [deep]: [`must not nest objects and arrays more than ${MAX_BODY_DEPTH} levels deep`] });
       if (body !== undefined) parsedBodies.set(request, body);
       dropAbsentNulls(bodies.schema(request.method, route), body);
       if (hasNul(body) || hasNul(query)) throw validationFailed(nulFields(query, "query", nulFields(body, "body", {})));

@@ -34,6 +34,42 @@ export function headerBytes(headers: Headers): number {
 }
 
 /**
+ * How deep a JSON body may nest (objects and arrays in one another). The deepest body a route
+ * takes nests 4 levels (a bulk send's recipients and their variables); a 64 KiB body can nest
+ * 30,000, which every recursive walk of the body (the NUL check, hashing, cloning) would answer
+ * with a stack overflow, a 500.
+ */
+export const MAX_BODY_DEPTH = 32;
+
+/**
+ * The top-level field (or `body`, for a body that is not an object) under which `body` nests
+ * deeper than MAX_BODY_DEPTH levels, or null. Iterative, so no depth can overflow it.
+ */
+export function tooDeep(body: unknown): string | null {
+  if (typeof body !== "object" || body === null) return null;
+  if (Array.isArray(body)) return deeperThan(body, MAX_BODY_DEPTH) ? "body" : null;
+  for (const field in body) if (deeperThan((body as Record<string, unknown>)[field], MAX_BODY_DEPTH - 1)) return field;
+  return null;
+}
+
+function deeperThan(value: unknown, levels: number): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  const values: unknown[] = [value];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const v = values.pop() as object;
+    const depth = depths.pop()!;
+    if (depth > levels) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v))
+      if (typeof child === "object" && child !== null) {
+        values.push(child);
+        depths.push(depth + 1);
+      }
+  }
+  return false;
+}
+
+/**
  * The error a request is refused with before anything reads it, or null. A body of unknown
  * length (chunked) cannot be judged up front: it is read through a counter that fails the read
  * with 413 once it passes the limit, whoever reads it (Elysia's parsers, a route reading the

@@ -168,6 +168,27 @@ describe("body shapes", () => {
     }
   });
 
+  test("a body nested deeper than 32 levels answers 422 naming its field, however deep (30,000 levels in 60 KB); 32 levels go on to validation", async () => {
+    const nested = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
+    const message = "must not nest objects and arrays more than 32 levels deep";
+    for (const [body, field] of [
+      [`{"email":"a@example.com","password":${nested(30_000)}}`, "password"],
+      [`{"email":"a@example.com","password":"x","extra":${'{"a":'.repeat(10_000)}1${"}".repeat(10_000)}}`, "extra"],
+      [`{"email":"a@example.com","password":${nested(32)}}`, "password"],
+      [nested(30_000), "body"],
+    ]) {
+      const res = await raw("POST", "/api/auth/login", body!, "application/json", "");
+      expect([field, res.status, res.body.errors]).toEqual([field, 422, { [field!]: [message] }]);
+      expectErrorShape(res.body, "validation_failed");
+    }
+    // 32 levels in all (the body, then 31 in the field): the field's own rule answers.
+    const deepest = await raw("POST", "/api/auth/login", `{"email":"a@example.com","password":${nested(31)}}`, "application/json", "");
+    expect(deepest.status).toBe(422);
+    expect(deepest.body.errors.password).not.toContain(message);
+    // Authorization still comes first.
+    expect((await raw("POST", "/api/teams", `{"name":${nested(30_000)}}`, "application/json", "")).status).toBe(401);
+  });
+
   test('sim_cards: "abc" is not three items: "must be an array"', async () => {
     const device = await registerDevice(ctx, token);
     const res = await ctx.request("POST", `/api/byos/devices/${device.id}/heartbeat`, { token, body: { sim_cards: "abc" } });
