@@ -59,7 +59,10 @@ function render(text: string, recipients: Recipient[], errors: Record<string, st
 export function planSend(body: SendRequest, now: number): PlannedSend {
   const errors: Record<string, string[]> = {};
   const bulk = Array.isArray(body.to);
-  if ((body.hosted_sim === undefined) === (body.hosted_sims === undefined)) errors.hosted_sim = ["give either hosted_sim or hosted_sims (a sender pool)"];
+  // Read after "The hosted_sim field" in the error's message.
+  if (body.hosted_sim === undefined && body.hosted_sims === undefined) errors.hosted_sim = ["is required, unless hosted_sims (a sender pool) is given"];
+  else if (body.hosted_sim !== undefined && body.hosted_sims !== undefined)
+    errors.hosted_sim = ["must not be given with hosted_sims: send from one number or from a pool"];
   let recipients: { to: string; text: string }[];
   if (Array.isArray(body.to)) {
     if (body.to.length === 0 || body.to.length > MAX_RECIPIENTS) throw validationFailed({ to: [`must hold 1 to ${MAX_RECIPIENTS} recipients`] });

@@ -386,9 +386,10 @@ describe("sender pools (hosted_sims)", () => {
       body: { hosted_sim: a.hostedSimId, hosted_sims: [a.hostedSimId], to: "+15550001234", text: "x" },
     });
     expect(both.status).toBe(422);
-    expect(both.body.errors.hosted_sim).toBeDefined();
+    expect(both.body.message).toBe("The hosted_sim field must not be given with hosted_sims: send from one number or from a pool.");
     const none = await c.request("POST", "/api/messages", { token: t.token, body: { to: "+15550001234", text: "x" } });
     expect(none.status).toBe(422);
+    expect(none.body.message).toBe("The hosted_sim field is required, unless hosted_sims (a sender pool) is given.");
     const empty = await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sims: [], to: "+15550001234", text: "x" } });
     expect(empty.status).toBe(422);
     await c.close();
