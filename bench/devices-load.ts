@@ -63,15 +63,27 @@ export async function freePort() {
 }
 
 /**
- * Spawns `bun <script>` and waits until `readyPath` answers. With BENCH_CPU_PROF=<dir> the server
- * writes a CPU profile (.cpuprofile and markdown) there when it exits (stop it with SIGTERM).
+ * Starts `script` (the server, or a bare baseline) as `npm start` starts the server, through
+ * server/start.sh (Bun's options and the allocator's settings: every server of a run on the same
+ * runtime), and waits until `readyPath` answers. The allocator's setting can be changed for a
+ * whole run (`MIMALLOC_PURGE_DELAY=10 bun run bench`: mimalloc's default) or by `env`. With BENCH_CPU_PROF=<dir> the server writes a CPU profile
+ * (.cpuprofile and markdown) there when it exits (stop it with SIGTERM).
  */
 export async function spawnServer(script: string, env: Record<string, string>, readyPath: string) {
   const port = await freePort();
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const proc = Bun.spawn([process.execPath, ...profile, script], {
+  // start.sh ends in `exec`: the child's pid is the server's own (its CPU time is read from /proc).
+  const proc = Bun.spawn(["sh", "server/start.sh", ...profile, script], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "error", PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
+    env: {
+      PATH: process.env.PATH ?? "",
+      ...(process.env.MIMALLOC_PURGE_DELAY ? { MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY } : {}),
+      BUN: process.execPath,
+      LOG_LEVEL: "error",
+      PORT: String(port),
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      ...env,
+    },
     stdout: "ignore",
     stderr: "inherit",
   });

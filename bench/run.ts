@@ -563,11 +563,18 @@ function lastJson(stdout: string): Json {
 
 /**
  * Runs one script in its own session (setsid) so that on a timeout the whole process group,
- * servers it spawned included, is ended, not just the script.
+ * servers it spawned included, is ended, not just the script. It runs through server/start.sh,
+ * as its servers do: what it measures in its own process (the intake or the processing alone)
+ * runs on the server's runtime settings.
  */
 async function runOne(b: Bench): Promise<{ out?: Json; error?: string; seconds: number }> {
   const started = performance.now();
-  const proc = Bun.spawn(["setsid", process.execPath, b.script, ...b.args], { cwd: ROOT, stdout: "pipe", stderr: "pipe", env: process.env });
+  const proc = Bun.spawn(["setsid", "sh", "server/start.sh", b.script, ...b.args], {
+    cwd: ROOT,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, BUN: process.execPath },
+  });
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;

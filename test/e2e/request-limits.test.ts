@@ -2,13 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN_HEADER_BYTES } from "../../server/lib/request-limits";
 import { expectErrorShape, freshDatabase, migratedEmbeddedDataDir } from "../helpers";
 import { freePort, waitFor } from "./device-sim-server";
 
 /**
- * The request limits against the real server process on loopback, started as the package.json
- * scripts start it (Bun's header limit raised): oversized bodies, declared or streamed, and
+ * The request limits against the real server process on loopback, started as `npm start` starts
+ * it (server/start.sh: Bun's header limit raised): oversized bodies, declared or streamed, and
  * oversized headers get the API.md §1 error shape, and 20 of them at once leave memory flat.
  */
 const ROOT = join(import.meta.dir, "../..");
@@ -20,10 +19,12 @@ beforeAll(async () => {
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
   const database = process.env.DATABASE_URL ? { DATABASE_URL: await freshDatabase(process.env.DATABASE_URL) } : {};
-  proc = Bun.spawn([process.execPath, `--max-http-header-size=${BUN_HEADER_BYTES}`, "server/main.ts"], {
+  // Started as `npm start` starts it (server/start.sh: Bun's header limit raised past ours, the allocator's settings).
+  proc = Bun.spawn(["sh", "server/start.sh"], {
     cwd: ROOT,
     env: {
       ...process.env,
+      BUN: process.execPath,
       REDIS_URL: "",
       LOG_LEVEL: "warn",
       // On the embedded database: one migrated already (creating one took over the 30 s below under load).
