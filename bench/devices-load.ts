@@ -64,16 +64,17 @@ export async function freePort() {
 
 /**
  * Starts `script` (the server, or a bare baseline) as `npm start` starts the server, through
- * server/start.sh (Bun's options and the allocator's settings: every server of a run on the same
+ * server/runtime.sh (Bun's options and the allocator's settings: every server of a run on the same
  * runtime), and waits until `readyPath` answers. The allocator's setting can be changed for a
- * whole run (`MIMALLOC_PURGE_DELAY=10 bun run bench`: mimalloc's default) or by `env`. With BENCH_CPU_PROF=<dir> the server writes a CPU profile
- * (.cpuprofile and markdown) there when it exits (stop it with SIGTERM).
+ * whole run (`MIMALLOC_PURGE_DELAY=10 bun run bench`: mimalloc's default) or by `env`. With
+ * BENCH_CPU_PROF=<dir> the server writes a CPU profile (.cpuprofile and markdown) there when it
+ * exits (stop it with SIGTERM).
  */
 export async function spawnServer(script: string, env: Record<string, string>, readyPath: string) {
   const port = await freePort();
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  // start.sh ends in `exec`: the child's pid is the server's own (its CPU time is read from /proc).
-  const proc = Bun.spawn(["sh", "server/start.sh", ...profile, script], {
+  // runtime.sh ends in `exec`: the child's pid is the server's own (its CPU time is read from /proc).
+  const proc = Bun.spawn(["sh", "server/runtime.sh", ...profile, script], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? "",

@@ -563,13 +563,13 @@ function lastJson(stdout: string): Json {
 
 /**
  * Runs one script in its own session (setsid) so that on a timeout the whole process group,
- * servers it spawned included, is ended, not just the script. It runs through server/start.sh,
+ * servers it spawned included, is ended, not just the script. It runs through server/runtime.sh,
  * as its servers do: what it measures in its own process (the intake or the processing alone)
  * runs on the server's runtime settings.
  */
 async function runOne(b: Bench): Promise<{ out?: Json; error?: string; seconds: number }> {
   const started = performance.now();
-  const proc = Bun.spawn(["setsid", "sh", "server/start.sh", b.script, ...b.args], {
+  const proc = Bun.spawn(["setsid", "sh", "server/runtime.sh", b.script, ...b.args], {
     cwd: ROOT,
     stdout: "pipe",
     stderr: "pipe",
@@ -640,7 +640,7 @@ function summary(rows: RunRow[], context: { started: Date; loadBefore: string; l
       `load average (1, 5, 15 min) ${context.loadBefore} at the start, ${context.loadAfter} at the end.` +
       (quick ? " **Quick run**: short durations and fewer rounds, so these figures are indicative only; run without `--quick` for the real ones." : ""),
     `The machine: ${MACHINE}, shared by the load generator, the server and PostgreSQL; figures move by 10-40% between runs on one machine and more between machines, so each is judged against a baseline measured in the same run. The sections below hold the analysed runs.`,
-    `Every script, server and baseline ran through server/start.sh, as \`npm start\` runs the server: MIMALLOC_PURGE_DELAY=${process.env.MIMALLOC_PURGE_DELAY ?? "-1 (the script's default)"}.`,
+    `Every script, server and baseline ran through server/runtime.sh, as \`npm start\` runs the server: MIMALLOC_PURGE_DELAY=${process.env.MIMALLOC_PURGE_DELAY ?? "-1 (the script's default)"}.`,
     `One benchmark alone: \`bun run bench --only <name>\` (${benches.map((b) => b.name).join(", ")}), or the command in its row.`,
     "",
     `No target is called met when more than ${BUSY_CPU_SHARE * 100}% of the machine's CPU (${CORES} cores) was in use in the ${SETTLE_MS / 1000} s before its benchmark started, ` +

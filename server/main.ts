@@ -40,7 +40,7 @@ async function main() {
   if (maxHeaderSize <= config.MAX_HEADER_BYTES)
     services.logger.warn(
       { bunMaxHeaderSize: maxHeaderSize, MAX_HEADER_BYTES: config.MAX_HEADER_BYTES },
-      "start with `sh server/start.sh` (as `npm start` does): headers past Bun's limit get an empty 431 instead of the API's error",
+      "start with `npm start` (sh server/runtime.sh server/main.ts): headers past Bun's limit get an empty 431 instead of the API's error",
     );
   // To the terminal on standard error, in one write: the JSON log stream (standard output) never
   // carries the password, and no log line can be interleaved with the block.

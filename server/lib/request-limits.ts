@@ -8,7 +8,7 @@ export type RequestLimits = { bodyBytes: number; headerBytes: number };
 
 /**
  * Bun's own limits, the backstops behind ours. Headers: Bun answers 431 with an empty body past
- * `--max-http-header-size` (16 KiB unless raised), so server/start.sh raises it to this and our
+ * `--max-http-header-size` (16 KiB unless raised), so server/runtime.sh raises it to this and our
  * smaller limit answers first, in the error shape. Bodies: past `maxRequestBodySize` Bun answers
  * 413 with an empty body before the application sees the request; below it, ours does.
  */

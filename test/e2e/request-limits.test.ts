@@ -7,7 +7,7 @@ import { freePort, waitFor } from "./device-sim-server";
 
 /**
  * The request limits against the real server process on loopback, started as `npm start` starts
- * it (server/start.sh: Bun's header limit raised): oversized bodies, declared or streamed, and
+ * it (server/runtime.sh: Bun's header limit raised): oversized bodies, declared or streamed, and
  * oversized headers get the API.md §1 error shape, and 20 of them at once leave memory flat.
  */
 const ROOT = join(import.meta.dir, "../..");
@@ -19,8 +19,8 @@ beforeAll(async () => {
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
   const database = process.env.DATABASE_URL ? { DATABASE_URL: await freshDatabase(process.env.DATABASE_URL) } : {};
-  // Started as `npm start` starts it (server/start.sh: Bun's header limit raised past ours, the allocator's settings).
-  proc = Bun.spawn(["sh", "server/start.sh"], {
+  // Started as `npm start` starts it (server/runtime.sh: Bun's header limit raised past ours, the allocator's settings).
+  proc = Bun.spawn(["sh", "server/runtime.sh", "server/main.ts"], {
     cwd: ROOT,
     env: {
       ...process.env,
