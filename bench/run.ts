@@ -56,6 +56,13 @@ const BUSY_LOAD_PER_CORE = 1.5;
 const CORES = navigator.hardwareConcurrency || 1;
 /** What ran the bench: figures from different machines (CPU, Bun) are not comparable, so the summary names them. */
 const MACHINE = `${CORES} cores (${cpus()[0]?.model.trim() || "CPU model unknown"}), Bun ${Bun.version}`;
+/** The allocator setting every bench process runs with, as server/runtime.sh sets it (asked of it, not repeated here). */
+const ALLOCATOR = Bun.spawnSync(["sh", "server/runtime.sh", "-e", "console.log(process.env.MIMALLOC_PURGE_DELAY)"], {
+  cwd: ROOT,
+  env: { ...process.env, BUN: process.execPath },
+})
+  .stdout.toString()
+  .trim();
 const SETTLE_MS = 3_000;
 
 /** The share of all cores' time spent busy (anything but idle and iowait) over `ms`; null without /proc/stat. */
@@ -640,7 +647,7 @@ function summary(rows: RunRow[], context: { started: Date; loadBefore: string; l
       `load average (1, 5, 15 min) ${context.loadBefore} at the start, ${context.loadAfter} at the end.` +
       (quick ? " **Quick run**: short durations and fewer rounds, so these figures are indicative only; run without `--quick` for the real ones." : ""),
     `The machine: ${MACHINE}, shared by the load generator, the server and PostgreSQL; figures move by 10-40% between runs on one machine and more between machines, so each is judged against a baseline measured in the same run. The sections below hold the analysed runs.`,
-    `Every script, server and baseline ran through server/runtime.sh, as \`npm start\` runs the server: MIMALLOC_PURGE_DELAY=${process.env.MIMALLOC_PURGE_DELAY ?? "-1 (the script's default)"}.`,
+    `Every script, server and baseline ran through server/runtime.sh, as \`npm start\` runs the server: MIMALLOC_PURGE_DELAY=${ALLOCATOR}.`,
     `One benchmark alone: \`bun run bench --only <name>\` (${benches.map((b) => b.name).join(", ")}), or the command in its row.`,
     "",
     `No target is called met when more than ${BUSY_CPU_SHARE * 100}% of the machine's CPU (${CORES} cores) was in use in the ${SETTLE_MS / 1000} s before its benchmark started, ` +

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { BUN_HEADER_BYTES } from "../../server/lib/request-limits";
 import { expectErrorShape, freshDatabase, migratedEmbeddedDataDir } from "../helpers";
 import { freePort, waitFor } from "./device-sim-server";
 
@@ -98,6 +99,11 @@ describe("request limits on a real server", () => {
     const streamed = await post("/api/teams", chunked(body));
     expect(streamed.status).toBe(401);
     expectErrorShape(streamed.body, "unauthenticated");
+  });
+
+  test("server/runtime.sh starts Bun with its header limit at BUN_HEADER_BYTES, the bound MAX_HEADER_BYTES is configured under", () => {
+    const args = readFileSync(`/proc/${proc.pid}/cmdline`, "utf8").split("\0");
+    expect(args).toContain(`--max-http-header-size=${BUN_HEADER_BYTES}`);
   });
 
   test("a 60 KB Authorization header answers 413 in the error shape, not Bun's empty answer", async () => {
