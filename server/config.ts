@@ -42,7 +42,7 @@ const Env = Type.Object({
   // Largest request body (413 payload_too_large past it); the largest legitimate body is a few KiB.
   MAX_BODY_BYTES: Type.Integer({ minimum: 1024, maximum: BUN_BODY_BYTES, default: 64 * 1024 }),
   // Largest request header block, all fields together (413 payload_too_large past it). Below Bun's
-  // --max-http-header-size of the start scripts, or Bun answers first with an empty 431.
+  // --max-http-header-size (server/runtime.sh sets it to BUN_HEADER_BYTES), or Bun answers first with an empty 431.
   MAX_HEADER_BYTES: Type.Integer({ minimum: 1024, maximum: BUN_HEADER_BYTES - 1024, default: 16 * 1024 }),
   // Bearer token for GET /metrics; unset: /metrics answers 404.
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
