@@ -21,7 +21,7 @@ export const UpdateApiKeyBody = Type.Object({ name: Optional(Name, "absent"), pe
 export const ApiKeyParams = t.Object({ api_key: IdParam() });
 
 export const ApiKey = t.Object({
-  id: t.Integer(),
+  id: Type.Integer(),
   name: t.String(),
   key_prefix: t.String({ description: "the first 12 characters of the key" }),
   permissions: t.Array(t.String()),

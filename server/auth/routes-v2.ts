@@ -1,3 +1,4 @@
+import { Type } from "@sinclair/typebox";
 import { Elysia, t } from "elysia";
 import type { Services } from "../services";
 import { callerPlugin } from "./plugin";
@@ -8,8 +9,8 @@ import { findApiKeyUser, listMemberships } from "./store";
 const MeResponseV2 = t.Composite([
   t.Omit(MeResponse, ["organization"]),
   t.Object({
-    current_organization_id: t.Integer(),
-    organizations: t.Array(t.Object({ id: t.Integer(), name: t.String(), role: t.Union([t.String(), t.Null()]) })),
+    current_organization_id: Type.Integer(),
+    organizations: t.Array(t.Object({ id: Type.Integer(), name: t.String(), role: t.Union([t.String(), t.Null()]) })),
   }),
 ]);
 

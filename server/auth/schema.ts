@@ -5,7 +5,7 @@ import { Text } from "../lib/fields";
 const DateTime = t.String({ format: "date-time" });
 
 export const User = t.Object({
-  id: t.Integer(),
+  id: Type.Integer(),
   name: t.String(),
   email: t.String(),
   email_verified_at: t.Union([DateTime, t.Null()]),
@@ -14,7 +14,7 @@ export const User = t.Object({
   updated_at: DateTime,
 });
 
-export const Organization = t.Object({ id: t.Integer(), name: t.String(), created_at: DateTime, updated_at: DateTime });
+export const Organization = t.Object({ id: Type.Integer(), name: t.String(), created_at: DateTime, updated_at: DateTime });
 
 const TotpCode = Type.String({ pattern: "^[0-9]{6}$", description: "a 6-digit code", examples: ["123456"] });
 
@@ -39,7 +39,7 @@ export const MeResponse = t.Object({
   user: t.Union([User, t.Null()]),
   auth_type: t.Union([t.Literal("session"), t.Literal("oauth"), t.Literal("api_key")]),
   organization: Organization,
-  api_key: t.Optional(t.Object({ id: t.Integer(), name: t.String(), permissions: t.Array(t.String()) })),
+  api_key: t.Optional(t.Object({ id: Type.Integer(), name: t.String(), permissions: t.Array(t.String()) })),
 });
 
 export const PasswordBody = Type.Object({
@@ -47,10 +47,10 @@ export const PasswordBody = Type.Object({
   new_password: Text({ minLength: 8, maxLength: 1024, description: "8 to 1024 characters" }),
 });
 
-export const SignedOutResponse = t.Object({ signed_out: t.Integer({ description: "how many other session and OAuth tokens stopped working" }) });
+export const SignedOutResponse = t.Object({ signed_out: Type.Integer({ description: "how many other session and OAuth tokens stopped working" }) });
 
 export const Session = t.Object({
-  id: t.Integer(),
+  id: Type.Integer(),
   kind: t.Union([t.Literal("session"), t.Literal("oauth")]),
   created_at: DateTime,
   last_used_at: t.Union([DateTime, t.Null()]),

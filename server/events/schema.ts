@@ -56,7 +56,7 @@ export const Event = t.Object({
     description: `the event type (docs/events.md); today one of: ${EVENT_TYPES.join(", ")}. The list is open: treat an unknown type as one to skip`,
   }),
   created_at: Timestamp,
-  organization_id: t.Integer({ description: "the organization this view of the event belongs to (an event id belongs to one organization)" }),
+  organization_id: Type.Integer({ description: "the organization this view of the event belongs to (an event id belongs to one organization)" }),
   data: t.Record(t.String(), t.Unknown(), { description: "the event's payload, as webhooks and realtime carry it (docs/events.md)" }),
 });
 
@@ -67,7 +67,7 @@ export const EventPage = t.Object({
       description:
         "call again with `after=<next_cursor>` for what follows: the last listed event's id, or when none was listed the `after` given (from `now`, or without `after`, a cursor naming that start)",
     }),
-    per_page: t.Integer(),
+    per_page: Type.Integer(),
     has_more: t.Boolean({ description: "true when more events follow at once (the page is full); false: the list has caught up" }),
   }),
 });

@@ -18,23 +18,11 @@ const isNull = (s: unknown) =>
       ((s as Node).enum as unknown[]).length === 1 &&
       ((s as Node).enum as unknown[])[0] === null));
 
-const isIntegerString = (s: Node) => s.type === "string" && s.format === "integer" && s.default === 0;
-
 export function fixSchema(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(fixSchema);
   if (typeof schema !== "object" || schema === null) return schema;
   const node: Node = {};
   for (const [k, v] of Object.entries(schema)) node[k] = fixSchema(v);
-  for (const key of ["anyOf", "oneOf"] as const) {
-    const options = node[key] as Node[] | undefined;
-    // Elysia's t.Integer() also admits a string of digits; what the server sends is the integer.
-    if (options?.some(isIntegerString) && options.some((o) => o.type === "integer")) {
-      const rest = options.filter((o) => !isIntegerString(o));
-      delete node[key];
-      if (rest.length === 1) Object.assign(node, rest[0], node);
-      else node[key] = rest;
-    }
-  }
   for (const key of ["anyOf", "oneOf"] as const) {
     const options = node[key] as unknown[] | undefined;
     if (!options?.some(isNull)) continue;

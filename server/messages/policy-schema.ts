@@ -1,3 +1,4 @@
+import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 import { IdParam, Optional, Text } from "../lib/fields";
 import { LIMITS } from "./sending-policy";
@@ -16,18 +17,18 @@ const QuietHours = t.Object(
 );
 
 const Fields = {
-  messages_per_minute: t.Integer({
+  messages_per_minute: Type.Integer({
     minimum: 1,
     maximum: LIMITS.messagesPerMinute,
     description: "at most this many messages a minute (one every 60/n seconds at most)",
   }),
-  min_delay_seconds: t.Integer({ minimum: 0, maximum: LIMITS.delaySeconds, description: "shortest random pause between two messages" }),
-  max_delay_seconds: t.Integer({
+  min_delay_seconds: Type.Integer({ minimum: 0, maximum: LIMITS.delaySeconds, description: "shortest random pause between two messages" }),
+  max_delay_seconds: Type.Integer({
     minimum: 0,
     maximum: LIMITS.delaySeconds,
     description: "longest random pause between two messages; at least min_delay_seconds",
   }),
-  daily_cap: t.Integer({
+  daily_cap: Type.Integer({
     minimum: 1,
     maximum: LIMITS.dailyCap,
     description: "at most this many messages a local day (in time_zone); more wait for the next day",

@@ -115,8 +115,8 @@ export const StatusBody = Type.Object({
 const Timestamp = t.String({ format: "date-time" });
 const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Union([s, t.Null()]);
 export const Message = t.Object({
-  id: t.Integer(),
-  hosted_sim_id: Nullable(t.Integer()),
+  id: Type.Integer(),
+  hosted_sim_id: Nullable(Type.Integer()),
   number: t.String(),
   direction: t.Union([t.Literal("inbound"), t.Literal("outbound")]),
   from: t.String(),
@@ -127,17 +127,17 @@ export const Message = t.Object({
       "received; or scheduled, queued, sending, sent, delivered, failed, cancelled, expired (an open list: more may come, treat unknown values as unfinished)",
   }),
   source: t.Union([t.Literal("provider"), t.Literal("device"), t.Literal("api")]),
-  device_id: Nullable(t.Integer()),
-  sim_slot: Nullable(t.Integer()),
+  device_id: Nullable(Type.Integer()),
+  sim_slot: Nullable(Type.Integer()),
   external_id: Nullable(t.String()),
-  team_id: Nullable(t.Integer()),
+  team_id: Nullable(Type.Integer()),
   locked: t.Boolean(),
   error: Nullable(
     t.String({
       description: "why an outbound message failed or expired (the device's, the provider's or the server's reason); null otherwise",
     }),
   ),
-  attempts: t.Integer({
+  attempts: Type.Integer({
     description:
       "outbound: how many times the message was handed to a phone or the provider (provider API calls; a device taking it counts one); 0 before that and for inbound messages",
   }),
@@ -167,8 +167,8 @@ export const BatchParams = t.Object({ id: BatchId("a batch id") });
 export const BatchSummaryData = t.Object({
   data: t.Object({
     batch_id: t.String(),
-    total: t.Integer(),
-    counts: t.Record(t.String(), t.Integer(), { description: "messages per status (only statuses some message is in)" }),
+    total: Type.Integer(),
+    counts: t.Record(t.String(), Type.Integer(), { description: "messages per status (only statuses some message is in)" }),
     created_at: Timestamp,
   }),
 });
@@ -190,7 +190,7 @@ export const InboxQuery = t.Object({
 export const InboxPage = t.Object({
   data: t.Array(Message),
   meta: t.Object({
-    per_page: t.Integer(),
-    next_before: t.Union([t.Integer(), t.Null()], { description: "pass as `before` for the next (older) page; null when this page is the last" }),
+    per_page: Type.Integer(),
+    next_before: t.Union([Type.Integer(), t.Null()], { description: "pass as `before` for the next (older) page; null when this page is the last" }),
   }),
 });

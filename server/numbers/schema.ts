@@ -51,25 +51,28 @@ export const AliasBody = Type.Object({ alias: Type.Union([Alias, Type.Null()]) }
 // Responses use Elysia's `t` (its format registry validates date-time).
 const Timestamp = t.String({ format: "date-time" });
 export const Lock = t.Object({
-  organization_id: t.Integer(),
-  team_id: t.Union([t.Integer(), t.Null()]),
-  user_id: t.Union([t.Integer(), t.Null()]),
+  organization_id: Type.Integer(),
+  team_id: t.Union([Type.Integer(), t.Null()]),
+  user_id: t.Union([Type.Integer(), t.Null()]),
   locked_until: Timestamp,
   release_on_message: t.Boolean({ description: "the lock ends by itself after the first inbound message under it (from `sender` if set)" }),
   sender: t.Union([t.String(), t.Null()], { description: "the only sender whose message releases the lock; null: any sender" }),
 });
 export const HostedSim = t.Object({
-  id: t.Integer(),
+  id: Type.Integer(),
   number: t.String(),
   provider: t.String(),
   status: t.String(),
   type: t.String(),
-  shared_max_orgs: t.Integer(),
-  messages_received_count: t.Integer({ description: "inbound messages your organization may see on this number" }),
-  organizations: t.Array(t.Object({ id: t.Integer(), name: t.String(), alias: t.Union([t.String(), t.Null()]), team_id: t.Union([t.Integer(), t.Null()]) }), {
-    description: "the attachments of the organizations you read in (yours only, never another organization's)",
-  }),
-  teams: t.Array(t.Object({ id: t.Integer(), name: t.String() })),
+  shared_max_orgs: Type.Integer(),
+  messages_received_count: Type.Integer({ description: "inbound messages your organization may see on this number" }),
+  organizations: t.Array(
+    t.Object({ id: Type.Integer(), name: t.String(), alias: t.Union([t.String(), t.Null()]), team_id: t.Union([Type.Integer(), t.Null()]) }),
+    {
+      description: "the attachments of the organizations you read in (yours only, never another organization's)",
+    },
+  ),
+  teams: t.Array(t.Object({ id: Type.Integer(), name: t.String() })),
   locked: t.Boolean(),
   lock: t.Union([Lock, t.Null()], { description: "shown only to the lock holder's organization" }),
   created_at: Timestamp,

@@ -15,7 +15,7 @@ export const TeamParams = t.Object({ team: IdParam() });
 export const MemberParams = t.Object({ team: IdParam(), user: IdParam() });
 
 export const TeamMember = t.Object({
-  id: t.Integer({ description: "the user's id" }),
+  id: Type.Integer({ description: "the user's id" }),
   name: t.String(),
   email: t.String(),
   role: t.String({ description: "the user's role in the organization: owner, admin or member" }),
@@ -23,9 +23,9 @@ export const TeamMember = t.Object({
 });
 
 const teamFields = {
-  id: t.Integer(),
+  id: Type.Integer(),
   name: t.String(),
-  members_count: t.Integer(),
+  members_count: Type.Integer(),
   created_at: DateTime,
   updated_at: DateTime,
 };

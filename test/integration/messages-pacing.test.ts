@@ -454,6 +454,10 @@ describe("sending policy API", () => {
     expect(Object.keys(bad.body.errors).sort()).toEqual(["max_delay_seconds", "quiet_hours.end", "time_zone"]);
     const outOfRange = await base.request("PUT", "/api/sending-policy", { token: t.token, body: { ...own, messages_per_minute: 0 } });
     expect(outOfRange.status).toBe(422);
+    // The document says integer: a string of digits is not one (Elysia's t.Integer took "5" as 5).
+    const asText = await base.request("PUT", "/api/sending-policy", { token: t.token, body: { ...own, daily_cap: "50" } });
+    expect(asText.status).toBe(422);
+    expect(Object.keys(asText.body.errors)).toEqual(["daily_cap"]);
   });
 
   test("isolation and permissions: another organization cannot read or set your policy or send from your numbers in a pool; members read, admins set; API keys cannot set", async () => {
