@@ -48,7 +48,8 @@ export const LockBody = Type.Object({
 });
 export const AliasBody = Type.Object({ alias: Type.Union([Alias, Type.Null()]) });
 
-// Responses use Elysia's `t` (its format registry validates date-time).
+// Responses use Elysia's `t` (its format registry validates date-time), and TypeBox's Type.Integer,
+// which has no transform (docs/architecture.md, server/lib/fields.ts).
 const Timestamp = t.String({ format: "date-time" });
 export const Lock = t.Object({
   organization_id: Type.Integer(),
