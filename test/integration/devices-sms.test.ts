@@ -45,6 +45,45 @@ describe("SMS submission idempotency", () => {
     expect((await messagesOf(device.id)).length).toBe(2);
   });
 
+  test("the same-SMS key holds slot (none = slot 0), sender, body and the UTC second, and nothing else", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const [{ device }, { device: other }] = await Promise.all([activeDevice(ctx, token), activeDevice(ctx, token)]);
+    const base = {
+      device_id: device.id,
+      sim_slot: 1 as number | null,
+      from_number: "+15550001111",
+      body: "Your code is 123456",
+      received_at: "2026-11-21T10:00:00.100Z",
+    };
+    // Each row inserted alone, skipping duplicates: true when it was stored, false when the rule took it for a stored SMS.
+    const stores = async (row: Partial<typeof base>) => {
+      const r = { ...base, ...row };
+      const inserted = await ctx.sql`insert into device_sms (device_id, message_id, sim_slot, from_number, body, received_at)
+        values (${r.device_id}, ${crypto.randomUUID()}, ${r.sim_slot}, ${r.from_number}, ${r.body}, ${r.received_at}) on conflict do nothing returning id`;
+      return inserted.length === 1;
+    };
+    expect(await stores({})).toBe(true);
+    // The same SMS: later in the same UTC second, or written in another offset.
+    expect(await stores({ received_at: "2026-11-21T10:00:00.999Z" })).toBe(false);
+    expect(await stores({ received_at: "2026-11-21T15:30:00.500+05:30" })).toBe(false);
+    await ctx.sql.begin(async (tx) => {
+      await tx`set local timezone = 'Pacific/Chatham'`;
+      const [r] = await tx`insert into device_sms (device_id, message_id, sim_slot, from_number, body, received_at)
+        values (${device.id}, ${crypto.randomUUID()}, 1, ${base.from_number}, ${base.body}, ${base.received_at}) on conflict do nothing returning id`;
+      expect(r).toBeUndefined();
+    });
+    // Another SMS: the next second, another slot, sender, body or device; the sender/body split of the same text.
+    expect(await stores({ received_at: "2026-11-21T10:00:01.000Z" })).toBe(true);
+    expect(await stores({ sim_slot: 2 })).toBe(true);
+    expect(await stores({ from_number: "+15550001112" })).toBe(true);
+    expect(await stores({ body: "Your code is 123457" })).toBe(true);
+    expect(await stores({ device_id: other.id })).toBe(true);
+    expect(await stores({ from_number: "+15550001111 Your", body: "code is 123456" })).toBe(true);
+    // No slot is slot 0: the same as an SMS of slot 0, another than slot 1's.
+    expect(await stores({ sim_slot: null })).toBe(true);
+    expect(await stores({ sim_slot: 0 })).toBe(false);
+  });
+
   test("many concurrent submissions of many devices are all stored (group commit), each once", async () => {
     const { token } = await createTenant(ctx.sql, { plan: "pro" });
     const devices = await Promise.all([1, 2, 3].map(() => activeDevice(ctx, token)));
