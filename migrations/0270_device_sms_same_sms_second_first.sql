@@ -8,8 +8,8 @@
 -- second and the same 64-bit hash. Two different SMS of one device in one second would have to
 -- meet in 64 bits to be taken for one; md5's 128 bits covered a device's whole history.
 -- Led by the second, a device's new keys go to the end of its part of the index instead of a
--- random leaf. In a 100-row pgbench insert of the table, about 1.15× the rate of 0170's key
--- (docs/benchmarks.md, session of 2026-11-28 13:54).
+-- random leaf. In a 100-row pgbench insert of the table, about 1.11× the rate of 0170's key (five rounds
+-- alternated; docs/benchmarks.md, session of 2026-11-28 13:54).
 -- Safe on existing data: rows unique under 0170's key are unique under this one unless two SMS of a
 -- device in the same second meet in the 64-bit hash. The column is rewritten (a stored generated
 -- column), as 0170's was added.
