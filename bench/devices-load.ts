@@ -3,6 +3,7 @@
  * baseline server as child processes, tenants and devices written straight to the database, and
  * a closed-loop / open-loop HTTP load generator with latency percentiles.
  */
+import { readdirSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -258,6 +259,14 @@ export type LoadResult = {
    * which does not grow when a busy machine lowers the request rate.
    */
   cpuUsPerRequestNet?: number;
+  /**
+   * Where the whole machine's CPU went over the same load, per request (with the server's pid):
+   * busy in all (all but idle and iowait, every core), PostgreSQL's processes on this machine
+   * (all of them: the run's database is the only one at work), and the rest (the load processes,
+   * the kernel's share of the connections, anything else running), beside the server's own
+   * `cpuUsPerRequest`.
+   */
+  machine?: { busyPercent: number; usPerRequest: number; postgresUsPerRequest: number; restUsPerRequest: number };
 };
 
 /** What one load process measured: every latency, for percentiles over all the processes. */
@@ -271,6 +280,28 @@ export async function cpuSeconds(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
+
+/** CPU seconds (user + system) of every process of this machine whose command line starts with `prefix`, from /proc. */
+async function cpuSecondsOf(prefix: string): Promise<number> {
+  let total = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!(await Bun.file(`/proc/${entry}/cmdline`).text()).startsWith(prefix)) continue;
+      total += await cpuSeconds(Number(entry));
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return total;
+}
+
+/** The machine's CPU seconds so far, in all and busy (all but idle and iowait), summed over its cores, from /proc/stat. */
+async function machineSeconds(): Promise<{ all: number; busy: number }> {
+  const ticks = (await Bun.file("/proc/stat").text()).split("\n")[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  const all = ticks.reduce((a, b) => a + b, 0);
+  return { all: all / CLOCK_TICKS, busy: (all - ticks[3]! - ticks[4]!) / CLOCK_TICKS };
+}
 
 function summarize(raw: RawLoad[]): LoadResult {
   const latencies = raw.flatMap((r) => r.latencies).sort((a, b) => a - b);
@@ -374,14 +405,25 @@ async function withServerCpu(serverPid: number | undefined, run: () => Promise<L
   const idleStart = await cpuSeconds(serverPid);
   await Bun.sleep(1000);
   const idlePerSecond = (await cpuSeconds(serverPid)) - idleStart;
+  const [machineBefore, postgresBefore] = [await machineSeconds(), await cpuSecondsOf("postgres")];
   const cpuBefore = await cpuSeconds(serverPid);
   const started = performance.now();
   const result = await run();
   const used = (await cpuSeconds(serverPid)) - cpuBefore;
   const wall = (performance.now() - started) / 1000;
+  const [machineAfter, postgresAfter] = [await machineSeconds(), await cpuSecondsOf("postgres")];
   if (result.requests > 0) {
-    result.cpuUsPerRequest = +((used * 1e6) / result.requests).toFixed(1);
-    result.cpuUsPerRequestNet = +((Math.max(0, used - idlePerSecond * wall) * 1e6) / result.requests).toFixed(1);
+    const perRequest = (seconds: number) => +((Math.max(0, seconds) * 1e6) / result.requests).toFixed(1);
+    result.cpuUsPerRequest = perRequest(used);
+    result.cpuUsPerRequestNet = perRequest(used - idlePerSecond * wall);
+    const busy = machineAfter.busy - machineBefore.busy;
+    const postgres = postgresAfter - postgresBefore;
+    result.machine = {
+      busyPercent: Math.round((100 * busy) / (machineAfter.all - machineBefore.all)),
+      usPerRequest: perRequest(busy),
+      postgresUsPerRequest: perRequest(postgres),
+      restUsPerRequest: perRequest(busy - used - postgres),
+    };
   }
   return result;
 }
