@@ -260,13 +260,13 @@ export type LoadResult = {
    */
   cpuUsPerRequestNet?: number;
   /**
-   * Where the whole machine's CPU went over the same load, per request (with the server's pid):
-   * busy in all (all but idle and iowait, every core), PostgreSQL's processes on this machine
+   * Where the whole machine's CPU went over the same load (with the server's pid): the share of
+   * it busy (all but idle and iowait, every core), and per request PostgreSQL's processes on this machine
    * (all of them: the run's database is the only one at work), and the rest (the load processes,
    * the kernel's share of the connections, anything else running), beside the server's own
    * `cpuUsPerRequest`.
    */
-  machine?: { busyPercent: number; usPerRequest: number; postgresUsPerRequest: number; restUsPerRequest: number };
+  machine?: { busyPercent: number; postgresUsPerRequest: number; restUsPerRequest: number };
 };
 
 /** What one load process measured: every latency, for percentiles over all the processes. */
@@ -296,8 +296,8 @@ async function cpuSecondsOf(prefix: string): Promise<number> {
   return total;
 }
 
-/** The machine's CPU seconds so far, in all and busy (all but idle and iowait), summed over its cores, from /proc/stat. */
-async function machineSeconds(): Promise<{ all: number; busy: number }> {
+/** The machine's CPU seconds so far, in all and busy (all but idle and iowait), summed over its cores, from /proc/stat (Linux). */
+export async function machineSeconds(): Promise<{ all: number; busy: number }> {
   const ticks = (await Bun.file("/proc/stat").text()).split("\n")[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
   const all = ticks.reduce((a, b) => a + b, 0);
   return { all: all / CLOCK_TICKS, busy: (all - ticks[3]! - ticks[4]!) / CLOCK_TICKS };
@@ -420,7 +420,6 @@ async function withServerCpu(serverPid: number | undefined, run: () => Promise<L
     const postgres = postgresAfter - postgresBefore;
     result.machine = {
       busyPercent: Math.round((100 * busy) / (machineAfter.all - machineBefore.all)),
-      usPerRequest: perRequest(busy),
       postgresUsPerRequest: perRequest(postgres),
       restUsPerRequest: perRequest(busy - used - postgres),
     };

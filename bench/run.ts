@@ -17,6 +17,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
+import { machineSeconds } from "./devices-load";
 
 const ROOT = join(import.meta.dir, "..");
 const DOC = join(ROOT, "docs/benchmarks.md");
@@ -67,15 +68,11 @@ const SETTLE_MS = 3_000;
 
 /** The share of all cores' time spent busy (anything but idle and iowait) over `ms`; null without /proc/stat. */
 async function cpuInUse(ms: number): Promise<number | null> {
-  const read = () => {
-    const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
-    return { idle: f[3]! + f[4]!, total: f.reduce((a, b) => a + b, 0) };
-  };
   try {
-    const a = read();
+    const a = await machineSeconds();
     await Bun.sleep(ms);
-    const b = read();
-    return b.total > a.total ? 1 - (b.idle - a.idle) / (b.total - a.total) : null;
+    const b = await machineSeconds();
+    return b.all > a.all ? (b.busy - a.busy) / (b.all - a.all) : null;
   } catch {
     return null;
   }
