@@ -32,10 +32,13 @@ function typeName(schema: SchemaLike): string | undefined {
   return Array.isArray(schema.type) ? schema.type[0] : schema.type;
 }
 
-/** A whole number (digits in a path or query) past a parameter's bounds: which bound it broke. */
+/**
+ * A whole number (digits in a path or query, with or without a minus sign) past a parameter's
+ * bounds: which bound it broke. `-1` is a whole number below the first bound, not "not an integer".
+ */
 function outOfBounds(schema: SchemaLike, value: unknown): string | null {
   if (schema.minimum === undefined || schema.maximum === undefined || !schema.errorMessage) return null;
-  const n = typeof value === "string" && /^[0-9]+$/.test(value) ? Number(value) : value;
+  const n = typeof value === "string" && /^-?[0-9]+$/.test(value) ? Number(value) : value;
   if (typeof n !== "number" || !Number.isInteger(n)) return null;
   if (n < schema.minimum) return `must be at least ${schema.minimum}`;
   if (n > schema.maximum) return `must be at most ${schema.maximum}`;

@@ -202,6 +202,8 @@ describe("body shapes", () => {
       ["abc", "must be an integer"],
       ["1e2", "must be an integer"],
       ["0", "must be at least 1"],
+      ["-1", "must be at least 1"],
+      ["-0", "must be at least 1"],
       ["101", "must be at most 100"],
     ]) {
       const res = await ctx.request("GET", `/api/byos/devices?per_page=${value}`, { token });

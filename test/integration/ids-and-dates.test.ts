@@ -40,6 +40,19 @@ describe("path ids", () => {
     }
   });
 
+  test("a whole number below 1 names the bound; anything else that is not an id says so", async () => {
+    for (const [id, message] of [
+      ["0", "must be at least 1"],
+      ["-3", "must be at least 1"],
+      ["1.5", "must be a positive integer id"],
+      ["007", "must be a positive integer id"],
+      ["abc", "must be a positive integer id"],
+    ]) {
+      const res = await ctx.request("GET", `/api/byos/devices/${id}`, { token });
+      expect([id, res.body.errors]).toEqual([id, { device: [message] }]);
+    }
+  });
+
   test("a fractional SIM card id is refused the same way", async () => {
     const res = await ctx.request("PATCH", `/api/byos/devices/${deviceId}/sims/2.5`, { token, body: {} });
     expect(res.status).toBe(422);
