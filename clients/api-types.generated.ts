@@ -2386,7 +2386,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2453,7 +2453,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2502,7 +2502,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2784,7 +2784,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2845,7 +2845,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2948,7 +2948,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json or application/x-www-form-urlencoded (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json or application/x-www-form-urlencoded (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3093,7 +3093,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3242,7 +3242,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3426,7 +3426,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3584,7 +3584,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3680,7 +3680,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3963,7 +3963,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4072,7 +4072,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4180,7 +4180,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4300,7 +4300,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4467,7 +4467,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4868,7 +4868,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5189,7 +5189,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5326,7 +5326,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5469,7 +5469,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6134,7 +6134,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6364,7 +6364,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6606,7 +6606,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6704,7 +6704,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6962,7 +6962,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7026,7 +7026,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7263,7 +7263,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7468,7 +7468,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7784,7 +7784,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7917,7 +7917,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -8075,7 +8075,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -8258,7 +8258,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -8474,7 +8474,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -8736,7 +8736,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header) */
+            /** @description unsupported_media_type: the body is not application/json (check the Content-Type header), or is sent with a Content-Encoding other than identity */
             415: {
                 headers: {
                     [name: string]: unknown;

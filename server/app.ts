@@ -166,7 +166,9 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       }
       const inputs = code === "VALIDATION" ? { ...Object.fromEntries(new URL(request.url).searchParams), ...(params as Record<string, unknown>) } : {};
       const body = parsedBodies.get(request);
-      const shape = code === "VALIDATION" && (error as { type?: string }).type === "body" ? bodies.refusal(request, route, body) : null;
+      // A body refused for its shape, its media type or its coding says so, whether it failed
+      // validation or could not be parsed at all (gzip bytes sent as JSON).
+      const shape = (code === "VALIDATION" && (error as { type?: string }).type === "body") || code === "PARSE" ? bodies.refusal(request, route, body) : null;
       const appError = shape ?? toAppError(code, error, inputs, body);
       set.status = appError.status;
       const id = timings.get(request)?.id;

@@ -44,6 +44,18 @@ const hasBody = (request: Request) => {
   return length === null ? request.headers.has("transfer-encoding") : Number(length) > 0;
 };
 
+/** Whether the body is sent with a content coding (gzip, br, ...): the API reads bodies as sent, uncompressed. */
+const codedBody = (request: Request) => {
+  const coding = request.headers.get("content-encoding")?.trim().toLowerCase();
+  return coding !== undefined && coding !== "" && coding !== "identity" && hasBody(request);
+};
+
+/** RFC 9110 15.5.16: a content coding the server does not take is a 415 that names the codings it does take. */
+export const unsupportedContentEncoding = () =>
+  new AppError(415, "unsupported_media_type", "Request bodies are read as sent: send this one uncompressed, without a Content-Encoding header.", {
+    headers: { "accept-encoding": "identity" },
+  });
+
 export const unsupportedMediaType = (accepted: readonly string[]) =>
   new AppError(415, "unsupported_media_type", `This operation takes its body as ${accepted.join(" or ")}; send it with that Content-Type header.`);
 
@@ -72,6 +84,7 @@ export function createBodyRules() {
     refusal(request: Request, route: string, raw: unknown): AppError | null {
       const rule = ruleOf(request.method, route);
       if (!rule) return null;
+      if (codedBody(request)) return unsupportedContentEncoding();
       const header = request.headers.get("content-type");
       const type = header === JSON_MEDIA_TYPE ? header : mediaType(header);
       if (type === null) return hasBody(request) ? unsupportedMediaType(rule.accepted) : null;

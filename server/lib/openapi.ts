@@ -98,7 +98,9 @@ function restrictBody(op: Node) {
   const types = bodyMediaTypes(op);
   (op.requestBody as Node).content = Object.fromEntries(types.map((type) => [type, json]));
   const responses = (op.responses ??= {}) as Record<string, Node>;
-  responses["415"] ??= errorAnswer(`unsupported_media_type: the body is not ${types.join(" or ")} (check the Content-Type header)`);
+  responses["415"] ??= errorAnswer(
+    `unsupported_media_type: the body is not ${types.join(" or ")} (check the Content-Type header), or is sent with a Content-Encoding other than identity`,
+  );
 }
 
 /** Operations that take an Idempotency-Key (server/lib/idempotency.ts) say so, with the answers it adds. */

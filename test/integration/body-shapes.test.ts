@@ -142,6 +142,37 @@ describe("body shapes", () => {
     expect(n).toBe(0);
   });
 
+  test("a compressed body (Content-Encoding) answers 415 naming identity, after authorization; identity is taken", async () => {
+    const json = JSON.stringify({ name: "sent gzipped" });
+    const send = (body: Uint8Array<ArrayBuffer> | string, coding: string, bearer: string | null = token) => {
+      const bytes = typeof body === "string" ? new TextEncoder().encode(body) : body;
+      return ctx.app.handle(
+        new Request("http://localhost:3000/api/teams", {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "content-encoding": coding,
+            "content-length": String(bytes.byteLength),
+            ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+          },
+          body: bytes,
+        }),
+      );
+    };
+    // Really compressed (unparseable as JSON), and labelled compressed but sent plain: the label decides.
+    for (const [label, res] of [
+      ["gzip bytes", await send(Bun.gzipSync(new TextEncoder().encode(json)), "gzip")],
+      ["plain JSON labelled br", await send(json, "br")],
+    ] as const) {
+      expect([label, res.status, res.headers.get("accept-encoding")]).toEqual([label, 415, "identity"]);
+      expectErrorShape(await res.json(), "unsupported_media_type");
+    }
+    expect((await send(Bun.gzipSync(new TextEncoder().encode(json)), "gzip", null)).status).toBe(401);
+    const [{ n }] = (await ctx.sql`select count(*)::int as n from teams where name = 'sent gzipped'`) as unknown as [{ n: number }];
+    expect(n).toBe(0);
+    expect((await send(JSON.stringify({ name: "sent as identity" }), "identity")).status).toBe(201);
+  });
+
   test("application/json with parameters is JSON; the routes that take form data still do", async () => {
     expect((await raw("POST", "/api/teams", JSON.stringify({ name: "charset" }), "application/json; charset=utf-8")).status).toBe(201);
     // pusher-js posts channel authorization form encoded: a 403 for the channel, not a 415.
