@@ -10,6 +10,7 @@ import { createBodyRules } from "./lib/body-rules";
 import { createDeprecations, DEPRECATIONS, type Deprecation } from "./lib/deprecations";
 import { dropAbsentNulls } from "./lib/fields";
 import { settleFailedRequest } from "./lib/idempotency";
+import { createMethodIndex, methodNotAllowed } from "./lib/methods";
 import { toOpenApi30 } from "./lib/openapi";
 import { BUN_BODY_BYTES, checkRequest, MAX_BODY_DEPTH, tooDeep } from "./lib/request-limits";
 import { fieldErrors, throughScalar } from "./lib/validation";
@@ -106,6 +107,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
   const { logger, metrics } = services;
   const deprecations = createDeprecations(opts.deprecations ?? DEPRECATIONS, services.config.PUBLIC_URL, opts.versionSunsets);
   const bodies = createBodyRules();
+  const methods = createMethodIndex();
   const limits = { bodyBytes: services.config.MAX_BODY_BYTES, headerBytes: services.config.MAX_HEADER_BYTES };
   // A bulk send (1000 recipients with their variables) may be larger than other bodies.
   const sendLimits = { ...limits, bodyBytes: Math.max(limits.bodyBytes, SEND_BODY_BYTES) };
@@ -164,12 +166,15 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
         finish(request, route, consolePage instanceof Response ? consolePage.status : 200);
         return consolePage;
       }
+      const allowed = code === "NOT_FOUND" ? methods.allowed(pathOf(request.url)) : null;
       const inputs = code === "VALIDATION" ? { ...Object.fromEntries(new URL(request.url).searchParams), ...(params as Record<string, unknown>) } : {};
       const body = parsedBodies.get(request);
       // A body refused for its shape, its media type or its coding says so, whether it failed
-      // validation or could not be parsed at all (gzip bytes sent as JSON).
-      const shape = (code === "VALIDATION" && (error as { type?: string }).type === "body") || code === "PARSE" ? bodies.refusal(request, route, body) : null;
-      const appError = shape ?? toAppError(code, error, inputs, body);
+      // validation or could not be parsed at all (gzip bytes sent as JSON); a body over the limit,
+      // whose read failed with 413, says that first.
+      const unparsed = code === "PARSE" && !((error as { cause?: unknown }).cause instanceof AppError);
+      const shape = (code === "VALIDATION" && (error as { type?: string }).type === "body") || unparsed ? bodies.refusal(request, route, body) : null;
+      const appError = shape ?? (allowed ? methodNotAllowed(request.method, allowed) : toAppError(code, error, inputs, body));
       set.status = appError.status;
       const id = timings.get(request)?.id;
       finish(request, route, appError.status);
@@ -220,6 +225,7 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
     .use(featureRoutes(services))
     .use(v2Routes(services));
   bodies.learn(app.routes);
+  methods.learn(app.routes);
   // Typed, like onError's answer, so the app's type does not depend on itself through `app.handle`.
   const document30 = async (): Promise<Record<string, unknown>> =>
     (await (app.handle(new Request(`${services.config.PUBLIC_URL}/openapi.json`)) as Promise<Response>)).json() as Promise<Record<string, unknown>>;

@@ -39,6 +39,21 @@ describe("health and errors", () => {
     expectErrorShape(res.body, "not_found");
   });
 
+  test("a routed path under a method it does not take answers 405 with Allow naming the ones it takes", async () => {
+    for (const [method, path, allow] of [
+      ["DELETE", "/api/me", "GET, HEAD"],
+      ["DELETE", "/api/v1/me", "GET, HEAD"],
+      ["PUT", "/api/numbers/123", "GET, HEAD"],
+      ["PATCH", "/api/teams", "GET, HEAD, POST"],
+    ] as const) {
+      const res = await ctx.request(method, path, { body: method === "DELETE" ? undefined : {} });
+      expect([method, path, res.status, res.headers.get("allow")]).toEqual([method, path, 405, allow]);
+      expectErrorShape(res.body, "method_not_allowed");
+    }
+    // A path no route takes is still 404, whatever the method.
+    expect((await ctx.request("DELETE", "/api/does-not-exist")).status).toBe(404);
+  });
+
   test("without METRICS_TOKEN there is no /metrics (test/integration/metrics-access.test.ts has the rest)", async () => {
     const res = await ctx.request("GET", "/metrics");
     expect(res.status).toBe(404);
