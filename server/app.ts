@@ -169,12 +169,11 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       const allowed = code === "NOT_FOUND" ? methods.allowed(pathOf(request.url)) : null;
       const inputs = code === "VALIDATION" ? { ...Object.fromEntries(new URL(request.url).searchParams), ...(params as Record<string, unknown>) } : {};
       const body = parsedBodies.get(request);
-      // A body refused for its shape, its media type or its coding says so, whether it failed
-      // validation or could not be parsed at all (gzip bytes sent as JSON); a body over the limit,
-      // whose read failed with 413, says that first.
-      const unparsed = code === "PARSE" && !((error as { cause?: unknown }).cause instanceof AppError);
-      const shape = (code === "VALIDATION" && (error as { type?: string }).type === "body") || unparsed ? bodies.refusal(request, route, body) : null;
-      const appError = shape ?? (allowed ? methodNotAllowed(request.method, allowed) : toAppError(code, error, inputs, body));
+      const shape = code === "VALIDATION" && (error as { type?: string }).type === "body" ? bodies.refusal(request, route, body) : null;
+      let appError = shape ?? (allowed ? methodNotAllowed(request.method, allowed) : toAppError(code, error, inputs, body));
+      // A body that could not be parsed (gzip bytes sent as JSON) may be refused for its media type
+      // or its coding, which says more than "malformed"; a read that failed with 413 keeps its 413.
+      if (code === "PARSE" && appError.code === "malformed_body") appError = bodies.refusal(request, route, body) ?? appError;
       set.status = appError.status;
       const id = timings.get(request)?.id;
       finish(request, route, appError.status);
