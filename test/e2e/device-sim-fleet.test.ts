@@ -72,10 +72,6 @@ describe("device-sim fleet against the real server", () => {
     });
     const watch = (async () => {
       await waitFor(async () => (await call(s.server, tenant.token, "GET", "/api/numbers")).data.length >= DEVICES, 60_000, 500);
-      const numbers = (await call(s.server, tenant.token, "GET", "/api/numbers")).data as { id: number }[];
-      outboundId = (
-        await call(s.server, tenant.token, "POST", "/api/messages", { hosted_sim: numbers[0]!.id, to: "+15557654321", text: "outbound from the API" })
-      ).data.id;
       // A rename is a config change: the listening device is told (config.changed) and re-reads its config.
       const [first] = (await call(s.server, tenant.token, "GET", "/api/byos/devices?per_page=1")).data as { id: number }[];
       await call(s.server, tenant.token, "PATCH", `/api/byos/devices/${first!.id}`, { device_name: "renamed by QA" });
@@ -86,6 +82,17 @@ describe("device-sim fleet against the real server", () => {
         25_000,
         1000,
       );
+      // Sent once the offline share is known, through a device that stayed online: which devices the
+      // share takes depends on which had started by then, so a number picked earlier could be on a
+      // phone that never comes back in this run.
+      const devices = (await call(s.server, tenant.token, "GET", "/api/byos/devices?per_page=100")).data as {
+        is_online: boolean;
+        sim_cards: { is_active: boolean; hosted_sim_id: number | null }[];
+      }[];
+      const card = devices.filter((d) => d.is_online).flatMap((d) => d.sim_cards.filter((c) => c.is_active && c.hosted_sim_id !== null))[0];
+      outboundId = (
+        await call(s.server, tenant.token, "POST", "/api/messages", { hosted_sim: card!.hosted_sim_id, to: "+15557654321", text: "outbound from the API" })
+      ).data.id;
     })();
     const report = await runFleet({
       serverUrl: s.server.url,
