@@ -10,7 +10,7 @@ import { createBodyRules } from "./lib/body-rules";
 import { createDeprecations, DEPRECATIONS, type Deprecation } from "./lib/deprecations";
 import { dropAbsentNulls } from "./lib/fields";
 import { settleFailedRequest } from "./lib/idempotency";
-import { createMethodIndex, methodNotAllowed } from "./lib/methods";
+import { createMethodIndex, methodNotAllowed, optionsAnswer } from "./lib/methods";
 import { toOpenApi30 } from "./lib/openapi";
 import { BUN_BODY_BYTES, checkRequest, MAX_BODY_DEPTH, tooDeep } from "./lib/request-limits";
 import { fieldErrors, throughScalar } from "./lib/validation";
@@ -167,6 +167,10 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
         return consolePage;
       }
       const allowed = code === "NOT_FOUND" ? methods.allowed(pathOf(request.url)) : null;
+      if (allowed && request.method === "OPTIONS") {
+        finish(request, route, 204);
+        return optionsAnswer(allowed, timings.get(request)?.id);
+      }
       const inputs = code === "VALIDATION" ? { ...Object.fromEntries(new URL(request.url).searchParams), ...(params as Record<string, unknown>) } : {};
       const body = parsedBodies.get(request);
       const shape = code === "VALIDATION" && (error as { type?: string }).type === "body" ? bodies.refusal(request, route, body) : null;

@@ -15,6 +15,7 @@ function pathPattern(path: string): RegExp {
  * Which methods the app answers on a path, learnt from its routes once it is built: a request
  * whose path is routed under other methods only answers 405 with an `Allow` header naming them
  * (RFC 9110 15.5.6), where "No such route" would send its client looking for a typo in the path.
+ * OPTIONS is answered on every routed path (`optionsAnswer`), so every path's methods include it.
  */
 export function createMethodIndex() {
   let paths: { pattern: RegExp; methods: Set<string> }[] = [];
@@ -26,6 +27,7 @@ export function createMethodIndex() {
         methods.add(method);
         // Bun answers HEAD wherever GET is routed.
         if (method === "GET") methods.add("HEAD");
+        methods.add("OPTIONS");
         byPath.set(path, methods);
       }
       paths = [...byPath].map(([path, methods]) => ({ pattern: pathPattern(path), methods }));
@@ -43,3 +45,12 @@ export const methodNotAllowed = (method: string, allowed: string[]) =>
   new AppError(405, "method_not_allowed", `This path does not take ${method}; it takes ${allowed.join(", ")}.`, {
     headers: { allow: allowed.join(", ") },
   });
+
+/**
+ * The answer to OPTIONS on a routed path that has no OPTIONS route of its own: 204 with `Allow`
+ * (RFC 9110 9.3.7), before authentication like the 405. It grants no cross-origin access: no
+ * `Access-Control-*` header, so a browser's preflight from another origin still fails, except on
+ * the broadcasting routes, whose own OPTIONS routes answer CORS preflights.
+ */
+export const optionsAnswer = (allowed: string[], requestId: string | undefined) =>
+  new Response(null, { status: 204, headers: { allow: allowed.join(", "), ...(requestId ? { "x-request-id": requestId } : {}) } });

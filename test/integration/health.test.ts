@@ -41,10 +41,10 @@ describe("health and errors", () => {
 
   test("a routed path under a method it does not take answers 405 with Allow naming the ones it takes", async () => {
     for (const [method, path, allow] of [
-      ["DELETE", "/api/me", "GET, HEAD"],
-      ["DELETE", "/api/v1/me", "GET, HEAD"],
-      ["PUT", "/api/numbers/123", "GET, HEAD"],
-      ["PATCH", "/api/teams", "GET, HEAD, POST"],
+      ["DELETE", "/api/me", "GET, HEAD, OPTIONS"],
+      ["DELETE", "/api/v1/me", "GET, HEAD, OPTIONS"],
+      ["PUT", "/api/numbers/123", "GET, HEAD, OPTIONS"],
+      ["PATCH", "/api/teams", "GET, HEAD, OPTIONS, POST"],
     ] as const) {
       const res = await ctx.request(method, path, { body: method === "DELETE" ? undefined : {} });
       expect([method, path, res.status, res.headers.get("allow")]).toEqual([method, path, 405, allow]);
@@ -52,6 +52,25 @@ describe("health and errors", () => {
     }
     // A path no route takes is still 404, whatever the method.
     expect((await ctx.request("DELETE", "/api/does-not-exist")).status).toBe(404);
+  });
+
+  test("OPTIONS on a routed path answers 204 with Allow, before authentication and without CORS; on a path no route takes, 404", async () => {
+    for (const [path, allow] of [
+      ["/api/me", "GET, HEAD, OPTIONS"],
+      ["/api/v1/teams", "GET, HEAD, OPTIONS, POST"],
+      ["/api/byos/devices/7/heartbeat", "OPTIONS, POST"],
+    ] as const) {
+      const res = await ctx.request("OPTIONS", path, { headers: { origin: "https://elsewhere.example", "access-control-request-method": "POST" } });
+      expect([path, res.status, res.headers.get("allow"), res.text]).toEqual([path, 204, allow, ""]);
+      expect(res.headers.get("x-request-id")).toBeTruthy();
+      expect(res.headers.get("access-control-allow-origin")).toBeNull();
+    }
+    // The broadcasting routes keep their own CORS preflight answer.
+    const preflight = await ctx.request("OPTIONS", "/api/broadcasting/auth");
+    expect([preflight.status, preflight.headers.get("access-control-allow-origin")]).toEqual([204, "*"]);
+    const missing = await ctx.request("OPTIONS", "/api/does-not-exist");
+    expect(missing.status).toBe(404);
+    expectErrorShape(missing.body, "not_found");
   });
 
   test("without METRICS_TOKEN there is no /metrics (test/integration/metrics-access.test.ts has the rest)", async () => {
