@@ -68,8 +68,8 @@ export async function freePort() {
  * server/runtime.sh (Bun's options and the allocator's settings: every server of a run on the same
  * runtime), and waits until `readyPath` answers. The allocator's setting can be changed for a
  * whole run (`MIMALLOC_PURGE_DELAY=10 bun run bench`: mimalloc's default) or by `env`. With
- * BENCH_CPU_PROF=<dir> the server writes a CPU profile (.cpuprofile and markdown) there when it
- * exits (stop it with SIGTERM).
+ * BENCH_CPU_PROF=<dir> the server (or a bare baseline) writes a CPU profile (.cpuprofile and
+ * markdown) there when it exits (stop it with SIGTERM; the baselines exit on it for that).
  */
 export async function spawnServer(script: string, env: Record<string, string>, readyPath: string) {
   const port = await freePort();

@@ -25,3 +25,7 @@ Bun.serve({
     return new Promise<Response>((resolve) => held.push(resolve));
   },
 });
+
+// Stopped with SIGTERM (bench/devices-load.ts spawnServer): exit cleanly, so that a CPU profile
+// asked for with BENCH_CPU_PROF is written, as the server's is.
+process.on("SIGTERM", () => process.exit(0));
