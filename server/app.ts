@@ -166,10 +166,11 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
         finish(request, route, consolePage instanceof Response ? consolePage.status : 200);
         return consolePage;
       }
+      const id = timings.get(request)?.id;
       const allowed = code === "NOT_FOUND" ? methods.allowed(pathOf(request.url)) : null;
       if (allowed && request.method === "OPTIONS") {
         finish(request, route, 204);
-        return optionsAnswer(allowed, timings.get(request)?.id);
+        return optionsAnswer(allowed, id);
       }
       const inputs = code === "VALIDATION" ? { ...Object.fromEntries(new URL(request.url).searchParams), ...(params as Record<string, unknown>) } : {};
       const body = parsedBodies.get(request);
@@ -179,7 +180,6 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       // or its coding, which says more than "malformed"; a read that failed with 413 keeps its 413.
       if (code === "PARSE" && appError.code === "malformed_body") appError = bodies.refusal(request, route, body) ?? appError;
       set.status = appError.status;
-      const id = timings.get(request)?.id;
       finish(request, route, appError.status);
       if (appError.status >= 500 && appError.code === "internal_error") {
         logger.error({ requestId: id, route, err: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) }, "unhandled error");
