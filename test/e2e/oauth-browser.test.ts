@@ -81,7 +81,9 @@ describe.skipIf(!CHROMIUM)("OAuth in a real browser", () => {
     await page.goto(flow.url.href);
     // The email field takes the focus (Chromium applies autofocus at its next rendering update,
     // which may come after the load event goto waits for); Tab walks email → password → the button.
-    await page.waitForFunction('document.activeElement?.id === "email"', null, { timeout: 5000 });
+    // Predicates as functions: a string one is run with eval while Playwright polls, which the
+    // page's CSP (default-src 'none') refuses, so the wait failed whenever the focus came late.
+    await page.waitForFunction(() => document.activeElement?.id === "email", null, { timeout: 5000 });
     expect(await page.evaluate("document.activeElement?.id")).toBe("email");
     await page.keyboard.type(user.email);
     await page.keyboard.press("Tab");
@@ -91,7 +93,7 @@ describe.skipIf(!CHROMIUM)("OAuth in a real browser", () => {
     // The error is announced with the password field, which takes the focus again.
     await page.locator("#password-error").waitFor();
     expect(await page.locator("#password-error").textContent()).toBe("The email or password is incorrect.");
-    await page.waitForFunction('document.activeElement?.id === "password"', null, { timeout: 5000 });
+    await page.waitForFunction(() => document.activeElement?.id === "password", null, { timeout: 5000 });
     expect(await page.evaluate('document.activeElement?.getAttribute("aria-describedby")')).toBe("password-error");
     await page.getByLabel("Password").fill(user.password);
     await page.getByRole("button", { name: "Sign in" }).click();
