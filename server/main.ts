@@ -29,6 +29,9 @@ async function main() {
   };
   process.on("uncaughtException", escaped("uncaughtException"));
   process.on("unhandledRejection", escaped("unhandledRejection"));
+  // The pool's connections opened before the first request rather than by it; a refusal (the
+  // database's connection limit) leaves the rest to open as they are needed.
+  await services.db.warm().catch((e) => services.logger.warn({ err: (e as Error).message }, "database pool not opened in full at start"));
   const firstOwner = await bootstrapFirstOwner(services.sql);
   const app = buildApp(services);
   services.start();

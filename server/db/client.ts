@@ -16,7 +16,18 @@ export type Database = {
    * PostgreSQL's autovacuum does it there: a no-op. Table names are the server's own.
    */
   vacuum(tables: readonly string[]): Promise<void>;
+  /**
+   * Opens every connection of the pool now (one query on each), for a server about to listen:
+   * otherwise the first requests open them under load, each a backend to start while SMS wait
+   * behind it (docs/benchmarks.md "A server's first seconds").
+   */
+  warm(): Promise<void>;
   close(): Promise<void>;
+};
+
+/** `max` queries at once: the driver opens a connection for each while none is idle. */
+const openAll = async (sql: Pool, max: number) => {
+  await Promise.all(Array.from({ length: max }, () => sql`select 1`));
 };
 
 const common = {
@@ -58,13 +69,15 @@ export async function openDatabase(config: Pick<Config, "DATABASE_URL" | "DATA_D
     // and compiled for 200 ms before running in 2 (the heartbeat writer, docs/benchmarks.md).
     // Nothing this server runs is long enough to gain from it.
     const sql = postgres(config.DATABASE_URL, { ...common, max, connection: { jit: "off" } });
-    return { sql, kind: "postgres", vacuum: async () => {}, close: () => sql.end({ timeout: 5 }) };
+    return { sql, kind: "postgres", vacuum: async () => {}, warm: () => openAll(sql, max), close: () => sql.end({ timeout: 5 }) };
   }
   const embedded = await startEmbeddedPostgres(embeddedDir(config.DATA_DIR));
-  const sql = postgres({ ...common, host: embedded.socketDir, port: embedded.port, user: "postgres", database: "postgres", max: 4, prepare: false });
+  const embeddedMax = 4;
+  const sql = postgres({ ...common, host: embedded.socketDir, port: embedded.port, user: "postgres", database: "postgres", max: embeddedMax, prepare: false });
   return {
     sql,
     kind: "embedded",
+    warm: () => openAll(sql, embeddedMax),
     async vacuum(tables) {
       // One table a statement: PGlite has one session, and each vacuum holds it while it runs.
       for (const table of tables) await sql.unsafe(`vacuum "${table.replaceAll('"', '""')}"`);

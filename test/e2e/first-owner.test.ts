@@ -128,3 +128,25 @@ describe("first start on an empty database", () => {
     expect(second.output()).not.toContain("owner account was created");
   });
 });
+
+describe("start", () => {
+  // The pool's connections open before the server listens, not under the first requests' load
+  // (server/db/client.ts `warm`): a server that opened them lazily holds a handful at this point.
+  test.skipIf(!process.env.DATABASE_URL)(
+    "opens its whole database pool before it listens",
+    async () => {
+      const db = await emptyDatabase();
+      const server = startServer(db.env);
+      await server.waitFor(/simhost listening/);
+      const sql = db.connect();
+      try {
+        const [row] = await sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
+        expect(row!.n).toBeGreaterThanOrEqual(20);
+      } finally {
+        await sql.end();
+      }
+    },
+    60_000,
+  );
+});
