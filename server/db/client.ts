@@ -34,7 +34,10 @@ const common = {
   onnotice: () => {},
   transform: { undefined: null },
   connect_timeout: 5,
-  idle_timeout: 60,
+  // No idle timeout: the pool opened at start (`warm`) stays open through quiet minutes, so a burst
+  // after one finds its backends started instead of opening them under the burst (docs/benchmarks.md
+  // "A server's first seconds"); under load every connection is open anyway. max_lifetime (the
+  // driver's 30-60 min) still replaces each one in time.
   // Reconnect within a second while the database is away. The driver's default backoff grows to
   // 10-20 s after a few refused connects, and queries queue behind it: requests would hang that
   // long instead of answering 503, and recovery would lag the database's return as much.
