@@ -361,13 +361,14 @@ export async function openLoopHere(make: (i: number) => Request, rate: number, s
   // for each would cost the load generator twice the CPU a request at 5,000/s, on the cores it shares).
   const tickMs = 5;
   const sparse = 1000 / rate >= tickMs;
+  const dueAt = (k: number) => start + (k / rate) * 1000;
   for (let sent = 0; sent < total; ) {
     // Every request whose time has come: request k is due k / rate s after the start, the first at
     // once. (Counting only whole intervals elapsed sent each one an interval late, which every
     // latency then carried: 20 ms at 50/s, 1 ms at 1,000/s.)
     const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * rate) + 1);
     for (; sent < due; sent++) {
-      const scheduled = start + (sent / rate) * 1000;
+      const scheduled = dueAt(sent);
       inflight.push(
         fetch(make(index(sent)))
           .then(async (res) => {
@@ -378,7 +379,7 @@ export async function openLoopHere(make: (i: number) => Request, rate: number, s
           .catch(() => void errors++),
       );
     }
-    if (sent < total) await Bun.sleep(sparse ? Math.max(1, start + (sent / rate) * 1000 - performance.now()) : tickMs);
+    if (sent < total) await Bun.sleep(sparse ? Math.max(1, dueAt(sent) - performance.now()) : tickMs);
   }
   await Promise.all(inflight);
   return { latencies, statuses, errors, seconds: (performance.now() - start) / 1000 };

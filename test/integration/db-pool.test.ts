@@ -44,7 +44,7 @@ describe("database pool", () => {
   // over all of them (docs/benchmarks.md "A server's first seconds"). Embedded: one session behind
   // every connection, so one backend pid either way.
   test("one query at a time runs on one connection, however many are open", async () => {
-    await Promise.all(Array.from({ length: 8 }, () => db.sql`select pg_sleep(0.02)`));
+    await db.warm(); // every connection of the pool open and idle
     const pids = new Set<number>();
     for (let i = 0; i < 20; i++) {
       const [row] = await db.sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
