@@ -86,10 +86,7 @@ function readRecipients(path: string): Recipient[] {
 }
 
 function describeMessage(m: Message): string {
-  const lines = [
-    `Message ${m.id} (${m.direction === "inbound" ? "received" : "sent"}) ${m.from} → ${m.to}`,
-    `status    ${statusColor(m.status)} since ${m.status_updated_at}`,
-  ];
+  const lines = [`Message ${m.id} (${m.direction}) ${m.from} → ${m.to}`, `status    ${statusColor(m.status)} since ${m.status_updated_at}`];
   if (m.direction === "outbound") {
     lines.push(`attempts  ${m.attempts}`);
     if (m.send_at) lines.push(`send at   ${m.send_at}`);

@@ -112,7 +112,7 @@ describe("simhost messages send --at, --expires-in, --idempotency-key; messages 
 
     const shown = await server.run(token, ["messages", "show", String(m.id)]);
     expect(shown.code).toBe(0);
-    expect(shown.stdout).toContain(`Message ${m.id} (sent) ${sim.number} → +15551230041`);
+    expect(shown.stdout).toContain(`Message ${m.id} (outbound) ${sim.number} → +15551230041`);
     expect(shown.stdout).toMatch(/status\s+scheduled since /);
     expect(shown.stdout).toMatch(/attempts\s+0/);
     expect(shown.stdout).toContain(`expires   ${m.expires_at}`);
