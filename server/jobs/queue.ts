@@ -153,21 +153,32 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
   }
 
   /**
+   * Claims due jobs of every queue with a free slot, up to each one's `n`, in one statement: a
+   * poll is one round trip however many queues the instance handles (it was one per queue, and
+   * every finished batch wakes a poll). Each queue's jobs are taken oldest first by its own index
+   * scan (`jobs_ready_idx`), rows another claim holds skipped; they come back oldest first.
+   *
    * The queue's own bookkeeping (claims, outcomes) commits without waiting for the WAL flush: one
    * lost to a crash only means a job runs again, which at-least-once allows. Enqueues are not
    * covered: they commit with the work that made them.
    */
-  async function claim(queue: string, reg: Registration, limit: number): Promise<Job[]> {
+  async function claim(wanted: { queue: string; reg: Registration; n: number }[]): Promise<Job[]> {
     return sql<Job[]>`
-      with claimed as (
-        update jobs set attempts = attempts + 1, locked_by = ${workerId},
-          locked_until = now() + make_interval(secs => ${Math.min(reg.visibilitySeconds, leaseSeconds)})
-        where id in (
+      with wanted as (
+        select * from unnest(${wanted.map((w) => w.queue)}::text[], ${wanted.map((w) => w.n)}::int[],
+          ${wanted.map((w) => Math.min(w.reg.visibilitySeconds, leaseSeconds))}::float8[]) as w(queue, n, lease)),
+      picked as (
+        select j.id from wanted w cross join lateral (
           select id from jobs
-          where queue = ${queue} and not dead and run_at <= ${dueBy(sql)} and (locked_until is null or locked_until < now())
-          order by run_at, id limit ${limit} for update skip locked)
-        returning id, queue, payload, attempts, max_attempts)
-      select claimed.* from claimed, (select set_config('synchronous_commit', 'off', true)) as off`;
+          where queue = w.queue and not dead and run_at <= ${dueBy(sql)} and (locked_until is null or locked_until < now())
+          order by run_at, id limit w.n for update skip locked) j),
+      claimed as (
+        update jobs set attempts = attempts + 1, locked_by = ${workerId}, locked_until = now() + make_interval(secs => w.lease)
+        from wanted w where jobs.id = any(array(select id from picked)) and w.queue = jobs.queue
+        returning jobs.id, jobs.queue, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.run_at)
+      select c.id, c.queue, c.payload, c.attempts, c.max_attempts
+      from claimed c, (select set_config('synchronous_commit', 'off', true)) as off
+      order by c.run_at, c.id`;
   }
 
   async function finish(jobs: Job[], reg: Registration, error?: unknown) {
@@ -255,10 +266,13 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     let found = false;
     let failed = false;
     try {
-      for (const [queue, reg] of registrations) {
+      const wanted = [...registrations].flatMap(([queue, reg]) => {
         const free = reg.concurrency - reg.running;
-        if (free <= 0) continue;
-        const jobs = await claim(queue, reg, free * reg.batchSize);
+        return free > 0 ? [{ queue, reg, free, n: free * reg.batchSize }] : [];
+      });
+      const claimed = Map.groupBy(wanted.length > 0 ? await claim(wanted) : [], (j) => j.queue);
+      for (const { queue, reg, free } of wanted) {
+        const jobs = claimed.get(queue) ?? [];
         if (jobs.length > 0) found = true;
         // Spread over the free slots: a few jobs run one each, a backlog runs in full batches.
         const per = Math.min(reg.batchSize, Math.ceil(jobs.length / free));

@@ -78,3 +78,26 @@ describe("job queue batches", () => {
     expect(await waitFor(async () => seen.length === 1 && (await q.left()) === 0)).toBe(true);
   });
 });
+
+describe("job queue polls", () => {
+  test("a poll claims the due jobs of every queue it handles in one statement", async () => {
+    const names = [1, 2, 3].map(() => `test.${crypto.randomUUID()}`);
+    const queues = Object.fromEntries(names.map((name) => [name, { description: "test", producers: ["test"], handler: "test" }]));
+    let claims = 0;
+    const sql = new Proxy(ctx.sql, {
+      apply(target, self, args) {
+        if (Array.isArray(args[0]) && args[0].join("").includes("for update skip locked")) claims++;
+        return Reflect.apply(target, self, args);
+      },
+    });
+    const jobs = createJobQueue({ sql, logger: createLogger("silent"), workerId: `test-${names[0]}`, pollMs: 20, queues });
+    for (const name of names) await jobs.enqueue(name, { name });
+    // The claims made by the time each queue's handler runs: the first poll's one, for all three.
+    const claimsWhenRun = new Map<string, number>();
+    for (const name of names) jobs.register<{ name: string }>(name, async (job) => void claimsWhenRun.set(job.payload.name, claims));
+    jobs.start();
+    started.push(jobs);
+    expect(await waitFor(async () => claimsWhenRun.size === 3)).toBe(true);
+    expect([...claimsWhenRun.values()]).toEqual([1, 1, 1]);
+  });
+});
