@@ -216,7 +216,13 @@ export function createDeviceActors(deps: { clock: Clock; scheduler: Scheduler; t
     if (!result) return markRevoked(state);
     if (state.status === "revoked") return;
     if (takeStatus) state.status = result.status;
-    if (!result.wasOnline) effects.statusChanged(state, at);
+    if (result.wasOnline) return;
+    // A heartbeat answered before its write (deferHeartbeat) whose write landed after the device
+    // was marked offline brought it back online in the database: the actor holds it online again,
+    // with the deadline of that heartbeat, so that it goes offline again rather than stay online
+    // with no deadline anywhere.
+    if (!state.online) seen(state, Math.max(at, state.lastSeenAt ?? at), state.doze);
+    effects.statusChanged(state, at);
   }
 
   function seen(state: DeviceState, at: number, doze: boolean) {

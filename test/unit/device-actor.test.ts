@@ -38,7 +38,7 @@ function memoryPersistence(rows: Map<number, PresenceSnapshot & { alerted: boole
   };
 }
 
-function setup(clock = createFakeClock(0), rows = new Map<number, PresenceSnapshot & { alerted: boolean }>()) {
+function setup(clock = createFakeClock(0), rows = new Map<number, PresenceSnapshot & { alerted: boolean }>(), persist = memoryPersistence(rows)) {
   const scheduler = createScheduler(clock);
   const events: string[] = [];
   const alerts: number[] = [];
@@ -46,7 +46,7 @@ function setup(clock = createFakeClock(0), rows = new Map<number, PresenceSnapsh
     clock,
     scheduler,
     timing,
-    persist: memoryPersistence(rows),
+    persist,
     effects: {
       statusChanged: (d) => events.push(`${d.id}:${d.online ? "online" : "offline"}`),
       offlineAlert: async (d) => void alerts.push(d.id),
@@ -92,6 +92,29 @@ describe("device actor presence (fake clock, no I/O)", () => {
     expect(t.alerts).toEqual([1]);
     await t.actors.heartbeat(a, { doze: false });
     expect(t.events).toEqual(["1:online", "1:offline", "1:online"]);
+  });
+
+  test("a heartbeat whose deferred write lands after the device went offline brings it back with a deadline: it goes offline again", async () => {
+    const rows = new Map([[1, device(1)]]);
+    const memory = memoryPersistence(rows);
+    let land!: () => void;
+    const landed = new Promise<void>((resolve) => (land = resolve));
+    const t = setup(createFakeClock(0), rows, { ...memory, deferHeartbeat: (id, at, m) => landed.then(() => memory.deferHeartbeat(id, at, m)) });
+    const a = (await t.actors.get(1))!;
+    await t.actors.heartbeat(a, { doze: false });
+    await t.actors.drain();
+    t.clock.advance(60_000);
+    await t.actors.heartbeat(a, { doze: false }); // answered at once; its write waits
+    expect(rows.get(1)!.lastSeenAt).toBe(0);
+    t.clock.advance(360_000); // the rows still say 0 s: offline
+    await t.actors.drain();
+    expect(t.events).toEqual(["1:online", "1:offline"]);
+    land(); // the 60 s heartbeat's write brings the device back online in the rows
+    await new Promise((resolve) => setImmediate(resolve));
+    t.clock.advance(1); // that heartbeat's own deadline (420 s) has passed
+    await t.actors.drain();
+    expect(t.events).toEqual(["1:online", "1:offline", "1:online", "1:offline"]);
+    expect(rows.get(1)!.isOnline).toBe(false);
   });
 
   test("two registries (two instances) sharing the rows: one offline event and one alert per spell", async () => {
