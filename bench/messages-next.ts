@@ -10,6 +10,12 @@
  *   C. `--waiters` concurrent waits on as many numbers, then one SMS each: all answered, none twice;
  *      instance A's RSS (/proc/<pid>/status) before and while they wait, per waiter.
  *
+ * The same-run baselines of A and B: as many rounds against bare Bun servers
+ * (bench/events-baseline-server.ts), a held GET released by a POST to the same server, and a held
+ * GET on bare A released by a POST to bare B that publishes on Redis (one hop, as the instances
+ * wake each other): the HTTP and Redis round trips of this machine, without the callback's
+ * signature, the SMS's commit or the message's read.
+ *
  *   bun bench/messages-next.ts [--runs 1000] [--waiters 1000]
  *
  * BENCH_DATABASE_URL names the PostgreSQL server (a fresh database, dropped afterwards); REDIS_URL
@@ -47,6 +53,15 @@ const env = {
 const a = await spawnServer("server/main.ts", env, "/api/health");
 const b = await spawnServer("server/main.ts", env, "/api/health").catch((e) => {
   a.proc.kill();
+  throw e;
+});
+const bareEnv = { BASELINE_REDIS_URL: env.REDIS_URL, BASELINE_CHANNEL: `${env.REDIS_PREFIX}baseline` };
+const bare = await Promise.all([
+  spawnServer("bench/events-baseline-server.ts", bareEnv, "/ready"),
+  spawnServer("bench/events-baseline-server.ts", bareEnv, "/ready"),
+]).catch((e) => {
+  a.proc.kill();
+  b.proc.kill();
   throw e;
 });
 
@@ -92,6 +107,23 @@ async function sequential(waitOn: Instance, injectInto: Instance, token: string,
   }
   latencies.sort((x, y) => x - y);
   return { runs, wrong_or_missing: wrong, p50_ms: pct(latencies, 50), p99_ms: pct(latencies, 99), max_ms: pct(latencies, 100) };
+}
+
+/** The baselines of A and B: a held GET on bare A, released by `POST /release` to bare A or `POST /publish` to bare B (over Redis). */
+async function bareSequential(releaseOn: Instance, runs: number) {
+  const latencies: number[] = [];
+  const [holder] = bare;
+  const path = releaseOn === holder ? "/release" : "/publish";
+  for (let i = 0; i < runs; i++) {
+    const answer = fetch(`${holder.url}/hold`).then((r) => r.json());
+    await Bun.sleep(5);
+    const t0 = performance.now();
+    await (await fetch(`${releaseOn.url}${path}`, { method: "POST" })).arrayBuffer();
+    await answer;
+    latencies.push(performance.now() - t0);
+  }
+  latencies.sort((x, y) => x - y);
+  return { runs, p50_ms: pct(latencies, 50), p99_ms: pct(latencies, 99), max_ms: pct(latencies, 100) };
 }
 
 const rssMiB = (pid: number) => +(Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024).toFixed(1);
@@ -153,18 +185,36 @@ try {
   // Warm both instances (JIT, caller cache) before measuring.
   await sequential(a, a, token, sims[0]!, 20);
   await sequential(a, b, token, sims[0]!, 20);
+  await bareSequential(bare[0], 20);
+  await bareSequential(bare[1], 20);
   const oneInstance = await sequential(a, a, token, sims[0]!, RUNS);
+  const bareOne = await bareSequential(bare[0], RUNS);
   const twoInstances = await sequential(a, b, token, sims[0]!, RUNS);
+  const bareTwo = await bareSequential(bare[1], RUNS);
   const many = await concurrent(token, sims.slice(0, WAITERS));
   console.log(
-    `next: one instance p50 ${oneInstance.p50_ms} ms p99 ${oneInstance.p99_ms} ms; two instances p50 ${twoInstances.p50_ms} ms p99 ${twoInstances.p99_ms} ms; ` +
+    `next: one instance p50 ${oneInstance.p50_ms} ms p99 ${oneInstance.p99_ms} ms (bare release p99 ${bareOne.p99_ms} ms); ` +
+      `two instances p50 ${twoInstances.p50_ms} ms p99 ${twoInstances.p99_ms} ms (bare release over Redis p99 ${bareTwo.p99_ms} ms); ` +
       `${many.answered}/${many.waiters} waiters answered, ${many.answered_twice} twice, ${many.bytes_per_waiter} bytes/waiter; load ${load().join(", ")}`,
   );
-  console.log(JSON.stringify({ runs: RUNS, oneInstance, twoInstances, concurrent: many, loadavg_start: loadStart, loadavg_end: load() }, null, 2));
+  console.log(
+    JSON.stringify(
+      {
+        runs: RUNS,
+        oneInstance,
+        twoInstances,
+        baseline: { oneInstance: bareOne, twoInstances: bareTwo },
+        concurrent: many,
+        loadavg_start: loadStart,
+        loadavg_end: load(),
+      },
+      null,
+      2,
+    ),
+  );
 } finally {
   await sql.end();
-  a.proc.kill();
-  b.proc.kill();
-  await Promise.all([a.proc.exited, b.proc.exited]);
+  for (const p of [a, b, ...bare]) p.proc.kill();
+  await Promise.all([a, b, ...bare].map((p) => p.proc.exited));
   await dropDatabase(dbUrl);
 }
