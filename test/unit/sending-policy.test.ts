@@ -49,6 +49,42 @@ describe("the pacing rule (sending-policy.ts)", () => {
     expect(nextSlot(berlin, fresh, at("2027-03-28T04:00:00Z"))).toBe(at("2027-03-28T05:00:00Z"));
   });
 
+  test("every instant of a minute has the local time formatting it gives, in zones of odd offsets and across their changes", () => {
+    // localTime reuses a zone's last minute; the reference formats each instant afresh.
+    const reference = (ms: number, timeZone: string) => {
+      const format = new Intl.DateTimeFormat("en-CA", {
+        timeZone,
+        hourCycle: "h23",
+        year: "numeric",
+        month: "2-digit",
+        day: "2-digit",
+        hour: "2-digit",
+        minute: "2-digit",
+        second: "2-digit",
+      });
+      const p = Object.fromEntries(format.formatToParts(new Date(ms)).map((x) => [x.type, x.value]));
+      return { day: `${p.year}-${p.month}-${p.day}`, msOfDay: ((Number(p.hour) * 60 + Number(p.minute)) * 60 + Number(p.second)) * 1000 + (ms % 1000) };
+    };
+    // Daylight saving by an hour (Berlin, spring and autumn), by half an hour (Lord Howe), at -3:30
+    // (St John's); local midnights at +5:45 (Kathmandu) and in UTC.
+    const changes: [string, string][] = [
+      ["Europe/Berlin", "2027-03-28T01:00:00Z"],
+      ["Europe/Berlin", "2027-10-31T01:00:00Z"],
+      ["Australia/Lord_Howe", "2027-04-03T15:00:00Z"],
+      ["Australia/Lord_Howe", "2027-10-02T15:30:00Z"],
+      ["America/St_Johns", "2027-03-14T05:30:00Z"],
+      ["Asia/Kathmandu", "2027-06-01T18:15:00Z"],
+      ["UTC", "2027-01-01T00:00:00Z"],
+    ];
+    for (const [zone, iso] of changes) {
+      const change = at(iso);
+      expect(reference(change - 1, zone)).not.toEqual(reference(change, zone));
+      // Through the minutes either side of the change in order (the pacer's case), then back and forth.
+      for (let ms = change - 180_000; ms <= change + 180_000; ms += 7_919) expect(localTime(ms, zone)).toEqual(reference(ms, zone));
+      for (const ms of [change - 1, change, change + 59_999, change - 60_000, change + 1, change - 1]) expect(localTime(ms, zone)).toEqual(reference(ms, zone));
+    }
+  });
+
   test("time zones are IANA names; the defaults are 6 a minute, 8 to 20 s apart, 200 a day, no quiet hours", () => {
     expect(isTimeZone("America/New_York")).toBe(true);
     expect(isTimeZone("UTC")).toBe(true);
