@@ -68,8 +68,8 @@ const MINUTE_MS = 60_000;
 /**
  * Each time zone's last UTC minute asked about: its local day and the milliseconds since local
  * midnight at the minute's start. The pacer asks about the same minute for every send of a batch,
- * and formatting is the costly part (a tenth of the server's CPU in the dispatch of scheduled
- * sends, docs/benchmarks.md). Kept only for a minute whose local seconds are its UTC seconds (an
+ * and formatting is the costly part (a tenth of the server's JavaScript samples in the dispatch
+ * of scheduled sends, docs/benchmarks.md). Kept only for a minute whose local seconds are its UTC seconds (an
  * offset of whole minutes, as every zone's since the 1970s), and zones change their offset at
  * whole minutes: every instant of such a minute is then its start plus the time since, on the
  * same local day. One entry per time zone in use.
