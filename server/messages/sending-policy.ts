@@ -65,32 +65,37 @@ export function isTimeZone(name: string): boolean {
 
 const MINUTE_MS = 60_000;
 
-/**
- * Each time zone's last UTC minute asked about: its local day and the milliseconds since local
- * midnight at the minute's start. The pacer asks about the same minute for every send of a batch,
- * and formatting is the costly part (a tenth of the server's JavaScript samples in the dispatch
- * of scheduled sends, docs/benchmarks.md). Kept only for a minute whose local seconds are its UTC seconds (an
- * offset of whole minutes, as every zone's since the 1970s), and zones change their offset at
- * whole minutes: every instant of such a minute is then its start plus the time since, on the
- * same local day. One entry per time zone in use.
- */
-const lastMinute = new Map<string, { minute: number; day: string; msOfDay: number }>();
-
-/** The local calendar day (YYYY-MM-DD) and the milliseconds since local midnight at `ms` in `timeZone`. */
-export function localTime(ms: number, timeZone: string): { day: string; msOfDay: number } {
-  const minute = Math.floor(ms / MINUTE_MS);
-  const sinceMinute = ms - minute * MINUTE_MS;
-  const known = lastMinute.get(timeZone);
-  if (known?.minute === minute) return { day: known.day, msOfDay: known.msOfDay + sinceMinute };
+/** The local calendar day (YYYY-MM-DD) and the milliseconds since local midnight at `ms` in `timeZone`, formatted afresh. */
+export function formatLocalTime(ms: number, timeZone: string): { day: string; msOfDay: number } {
   const parts = Object.fromEntries(
     formatOf(timeZone)
       .formatToParts(new Date(ms))
       .map((p) => [p.type, p.value]),
   );
   const msOfDay = ((Number(parts.hour) * 60 + Number(parts.minute)) * 60 + Number(parts.second)) * 1000 + (ms % 1000);
-  const day = `${parts.year}-${parts.month}-${parts.day}`;
-  if (Number(parts.second) * 1000 + (ms % 1000) === sinceMinute) lastMinute.set(timeZone, { minute, day, msOfDay: msOfDay - sinceMinute });
-  return { day, msOfDay };
+  return { day: `${parts.year}-${parts.month}-${parts.day}`, msOfDay };
+}
+
+/**
+ * Each time zone's last UTC minute asked about: its local day and the milliseconds since local
+ * midnight at the minute's start. The pacer asks about the same minute for every send of a batch,
+ * and formatting is the costly part (a tenth of the server's JavaScript samples in the dispatch
+ * of scheduled sends, docs/benchmarks.md). Kept only for a minute whose local seconds are its UTC
+ * seconds (an offset of whole minutes, as every zone's since the 1970s), and zones change their
+ * offset at whole minutes: every instant of such a minute is then its start plus the time since,
+ * on the same local day. One entry per time zone in use.
+ */
+const lastMinute = new Map<string, { minute: number; day: string; msOfDay: number }>();
+
+/** formatLocalTime, reusing the zone's last minute (above). */
+export function localTime(ms: number, timeZone: string): { day: string; msOfDay: number } {
+  const minute = Math.floor(ms / MINUTE_MS);
+  const sinceMinute = ms - minute * MINUTE_MS;
+  const known = lastMinute.get(timeZone);
+  if (known?.minute === minute) return { day: known.day, msOfDay: known.msOfDay + sinceMinute };
+  const local = formatLocalTime(ms, timeZone);
+  if (local.msOfDay % MINUTE_MS === sinceMinute) lastMinute.set(timeZone, { minute, day: local.day, msOfDay: local.msOfDay - sinceMinute });
+  return local;
 }
 
 const DAY_MS = 86_400_000;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { afterSend, DEFAULT_POLICY, isTimeZone, localTime, nextSlot, type SendingPolicy } from "../../server/messages/sending-policy";
+import { afterSend, DEFAULT_POLICY, formatLocalTime, isTimeZone, localTime, nextSlot, type SendingPolicy } from "../../server/messages/sending-policy";
 
 const at = (iso: string) => Date.parse(iso);
 const berlin: SendingPolicy = {
@@ -50,21 +50,8 @@ describe("the pacing rule (sending-policy.ts)", () => {
   });
 
   test("every instant of a minute has the local time formatting it gives, in zones of odd offsets and across their changes", () => {
-    // localTime reuses a zone's last minute; the reference formats each instant afresh.
-    const reference = (ms: number, timeZone: string) => {
-      const format = new Intl.DateTimeFormat("en-CA", {
-        timeZone,
-        hourCycle: "h23",
-        year: "numeric",
-        month: "2-digit",
-        day: "2-digit",
-        hour: "2-digit",
-        minute: "2-digit",
-        second: "2-digit",
-      });
-      const p = Object.fromEntries(format.formatToParts(new Date(ms)).map((x) => [x.type, x.value]));
-      return { day: `${p.year}-${p.month}-${p.day}`, msOfDay: ((Number(p.hour) * 60 + Number(p.minute)) * 60 + Number(p.second)) * 1000 + (ms % 1000) };
-    };
+    // localTime reuses a zone's last minute; formatLocalTime formats each instant afresh.
+    const reference = formatLocalTime;
     // Daylight saving by an hour (Berlin, spring and autumn), by half an hour (Lord Howe), at -3:30
     // (St John's); local midnights at +5:45 (Kathmandu) and in UTC.
     const changes: [string, string][] = [
