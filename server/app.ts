@@ -5,7 +5,7 @@ import { openApiDocument } from "./docs/document";
 import { docsRoutes } from "./docs/routes";
 import { AppError, errorResponse, unavailable, validationFailed } from "./errors";
 import { addEventPayloads } from "./events/openapi";
-import { healthRoutes } from "./health/routes";
+import { healthRoutes, switchedOffPaths } from "./health/routes";
 import { createBodyRules } from "./lib/body-rules";
 import { createDeprecations, DEPRECATIONS, type Deprecation } from "./lib/deprecations";
 import { dropAbsentNulls } from "./lib/fields";
@@ -228,7 +228,8 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
     .use(featureRoutes(services))
     .use(v2Routes(services));
   bodies.learn(app.routes);
-  methods.learn(app.routes);
+  const off = new Set(switchedOffPaths(services.config));
+  methods.learn(app.routes.filter((r) => !off.has(r.path)));
   // Typed, like onError's answer, so the app's type does not depend on itself through `app.handle`.
   const document30 = async (): Promise<Record<string, unknown>> =>
     (await (app.handle(new Request(`${services.config.PUBLIC_URL}/openapi.json`)) as Promise<Response>)).json() as Promise<Record<string, unknown>>;

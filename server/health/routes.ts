@@ -54,6 +54,12 @@ function authorizeScrape(token: string | undefined, authorization: string | null
     throw new AppError(401, "unauthenticated", "Send the metrics token as a Bearer token.", { headers: { "www-authenticate": 'Bearer realm="metrics"' } });
 }
 
+/**
+ * Paths this module registers that a configuration switches off: they answer 404 to every method
+ * (app.ts teaches the method index only the others, so OPTIONS and a wrong method find nothing either).
+ */
+export const switchedOffPaths = (config: Pick<Config, "METRICS_TOKEN">): string[] => (config.METRICS_TOKEN ? [] : ["/metrics"]);
+
 export function healthRoutes(deps: { sql: Pool; bus: Bus; jobs: JobQueue; clock: Clock; metrics: Metrics; config: Pick<Config, "METRICS_TOKEN"> }) {
   async function check() {
     const database = await timed(async () => {

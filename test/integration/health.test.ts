@@ -74,8 +74,11 @@ describe("health and errors", () => {
   });
 
   test("without METRICS_TOKEN there is no /metrics (test/integration/metrics-access.test.ts has the rest)", async () => {
-    const res = await ctx.request("GET", "/metrics");
-    expect(res.status).toBe(404);
-    expectErrorShape(res.body, "not_found");
+    // Every method: an OPTIONS answering 204 with `Allow`, or a POST 405, would say it is there.
+    for (const method of ["GET", "HEAD", "OPTIONS", "POST"]) {
+      const res = await ctx.request(method, "/metrics");
+      expect([method, res.status, res.headers.get("allow")]).toEqual([method, 404, null]);
+      if (method !== "HEAD") expectErrorShape(res.body, "not_found");
+    }
   });
 });

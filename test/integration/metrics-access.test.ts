@@ -56,6 +56,14 @@ describe("/metrics with METRICS_TOKEN set", () => {
     }
   });
 
+  test("the route is there for every method: OPTIONS answers its Allow, a POST 405", async () => {
+    const options = await ctx.request("OPTIONS", "/metrics");
+    expect([options.status, options.headers.get("allow")]).toEqual([204, "GET, HEAD, OPTIONS"]);
+    const post = await ctx.request("POST", "/metrics");
+    expect(post.status).toBe(405);
+    expectErrorShape(post.body, "method_not_allowed");
+  });
+
   test("a METRICS_TOKEN shorter than 16 characters is refused at start", async () => {
     const { loadConfig } = await import("../../server/config");
     expect(() => loadConfig({ METRICS_TOKEN: "short" })).toThrow(/METRICS_TOKEN/);
