@@ -117,9 +117,24 @@ export async function listUserSessions(sql: Sql, userId: number, limit: number):
 
 export type SessionChoice = { only: number } | { except: number };
 
-/** Deletes one of the user's tokens, or every one but one; answers the ids deleted (never another user's). */
+/**
+ * Deletes one of the user's tokens, or every one but one; answers the ids deleted (never another
+ * user's). An OAuth token ends with its grant (its refresh tokens stop working, its other access
+ * tokens are deleted too), or a refresh token would mint a new one: for one token, that token's
+ * grant; for every one but one, every grant of the user but the kept token's, those whose access
+ * tokens have expired (refresh tokens outlive them) included.
+ */
 export async function deleteUserSessions(sql: Sql, userId: number, which: SessionChoice): Promise<number[]> {
-  const filter = "only" in which ? sql`id = ${which.only}` : sql`id <> ${which.except}`;
-  const rows = await sql<{ id: number }[]>`delete from sessions where user_id = ${userId} and ${filter} returning id`;
+  const filter = "only" in which ? sql`s.id = ${which.only}` : sql`s.id <> ${which.except}`;
+  const grantFilter =
+    "only" in which
+      ? sql`g.id in (select grant_id from oauth_access_tokens where session_id = ${which.only})`
+      : sql`g.id not in (select grant_id from oauth_access_tokens where session_id = ${which.except})`;
+  const rows = await sql<{ id: number }[]>`
+    with grants as (
+      update oauth_grants g set revoked_at = now() where g.user_id = ${userId} and g.revoked_at is null and ${grantFilter} returning g.id)
+    delete from sessions s where s.user_id = ${userId}
+      and (${filter} or s.id in (select session_id from oauth_access_tokens where grant_id in (select id from grants)))
+    returning s.id`;
   return rows.map((r) => r.id);
 }

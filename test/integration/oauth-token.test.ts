@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import * as oauth from "oauth4webapi";
 import { addressKey } from "../../server/auth/limits";
-import { createTenant } from "../fixtures";
+import { createTenant, sessionFor } from "../fixtures";
 import { sharedTestContext, type TestContext } from "../helpers";
 import { cookieFrom, createOAuthClient, enableTotp, hiddenInputs, TEST_TOTP_SECRET, totpCode } from "./oauth-flow";
 
@@ -253,6 +253,43 @@ describe("OAuth refresh and revocation", () => {
     expect(answers.map((r) => r.status).sort()).toEqual([200, 400]);
     const next = await oauth.processRefreshTokenResponse(as, f.client, answers.find((r) => r.status === 200)!);
     expect((await me(next.access_token)).status).toBe(401);
+  });
+
+  test("a password change or revoke-others ends the user's OAuth grants: their refresh tokens mint nothing, one whose access token expired included", async () => {
+    for (const end of ["password", "revoke-others"] as const) {
+      const { f, tokens } = await issued();
+      // A second grant whose access token has expired: its refresh token still works until the user signs out.
+      const idle = await oauth.processAuthorizationCodeResponse(as, f.client, await exchange(f, await approveViaPage(f)));
+      await ctx.sql`update sessions set expires_at = now() - interval '1 second' where id = (select id from sessions where user_id = ${f.userId} and kind = 'oauth' order by id desc limit 1)`;
+      const session = await sessionFor(ctx.sql, f.userId);
+      const res =
+        end === "password"
+          ? await ctx.request("POST", "/api/auth/password", { token: session, body: { current_password: f.password, new_password: "another password 1" } })
+          : await ctx.request("POST", "/api/auth/sessions/revoke-others", { token: session });
+      expect([end, res.status]).toEqual([end, 200]);
+      expect((await me(tokens.access_token)).status).toBe(401);
+      for (const t of [tokens, idle]) expect([end, await rfcError(await refresh(f, t.refresh_token!))]).toEqual([end, "invalid_grant"]);
+      expect((await me(session)).status).toBe(200);
+    }
+  });
+
+  test("signing out one OAuth token ends its grant, its other access tokens too; the user's other grants and tokens stay", async () => {
+    const { f, tokens } = await issued();
+    // Refreshed: the grant holds two live access tokens.
+    const next = await oauth.processRefreshTokenResponse(as, f.client, await refresh(f, tokens.refresh_token!));
+    const other = await oauth.processAuthorizationCodeResponse(as, f.client, await exchange(f, await approveViaPage(f)));
+    const session = await sessionFor(ctx.sql, f.userId);
+    const listed = (await ctx.request("GET", "/api/auth/sessions", { token: session })).body.data as { id: number; kind: string }[];
+    const [first] = await ctx.sql<{ id: number }[]>`
+      select s.id from sessions s join oauth_access_tokens a on a.session_id = s.id where s.user_id = ${f.userId} order by s.id limit 1`;
+    expect(listed.filter((s) => s.kind === "oauth").length).toBe(3);
+    expect((await ctx.request("DELETE", `/api/auth/sessions/${first!.id}`, { token: session })).status).toBe(204);
+    expect((await me(tokens.access_token)).status).toBe(401);
+    expect((await me(next.access_token)).status).toBe(401);
+    expect(await rfcError(await refresh(f, next.refresh_token!))).toBe("invalid_grant");
+    expect((await me(other.access_token)).status).toBe(200);
+    expect((await oauth.processRefreshTokenResponse(as, f.client, await refresh(f, other.refresh_token!))).access_token).toBeTruthy();
+    expect((await me(session)).status).toBe(200);
   });
 
   test("a refresh token of another client: invalid_grant", async () => {
