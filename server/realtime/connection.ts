@@ -1,4 +1,5 @@
 import type { ServerWebSocket } from "bun";
+import type { Permission } from "../auth/caller";
 import { channelRefusal, isValidChannelName, parseChannel } from "./channels";
 import type { Grant, GrantStore } from "./grants";
 import type { RealtimeLimits } from "./limits";
@@ -21,8 +22,20 @@ export type SocketData = {
 };
 export type Socket = ServerWebSocket<SocketData>;
 
-/** Bun topic of a channel's events meant for one organization only (`#` never occurs in channel names). */
-export const orgTopic = (channel: string, organizationId: number) => `${channel}#${organizationId}`;
+/**
+ * Bun topic of a channel's events meant for one organization only (`#` never occurs in channel
+ * names): the topic of every event, which users' subscriptions take, or with `permission` the
+ * topic of the events that permission reads (server/events/catalog.ts `permissionFor`), which an
+ * API key's subscription takes for each permission it holds.
+ */
+export const orgTopic = (channel: string, organizationId: number, permission?: Permission) =>
+  permission === undefined ? `${channel}#${organizationId}` : `${channel}#${organizationId}#${permission}`;
+
+/** The topics a subscription granted `grant` takes: an API key's, those of its permissions only (none: it receives nothing). */
+export const topicsOf = (channel: string, grant: Grant): string[] =>
+  grant.credential.apiKeyId === null
+    ? [orgTopic(channel, grant.organizationId)]
+    : (grant.permissions ?? []).map((permission) => orgTopic(channel, grant.organizationId, permission));
 
 export type ConnectionDeps = {
   credentials: { key: string; secret: string };
@@ -97,8 +110,7 @@ export function createFrameHandler(deps: ConnectionDeps) {
       return void ws.send(subscriptionErrorFrame(channel, outcome.status, outcome.error));
     }
     d.subscriptions.set(channel, outcome);
-    ws.subscribe(channel);
-    ws.subscribe(orgTopic(channel, outcome.organizationId));
+    for (const topic of topicsOf(channel, outcome)) ws.subscribe(topic);
     ws.send(eventFrame("pusher_internal:subscription_succeeded", {}, channel));
   }
 
@@ -124,7 +136,6 @@ export function createFrameHandler(deps: ConnectionDeps) {
     if (typeof channel !== "string" || !d.subscriptions.has(channel)) return;
     const grant = d.subscriptions.get(channel);
     d.subscriptions.delete(channel);
-    ws.unsubscribe(channel);
-    if (grant) ws.unsubscribe(orgTopic(channel, grant.organizationId));
+    if (grant) for (const topic of topicsOf(channel, grant)) ws.unsubscribe(topic);
   }
 }

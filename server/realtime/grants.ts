@@ -1,3 +1,4 @@
+import type { Permission } from "../auth/caller";
 import type { RedisGuard } from "../lib/redis-guard";
 
 /**
@@ -15,7 +16,16 @@ export type Credential = { sessionId: number | null; userId: number | null; apiK
  * allowed to see them, and revoking the credential ends the subscription.
  * Kept briefly: clients subscribe right after authorizing.
  */
-export type Grant = { organizationId: number; credential: Credential };
+export type Grant = {
+  organizationId: number;
+  credential: Credential;
+  /**
+   * An API key's permissions when it authorized: its subscription receives only the events of the
+   * families they cover, as `GET /api/events` reads them (connection.ts `topicsOf`). Absent for a
+   * user, who receives every event of the channel. A permission change revokes the key's grants.
+   */
+  permissions?: Permission[];
+};
 
 export type GrantStore = {
   put(socketId: string, channel: string, grant: Grant): Promise<void>;

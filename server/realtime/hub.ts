@@ -1,6 +1,7 @@
 import type { Server } from "bun";
 import { Counter } from "prom-client";
-import { realtimeOf } from "../events/catalog";
+import type { Permission } from "../auth/caller";
+import { permissionFor, realtimeOf } from "../events/catalog";
 import type { StoredEvent } from "../events/log";
 import type { Logger } from "../lib/logger";
 import type { Metrics } from "../lib/metrics";
@@ -42,15 +43,19 @@ function refuseConnection(d: SocketData, o: { closing: boolean; appKey: string; 
   return null;
 }
 
-/** One event on one channel, as this instance hands it to its sockets (limited to `organizations`). */
-export type Delivery = { channel: string; event: string; data: Record<string, unknown>; organizations: number[] };
+/**
+ * One event on one channel, as this instance hands it to its sockets (limited to `organizations`;
+ * of API keys' subscriptions, to those holding `permission`).
+ */
+export type Delivery = { channel: string; event: string; data: Record<string, unknown>; organizations: number[]; permission: Permission };
 
 /** What realtime clients receive for a row of the log: its catalog name and channels, data = payload + `event_id` (the cursor). */
 export function deliveriesOf(e: StoredEvent): Delivery[] {
   const r = realtimeOf(e);
   if (!r) return [];
   const data = { ...e.payload, event_id: e.cursor };
-  return r.channels.map((channel) => ({ channel, event: r.name, data, organizations: [e.organizationId] }));
+  const permission = permissionFor(e.type);
+  return r.channels.map((channel) => ({ channel, event: r.name, data, organizations: [e.organizationId], permission }));
 }
 
 /**
@@ -156,7 +161,7 @@ export function createRealtime(deps: {
     for (const w of watchers) w(m);
     if (!server) return;
     const frame = eventFrame(m.event, m.data, m.channel);
-    const topics = m.organizations.map((org) => orgTopic(m.channel, org));
+    const topics = m.organizations.flatMap((org) => [orgTopic(m.channel, org), orgTopic(m.channel, org, m.permission)]);
     let receivers = 0;
     for (const topic of topics) {
       const n = server.subscriberCount(topic);

@@ -92,7 +92,8 @@ export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql
           try {
             const c = await caller({ apiKey: "any" });
             const organizationId = await authorizeChannel(services.sql, c, body.channel_name);
-            await realtime.grants.put(body.socket_id, body.channel_name, { organizationId, credential: credentialOf(c, request) });
+            const grant = { organizationId, credential: credentialOf(c, request), ...(c.apiKey ? { permissions: c.apiKey.permissions } : {}) };
+            await realtime.grants.put(body.socket_id, body.channel_name, grant);
             return { auth: signChannel(realtime.credentials.key, realtime.credentials.secret, body.socket_id, body.channel_name) };
           } catch (e) {
             throw withCors(e);

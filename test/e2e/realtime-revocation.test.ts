@@ -97,7 +97,7 @@ describe("revoking a credential ends the subscriptions it authorized", () => {
 
   test("an API key regenerated: the old key's subscription ends, the new key subscribes and receives", async () => {
     const { org, token } = await createTenant(ctx.sql);
-    const key = await createApiKey(ctx.sql, org.id, []);
+    const key = await createApiKey(ctx.sql, org.id, ["messages.read"]);
     const channel = `private-organization.${org.id}`;
     const old = await watch(key.key, channel);
     const regenerated = await ctx.request("POST", `/api/api-keys/${key.id}/regenerate`, { token });

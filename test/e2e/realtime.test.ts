@@ -132,6 +132,42 @@ describe("pusher-js against the server", () => {
     expect(seenByB.map((d) => d.message.id)).toEqual([2]);
   });
 
+  test("an API key's subscription receives the events its permissions read, as GET /api/events does: message.* with messages.read, device.* with numbers.read", async () => {
+    const { org } = await createTenant(ctx.sql);
+    const online = event.deviceOnline(
+      { organizationId: org.id, deviceId: 9 },
+      {
+        device_id: 9,
+        organization_id: org.id,
+        status: "active",
+        is_online: true,
+        last_seen_at: null,
+        changed_at: new Date().toISOString(),
+        config_version: 1,
+      },
+    );
+    const received = event.messageReceived({ organizationId: org.id, hostedSimId: 1 }, {
+      message: { id: 1, text: "Your code is 777111" },
+      hosted_sim: { id: 1, number: "+1", alias: null },
+      team: null,
+    } as never);
+    // Each key is sent the event it may not read first, then the one it may: the second arriving
+    // alone proves the first was not sent (one socket's events arrive in log order).
+    for (const [permission, [refused, allowed], [other, name]] of [
+      ["numbers.read", [received, online], ["message.received", "device.status_changed"]],
+      ["messages.read", [online, received], ["device.status_changed", "message.received"]],
+    ] as const) {
+      const { key } = await createApiKey(ctx.sql, org.id, [permission]);
+      const channel = await subscribed(pusherFor(key), `private-organization.${org.id}`);
+      const seen: string[] = [];
+      channel.bind(other, () => seen.push(other));
+      const got = awaitCallback<any>(`${name} for a key holding ${permission}`, (done) => channel.bind(name, done));
+      await raiseEvents(ctx.services, [refused, allowed]);
+      await got;
+      expect([permission, seen]).toEqual([permission, []]);
+    }
+  });
+
   test("told to reconnect (4200), pusher-js reconnects at once, resubscribes and keeps receiving", async () => {
     const { org, token } = await createTenant(ctx.sql);
     const pusher = pusherFor(token);
