@@ -72,12 +72,22 @@ export async function postWebhook(opts: {
       headers: { "user-agent": USER_AGENT, ...opts.headers, "content-type": "application/json", ...(pinned ? { host: pinned.host } : {}) },
       body: opts.body,
       redirect: "manual",
+      // No Accept-Encoding is sent and nothing is decoded: a compressed answer's Content-Length
+      // counts its compressed bytes, and a few hundred of them can decode to gigabytes.
+      decompress: false,
       signal,
       ...(pinned?.serverName ? { tls: { serverName: pinned.serverName } } : {}),
     });
     // A short answer of known length is read whole (the common case, and cheaper than a stream).
+    // One encoded anyway (none was asked for) is not read: its bytes are not text.
+    const encoding = res.headers.get("content-encoding")?.trim().toLowerCase();
     const length = Number(res.headers.get("content-length") ?? Number.NaN);
-    const responseBody = length <= RESPONSE_BODY_LIMIT ? await res.text() : await readCapped(res, RESPONSE_BODY_LIMIT);
+    const responseBody =
+      encoding && encoding !== "identity"
+        ? (void res.body?.cancel().catch(() => {}), `(a body in content-encoding ${encoding.slice(0, 40)}, not read)`)
+        : length <= RESPONSE_BODY_LIMIT
+          ? await res.text()
+          : await readCapped(res, RESPONSE_BODY_LIMIT);
     const ok = res.status >= 200 && res.status < 300;
     return {
       ok,

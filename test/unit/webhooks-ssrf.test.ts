@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { postWebhook } from "../../server/webhooks/http";
+import { brotliCompressSync } from "node:zlib";
+import { postWebhook, RESPONSE_BODY_LIMIT } from "../../server/webhooks/http";
 import { checkTarget, forbiddenAddressReason, parseTargetUrl, pinnedRequest, resolveTarget } from "../../server/webhooks/ssrf";
 
 describe("SSRF guard: address classes", () => {
@@ -164,6 +165,30 @@ describe("a POST goes to the address the guard checked", () => {
       const reached = await postWebhook({ url, headers: {}, body: '{"n":1}', timeoutMs: 5_000, connectTo: "127.0.0.1" });
       expect(reached).toMatchObject({ ok: true, httpStatus: 200, responseBody: "ok" });
       expect(seen).toEqual([{ host: `hooks.example.test:${server.port}`, body: '{"n":1}' }]);
+    } finally {
+      server.stop(true);
+    }
+  });
+
+  test("an answer is read as sent, at most 4 KiB: no encoding is asked for, and a compressed one is not decoded (a few hundred bytes of brotli can be gigabytes)", async () => {
+    const huge = brotliCompressSync(Buffer.alloc(64 * 1024 * 1024, 97));
+    const asked: (string | null)[] = [];
+    const server = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: (req) => {
+        asked.push(req.headers.get("accept-encoding"));
+        return new URL(req.url).pathname === "/bomb"
+          ? new Response(huge, { headers: { "content-encoding": "br", "content-length": String(huge.byteLength) } })
+          : new Response("y".repeat(10_000));
+      },
+    });
+    try {
+      const post = (path: string) => postWebhook({ url: `http://127.0.0.1:${server.port}${path}`, headers: {}, body: "{}", timeoutMs: 5_000 });
+      const bomb = await post("/bomb");
+      expect(bomb).toMatchObject({ ok: true, httpStatus: 200, responseBody: "(a body in content-encoding br, not read)" });
+      expect((await post("/plain")).responseBody).toBe("y".repeat(RESPONSE_BODY_LIMIT));
+      expect(asked).toEqual([null, null]);
     } finally {
       server.stop(true);
     }
