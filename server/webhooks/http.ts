@@ -81,13 +81,14 @@ export async function postWebhook(opts: {
     // A short answer of known length is read whole (the common case, and cheaper than a stream).
     // One encoded anyway (none was asked for) is not read: its bytes are not text.
     const encoding = res.headers.get("content-encoding")?.trim().toLowerCase();
+    const encoded = encoding !== undefined && encoding !== "identity";
+    if (encoded) void res.body?.cancel().catch(() => {});
     const length = Number(res.headers.get("content-length") ?? Number.NaN);
-    const responseBody =
-      encoding && encoding !== "identity"
-        ? (void res.body?.cancel().catch(() => {}), `(a body in content-encoding ${encoding.slice(0, 40)}, not read)`)
-        : length <= RESPONSE_BODY_LIMIT
-          ? await res.text()
-          : await readCapped(res, RESPONSE_BODY_LIMIT);
+    const responseBody = encoded
+      ? `(a body in content-encoding ${encoding.slice(0, 40)}, not read)`
+      : length <= RESPONSE_BODY_LIMIT
+        ? await res.text()
+        : await readCapped(res, RESPONSE_BODY_LIMIT);
     const ok = res.status >= 200 && res.status < 300;
     return {
       ok,
