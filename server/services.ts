@@ -68,6 +68,11 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   // Calls waiting for an event (GET /api/events?wait=), woken by this instance's event tail.
   const eventWaiters = createEventWaiters({ events, clock });
   metrics.gauge("simhost_event_waiters", "Calls waiting for an event on this instance", () => eventWaiters.size());
+  // A revoked credential's waiting calls end before the revoking request answers, as its sockets do.
+  auth.onRevoked((r) => {
+    waiters.revoked(r);
+    eventWaiters.revoked(r);
+  });
   const realtime = await setupRealtime({ config, sql: db.sql, redis: redisGuard, bus, onEvents: events.onEvents, onRevoked: auth.onRevoked, metrics, logger });
 
   return {

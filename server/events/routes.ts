@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
-import { refusedError, shuttingDown } from "../lib/waiters";
+import { answerRevokedWait, refusedError, shuttingDown } from "../lib/waiters";
 import type { Services } from "../services";
 import { EVENT_PERMISSIONS, readableTypes, refuseUnheldTypes } from "./access";
 import { decodeCursor, encodeCursor, ORIGIN, type Position } from "./cursor";
@@ -84,6 +84,7 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
         {
           match: { organizations: c.readScope, types, hostedSimId: query.hosted_sim, deviceId: query.device, after },
           quotaOrganization: c.organization.id,
+          caller: c,
           limit: perPage + 1,
           timeoutMs: query.wait * 1000,
           signal: request.signal,
@@ -98,6 +99,7 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
       // The same body as `answer` would give, already serialized (see wokenAnswer).
       if ("woken" in outcome) return wokenAnswer(outcome.woken, perPage) as unknown as ReturnType<typeof answer>;
       if (outcome.ended === "shutdown") throw shuttingDown();
+      if (outcome.ended === "revoked") await answerRevokedWait(services.auth, request);
       return answer({ events: [], hasMore: false });
     },
     {

@@ -1,3 +1,4 @@
+import type { Caller } from "../auth/caller";
 import type { Clock, Scheduler } from "../lib/clock";
 import { createWaiterRegistry, type Refusal, type WaitEnd, type WaiterLimits } from "../lib/waiters";
 import type { EventType } from "./catalog";
@@ -33,6 +34,8 @@ export type EventWaitRequest = {
   match: EventMatch;
   /** The organization the wait is counted against (`perOrganization`). */
   quotaOrganization: number;
+  /** Whose call it is: the wait ends when its credential is revoked. */
+  caller: Caller;
   /** The most events a wake-up collects (the page size plus one, so the caller can say more follow). */
   limit: number;
   timeoutMs: number;
@@ -77,7 +80,7 @@ export function createEventWaiters(deps: Deps) {
     const matches = matcher(r.match);
     const events: StoredEvent[] = [];
     const offer = (e: StoredEvent) => events.length < r.limit && matches(e) && events.push(e) > 0;
-    const spec = { keys: r.match.organizations, quotaOrganization: r.quotaOrganization, timeoutMs: r.timeoutMs, signal: r.signal, offer };
+    const spec = { keys: r.match.organizations, quotaOrganization: r.quotaOrganization, caller: r.caller, timeoutMs: r.timeoutMs, signal: r.signal, offer };
     return registry.wait(spec, async (next): Promise<WaitOutcome<T>> => {
       // Registered (synchronously, before this body runs), so the tail's position cannot pass an event by meanwhile.
       if (!deps.events.handsOnAllAfter(r.match.after)) {

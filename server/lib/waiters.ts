@@ -1,3 +1,5 @@
+import type { Caller } from "../auth/caller";
+import { matches, type Revocation } from "../auth/caller-cache";
 import { AppError } from "../errors";
 import { type Clock, createScheduler, type Scheduler } from "./clock";
 
@@ -6,12 +8,13 @@ import { type Clock, createScheduler, type Scheduler } from "./clock";
  * waiting"): calls waiting on this instance, filed under a key (an organization, a number); one
  * listener on a feed of events hands each event to the waiters filed under its key, and each
  * waiter's `offer` (the feature's match function) says whether it wakes. Limits per
- * organization and per instance, every deadline on one scheduler, and `close` ending every wait
- * as a shutdown. Knows no SQL and no HTTP: the feature's `body` does the reading.
+ * organization and per instance, every deadline on one scheduler, `revoked` ending the waits of
+ * a revoked credential, and `close` ending every wait as a shutdown. Knows no SQL and no HTTP:
+ * the feature's `body` does the reading.
  */
 
-/** How a wait ended without an answer. */
-export type WaitEnd = "timeout" | "aborted" | "shutdown";
+/** How a wait ended without an answer ("revoked": its caller's credential was revoked meanwhile, see `revoked`). */
+export type WaitEnd = "timeout" | "aborted" | "shutdown" | "revoked";
 /** Why a wait was refused before it started. */
 export type Refusal = "organization_full" | "instance_full" | "closed";
 
@@ -23,6 +26,8 @@ export type WaitSpec<E> = {
   keys: readonly number[];
   /** The organization the wait is counted against (`perOrganization`). */
   quotaOrganization: number;
+  /** Whose call it is: a revocation of its credential ends the wait (`revoked`). */
+  caller: Caller;
   timeoutMs: number;
   signal?: AbortSignal;
   /** The feature's match: takes what it needs of an event of its keys; true wakes the waiter. */
@@ -142,7 +147,7 @@ export function createWaiterRegistry<E>(deps: Deps<E>) {
    * and unregisters it however `body` ends. Registering first is what lets nothing fall between
    * a read and the wait: an event handed on while the read runs is offered, and `next` reports it.
    */
-  async function wait<T>(s: WaitSpec<E>, body: (next: NextSignal) => Promise<T>): Promise<T | { refused: Refusal } | { ended: "aborted" }> {
+  async function wait<T>(s: WaitSpec<E>, body: (next: NextSignal) => Promise<T>): Promise<T | { refused: Refusal } | { ended: "aborted" | "revoked" }> {
     const refused = refusal(s);
     if (refused) return { refused };
     if (s.signal?.aborted) return { ended: "aborted" };
@@ -150,7 +155,9 @@ export function createWaiterRegistry<E>(deps: Deps<E>) {
     const onAbort = () => end(w, "aborted");
     s.signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      return await body(() => next(w));
+      const outcome = await body(() => next(w));
+      // Found while the revocation arrived: nothing goes out on a revoked credential.
+      return w.ended === "revoked" ? { ended: "revoked" } : outcome;
     } finally {
       s.signal?.removeEventListener("abort", onAbort);
       remove(w);
@@ -163,6 +170,15 @@ export function createWaiterRegistry<E>(deps: Deps<E>) {
     limits,
     /** Waiting calls on this instance, or filed under one key. */
     size: (key?: number) => (key === undefined ? size : (byKey.get(key)?.size ?? 0)),
+    /**
+     * Ends the waits whose caller the revocation takes away (the credential module's `onRevoked`,
+     * on every instance, before the revoking request answers): no wait hands over what arrives
+     * after its credential was revoked. The route then resolves the request's credential again
+     * (`answerRevokedWait`).
+     */
+    revoked(r: Revocation) {
+      for (const set of byKey.values()) for (const w of set) if (matches(r, w.spec.caller)) end(w, "revoked");
+    },
     /** Ends every wait (answered as a shutdown) and refuses new ones: the server is stopping. */
     close() {
       if (closed) return;
@@ -189,3 +205,13 @@ export function refusedError(refusal: Refusal, limits: WaiterLimits): AppError {
 }
 
 export type WaiterRegistry<E> = ReturnType<typeof createWaiterRegistry<E>>;
+
+/**
+ * A wait its caller's revocation ended (`revoked`): 401 when the request's credential is gone
+ * (resolved again, past the cache the revocation emptied); a credential that still stands (a
+ * user who left one of their organizations) gets the wait's empty answer and calls again with
+ * what it may read now.
+ */
+export async function answerRevokedWait(auth: { resolve(request: Request): Caller | Promise<Caller> }, request: Request): Promise<void> {
+  await auth.resolve(request);
+}

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound } from "../errors";
-import { refusedError, shuttingDown } from "../lib/waiters";
+import { answerRevokedWait, refusedError, shuttingDown } from "../lib/waiters";
 import { findHostedSim } from "../numbers/store";
 import type { Services } from "../services";
 import { findNextMessage, type WaitStart } from "./history-store";
@@ -30,12 +30,13 @@ export function nextMessageRoutes(services: Pick<Services, "auth" | "sql" | "wai
       server?.timeout(request, timeout + 10);
       const filter = { from: query.from, q: query.contains, hasCode: query.has_code === undefined ? undefined : query.has_code === "true" };
       const outcome = await waiters.wait(
-        { hostedSimId: sim.id, viewers, quotaOrganization: c.organization.id, timeoutMs: timeout * 1000, signal: request.signal },
+        { hostedSimId: sim.id, viewers, quotaOrganization: c.organization.id, caller: c, timeoutMs: timeout * 1000, signal: request.signal },
         (among) => findNextMessage(sql, { viewers, hostedSimId: sim.id, start, filter, among }),
       );
       if ("refused" in outcome) throw refusedError(outcome.refused, waiters.limits);
       if ("found" in outcome) return { data: outcome.found };
       if (outcome.ended === "shutdown") throw shuttingDown();
+      if (outcome.ended === "revoked") await answerRevokedWait(services.auth, request);
       return { data: null };
     },
     {

@@ -1,3 +1,4 @@
+import type { Caller } from "../auth/caller";
 import { event } from "../events/catalog";
 import type { StoredEvent } from "../events/log";
 import type { Clock, Scheduler } from "../lib/clock";
@@ -20,6 +21,8 @@ export type WaitRequest = {
   viewers: number[];
   /** The organization the wait is counted against (`perOrganization`). */
   quotaOrganization: number;
+  /** Whose call it is: the wait ends when its credential is revoked. */
+  caller: Caller;
   timeoutMs: number;
   signal?: AbortSignal;
 };
@@ -58,7 +61,7 @@ export function createMessageWaiters(deps: Deps) {
       pending.add(id);
       return true;
     };
-    const spec = { keys: [r.hostedSimId], quotaOrganization: r.quotaOrganization, timeoutMs: r.timeoutMs, signal: r.signal, offer };
+    const spec = { keys: [r.hostedSimId], quotaOrganization: r.quotaOrganization, caller: r.caller, timeoutMs: r.timeoutMs, signal: r.signal, offer };
     return registry.wait(spec, async (next): Promise<WaitOutcome<T>> => {
       let among: Among;
       for (;;) {

@@ -159,6 +159,23 @@ describe("GET /api/events?wait=", () => {
   }, 30_000);
 });
 
+describe("a credential revoked while its call waits", () => {
+  test("logging out ends the session's wait at once with 401: events appended afterwards are not handed over; another session of the user waits on", async () => {
+    const t = await createTenant(ctx.sql);
+    const second = (await ctx.request("POST", "/api/auth/login", { body: { email: t.user.email, password: t.user.password } })).body.token as string;
+    const leaving = await startWait(t.token, "after=now&wait=60");
+    const staying = await startWait(second, "after=now&wait=60");
+    expect((await ctx.request("POST", "/api/auth/logout", { token: t.token })).status).toBe(204);
+    expect(ctx.services.eventWaiters.size(t.org.id)).toBe(1);
+    await appendAndNotify(ctx, [testEvent(t.org.id, 1)]);
+    const res = await leaving.answer;
+    expect(res.status).toBe(401);
+    expectErrorShape(res.body, "unauthenticated");
+    const kept = await staying.answer;
+    expect([kept.status, ns(kept.body)]).toEqual([200, [1]]);
+  });
+});
+
 describe("a server that stops", () => {
   test("ends every wait with 503 and refuses new ones", async () => {
     const own = await createTestContext();

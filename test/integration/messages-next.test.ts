@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomString } from "../../server/lib/crypto";
-import { createApiKey, createTenant } from "../fixtures";
+import { createApiKey, createTenant, sessionFor } from "../fixtures";
 import { providerPost } from "../fixtures-devices";
 import { isReadable } from "../fixtures-events";
 import { createByosNumber, createSharedNumber, eventually, receiveSms } from "../fixtures-numbers";
@@ -167,6 +167,33 @@ describe("who may wait and see", () => {
       expectErrorShape(bad.body, "validation_failed");
     }
     expect((await next(t.token, sim.id, "after=yesterday")).body.errors.after).toEqual(["must be a message id or an ISO 8601 date-time"]);
+  });
+});
+
+describe("a credential revoked while its call waits", () => {
+  test("the wait ends at once with 401, before the revoking call answers: an SMS stored afterwards is not handed over; a user who only left another organization gets data null", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const created = await ctx.request("POST", "/api/api-keys", { token: t.token, body: { name: "waiting", permissions: ["messages.read"] } });
+    const waiting = await startWait(created.body.plain_text_key, sim.id, "timeout=60");
+    expect((await ctx.request("DELETE", `/api/api-keys/${created.body.api_key.id}`, { token: t.token })).status).toBe(204);
+    expect(ctx.services.waiters.size(sim.id)).toBe(0);
+    await deliver(sim.number, "Your code is 123456, sent after the key was deleted");
+    const res = await waiting.answer;
+    expect(res.status).toBe(401);
+    expectErrorShape(res.body, "unauthenticated");
+    expect(res.ms).toBeLessThan(30_000);
+
+    // A membership of another organization ends: the token still stands, the wait answers empty.
+    const other = await createTenant(ctx.sql);
+    await ctx.sql`insert into memberships (organization_id, user_id, role) values (${other.org.id}, ${t.user.id}, 'member')`;
+    // A new session: its caller, resolved now, reads both organizations.
+    const still = await startWait(await sessionFor(ctx.sql, t.user.id), sim.id, "timeout=60");
+    // As `simhost admin` removes a member (server/admin/operations.ts).
+    await ctx.sql`delete from memberships where organization_id = ${other.org.id} and user_id = ${t.user.id}`;
+    await ctx.services.auth.revoke({ userId: t.user.id, organizationId: other.org.id });
+    const answered = await still.answer;
+    expect([answered.status, answered.body]).toEqual([200, { data: null }]);
   });
 });
 

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import type { Caller } from "../../server/auth/caller";
 import { encodeCursor } from "../../server/events/cursor";
 import type { StoredEvent } from "../../server/events/log";
 import { createScheduler } from "../../server/lib/clock";
@@ -47,7 +48,9 @@ function setup(limits = {}) {
   return { clock, waiters, announce, hand, row };
 }
 
-const request = (over = {}) => ({ hostedSimId: 7, viewers: [1], quotaOrganization: 1, timeoutMs: 30_000, ...over });
+const callerOf = (over: Partial<Caller> = {}) =>
+  ({ kind: "api_key", organization: { id: 1 }, readScope: [1], user: null, role: null, apiKey: { id: 5 }, sessionId: null, ...over }) as Caller;
+const request = (over = {}) => ({ hostedSimId: 7, viewers: [1], quotaOrganization: 1, caller: callerOf(), timeoutMs: 30_000, ...over });
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 describe("message waiters", () => {
@@ -136,5 +139,28 @@ describe("message waiters", () => {
     announce(7, 9, [1]);
     await expect(pending).rejects.toThrow("database unreachable");
     expect(waiters.size()).toBe(0);
+  });
+
+  test("a revocation ends the waits of the credentials it takes away, before anything arrives for them; others wait on", async () => {
+    const { waiters, announce } = setup();
+    const revokedKey = waiters.wait(request(), async (among) => (among ? "for the revoked key" : null));
+    const otherKey = waiters.wait(request({ caller: callerOf({ apiKey: { id: 6 } as Caller["apiKey"] }) }), async (among) =>
+      among ? "for the other key" : null,
+    );
+    await settle();
+    waiters.revoked({ apiKeyId: 5 });
+    announce(7, 3, [1]);
+    expect(await revokedKey).toEqual({ ended: "revoked" });
+    expect(await otherKey).toEqual({ found: "for the other key" });
+    expect(waiters.size()).toBe(0);
+  });
+
+  test("a message found while the revocation arrived is not handed over", async () => {
+    const { waiters } = setup();
+    const pending = waiters.wait(request(), async () => {
+      waiters.revoked({ apiKeyId: 5 }); // arrives while the lookup runs
+      return "found on a revoked key";
+    });
+    expect(await pending).toEqual({ ended: "revoked" });
   });
 });
