@@ -1,4 +1,5 @@
 import type { Sql } from "../db/client";
+import { clearLockColumns } from "./lock-store";
 
 /*
  * The hosted SIMs of BYOS SIM cards (type virtual, provider byos). numbers/ is the only writer of
@@ -7,9 +8,21 @@ import type { Sql } from "../db/client";
  * when it revokes a device. Call them inside the transaction that changes the SIM card.
  */
 
-/** shared_max_orgs 1: the organization that proved it holds the SIM is the number's only one. */
+/**
+ * shared_max_orgs 1: the organization that proved it holds the SIM is the number's only one. A
+ * lock of an organization it takes the number from ends with that organization's attachment
+ * (history: `detached`): a lock belongs to an organization attached to the number, or a message
+ * arriving under it would be given to one that no longer holds the number (API.md "Lock meaning").
+ */
 async function attachAlone(sql: Sql, hostedSimId: number, organizationId: number) {
   await sql`delete from hosted_sim_organizations where hosted_sim_id = ${hostedSimId} and organization_id <> ${organizationId}`;
+  const ended = await sql`
+    update hosted_sims set ${clearLockColumns(sql)}, updated_at = now()
+    where id = ${hostedSimId} and lock_organization_id <> ${organizationId} returning 1`;
+  if (ended.length > 0)
+    await sql`
+      update number_locks set released_at = least(locked_until, now()), release_reason = 'detached'
+      where hosted_sim_id = ${hostedSimId} and released_at is null`;
   await sql`insert into hosted_sim_organizations (hosted_sim_id, organization_id) values (${hostedSimId}, ${organizationId}) on conflict do nothing`;
 }
 

@@ -191,4 +191,25 @@ describe("re-verification of a new number", () => {
     expect(await deliver(goneNumbers[0]!)).toEqual([org.id]);
     expect(await deliver(numbers[0]!)).toEqual([]);
   });
+
+  test("another organization proving a number ends the lock the organization it takes the number from held: the SMS that follow are the new holder's alone", async () => {
+    const a = await createTenant(ctx.sql, { plan: "pro" });
+    const b = await createTenant(ctx.sql, { plan: "pro" });
+    const { device: d, numbers } = await activeDevice(ctx, a.token);
+    const number = numbers[0]!;
+    const card = (await device(a.token, d.id)).sim_cards[0];
+    const lock = await ctx.request("POST", `/api/numbers/${card.hosted_sim_id}/lock`, { token: a.token, body: { duration_seconds: 3600 } });
+    expect(lock.status).toBe(200);
+    expect((await ctx.request("POST", `/api/byos/devices/${d.id}/sims/${card.id}/deactivate`, { token: a.token })).status).toBe(200);
+
+    const theirs = await registerDevice(ctx, b.token);
+    expect((await verificationSms(ctx, theirs.sim_cards[0]!.verification_code, number)).status).toBe(200);
+    const seen = await ctx.request("GET", `/api/numbers/${card.hosted_sim_id}`, { token: b.token });
+    expect(seen.body.data).toMatchObject({ number, locked: false, lock: null });
+    expect(await deliver(number)).toEqual([b.org.id]);
+    const history = await ctx.sql<{ organization_id: number; release_reason: string; released: boolean }[]>`
+      select organization_id, release_reason, released_at is not null as released from number_locks where hosted_sim_id = ${card.hosted_sim_id}`;
+    expect([...history]).toEqual([{ organization_id: a.org.id, release_reason: "detached", released: true }]);
+    expect((await ctx.request("POST", `/api/numbers/${card.hosted_sim_id}/lock`, { token: b.token, body: {} })).status).toBe(200);
+  });
 });
