@@ -1,10 +1,10 @@
 import type { Pool, Sql } from "../db/client";
-import { notFound } from "../errors";
+import { notFound, permissionDenied } from "../errors";
 import { paginate } from "../lib/pagination";
 import { listLogs } from "./delivery-store";
 import type { WebhookEngine } from "./engine";
-import { integrationFields, validateTarget } from "./input";
-import { presentIntegration, presentLog, type Viewer } from "./present";
+import { integrationFields, movesStoredHeaders, validateTarget } from "./input";
+import { mayReadHeaderValues, presentIntegration, presentLog, type Viewer } from "./present";
 import { type ReplayRequest, redeliverLog, replayWindow } from "./replay";
 import type { IntegrationCreateBody, IntegrationUpdateBody } from "./schema";
 import { generateSigningSecret } from "./secrets";
@@ -46,6 +46,10 @@ export async function createIntegration(
 
 export async function changeIntegration(deps: WebhookDeps, viewer: Viewer, organizationId: number, id: number, body: IntegrationUpdateBody) {
   const existing = await requireIntegration(deps.sql, organizationId, id);
+  if (!mayReadHeaderValues(viewer) && movesStoredHeaders(body, existing))
+    throw permissionDenied(
+      "Only an admin or owner signed in may move an integration's custom header values to another host: send new values for its headers, or leave the URL's host as it is.",
+    );
   await validateTarget(body, deps.webhooks.checkTarget);
   await updateIntegration(deps.sql, organizationId, id, { ...integrationFields(body, existing), is_active: body.is_active });
   return presentIntegration(await requireIntegration(deps.sql, organizationId, id), viewer);

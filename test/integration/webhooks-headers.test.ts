@@ -73,6 +73,37 @@ describe("custom header values are shown to admins and owners only", () => {
   });
 });
 
+describe("stored values never go to a host chosen by a caller who cannot read them", () => {
+  test("a key moving the URL to another host (or port) while keeping stored values: 403, nothing changed; with new values, or on the same host, it may", async () => {
+    const created = await ctx.request("POST", "/api/webhook-integrations", {
+      token: owner,
+      body: { name: "moving", url: "http://127.0.0.1:9/hook", headers: SECRET_HEADERS },
+    });
+    const id = created.body.data.id;
+    const patch = (token: string, body: object) => ctx.request("PATCH", `/api/webhook-integrations/${id}`, { token, body: { name: "moving", ...body } });
+    for (const body of [
+      { url: "http://127.0.0.1:8/steal" },
+      { url: "http://localhost:9/steal", headers: MASKED },
+      { url: "http://127.0.0.1:9/hook".replace("http:", "https:"), headers: { Authorization: "********" } },
+    ]) {
+      const refused = await patch(key, body);
+      expect([body.url, refused.status]).toEqual([body.url, 403]);
+      expectErrorShape(refused.body, "permission_denied");
+    }
+    expect((await ctx.request("GET", `/api/webhook-integrations/${id}`, { token: owner })).body.data.url).toBe("http://127.0.0.1:9/hook");
+    // The team view's update goes through the same rule.
+    const mapped = await ctx.request("PATCH", `/api/teams/${teamId}/webhooks/${integrationId}`, {
+      token: key,
+      body: { name: "hook renamed", url: "http://127.0.0.1:8/steal" },
+    });
+    expect([mapped.status, mapped.body.message]).toEqual([403, expect.stringContaining("custom header values to another host")]);
+    expect((await patch(key, { url: "http://127.0.0.1:9/elsewhere-on-the-same-host", headers: MASKED })).status).toBe(200);
+    expect((await patch(key, { url: "http://127.0.0.1:8/new", headers: { Authorization: "Bearer the-key-knows-this" } })).status).toBe(200);
+    expect(await headersSeenBy(owner, `/api/webhook-integrations/${id}`)).toEqual({ Authorization: "Bearer the-key-knows-this" });
+    expect((await patch(owner, { url: "http://127.0.0.1:7/owner", headers: MASKED })).status).toBe(200);
+  });
+});
+
 describe("custom header rules", () => {
   const create = (headers: Record<string, string>) =>
     ctx.request("POST", "/api/webhook-integrations", { token: owner, body: { name: "rules", url: "http://127.0.0.1:9/r", headers } });
