@@ -53,7 +53,13 @@ export async function replayWindow(sql: Pool, integration: IntegrationRow, body:
   const events = types?.length === 0 ? [] : await readEventsCreatedBetween(sql, integration.organization_id, { ...window, types }, REPLAY_MAX_EVENTS + 1);
   if (events.length > REPLAY_MAX_EVENTS)
     throw validationFailed({ until: [`the window holds more than ${REPLAY_MAX_EVENTS} events; replay it in shorter windows`] });
-  const created = await sql.begin((tx) => createReplayDeliveries(tx, events, integration.id));
+  // Checked again under the integration's row lock: two replays sent at once would both pass the
+  // check above, and each queue its deliveries.
+  const created = await sql.begin(async (tx) => {
+    await tx`select 1 from webhook_integrations where id = ${integration.id} for update`;
+    if (await hasPendingReplay(tx, integration.id)) throw invalidState("A replay of this integration is still being sent; try again when it is done.");
+    return createReplayDeliveries(tx, events, integration.id);
+  });
   const deliveries = created.length;
   return { deliveries, since: window.since.toISOString(), until: window.until.toISOString(), event_types: types ?? [ALL_EVENTS] };
 }

@@ -347,4 +347,23 @@ describe("replay", () => {
     expect(most).toBeLessThanOrEqual(QUEUES["webhook.replay"].concurrency);
     receiver.stop();
   }, 40_000);
+
+  test("replays of one integration sent at once: one is accepted, the others answer 409", async () => {
+    const a = await createTenant(ctx.sql);
+    const receiver = startReceiver(async () => {
+      await Bun.sleep(1000);
+      return new Response("ok");
+    });
+    const hook = await createHook(ctx, a.token, { url: receiver.url, event_types: ["device.updated"] });
+    await raise(Array.from({ length: 10 }, (_, n) => ({ organizationId: a.org.id, type: "device.updated" as const, payload: { n } })));
+    const window = { since: new Date(Date.now() - 60_000).toISOString(), until: new Date(Date.now() + 60_000).toISOString() };
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => ctx.request("POST", `/api/webhook-integrations/${hook.id}/replay`, { token: a.token, body: window })),
+    );
+    expect(answers.map((r) => r.status).sort()).toEqual([202, 409, 409, 409, 409, 409]);
+    const [replayed] = await ctx.sql<{ n: number }[]>`
+      select count(*)::int as n from webhook_deliveries where webhook_integration_id = ${hook.id} and origin = 'replay'`;
+    expect(replayed!.n).toBe(10);
+    receiver.stop();
+  }, 30_000);
 });
