@@ -78,22 +78,6 @@ export function callerPlugin(auth: Authenticator) {
   });
 }
 
-/**
- * For routes that must answer without a token (CORS preflights beside the broadcasting routes):
- * the token is resolved only when the handler calls `caller(rule)`, after validation.
- */
-export function lazyCallerPlugin(auth: Authenticator) {
-  return new Elysia({ name: "simhost-caller-lazy" }).derive({ as: "scoped" }, ({ request }) => {
-    let resolved: Caller | Promise<Caller> | undefined;
-    return {
-      caller: async (rule: Rule) => {
-        resolved ??= auth.resolve(request);
-        return authorize(await resolved, rule);
-      },
-    };
-  });
-}
-
 /** The caller a route's `auth` rule let through for this request, if any (other plugins' hooks). */
 export function callerOf(request: Request): Caller | undefined {
   const outcome = outcomes.get(request);

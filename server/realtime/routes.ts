@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { bearerToken, type Caller } from "../auth/caller";
-import { lazyCallerPlugin } from "../auth/plugin";
+import { callerPlugin } from "../auth/plugin";
 import { AppError } from "../errors";
 import { BODY_MEDIA_TYPES, FORM_MEDIA_TYPE, JSON_MEDIA_TYPE } from "../lib/body-rules";
 import { sha256 } from "../lib/crypto";
@@ -72,25 +72,23 @@ export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql
   // CORS on every answer; set in onParse too, as an unparseable body fails before onTransform.
   return (
     new Elysia()
-      // Lazy: preflights carry no token, and every answer needs the CORS headers set below.
-      .use(lazyCallerPlugin(services.auth))
+      // Before the caller's hooks, so their refusals (401, 403) carry the CORS headers too.
       .onParse(({ set }) => void Object.assign(set.headers, CORS))
       .onTransform(({ set }) => void Object.assign(set.headers, CORS))
-      .get(
-        "/api/broadcasting/connection",
-        async ({ caller }) => {
-          await caller({ apiKey: "any" }).catch((e) => Promise.reject(withCors(e)));
-          return details;
-        },
-        { response: { 200: ConnectionDetails }, detail: { tags, summary: "Broadcaster connection details (SPEC.md 2.13)" } },
-      )
+      // The routes' rule is decided before the body is validated (a 401 before any 422), as on
+      // every route; the preflights carry no token and take none.
+      .use(callerPlugin(services.auth))
+      .get("/api/broadcasting/connection", () => details, {
+        auth: { apiKey: "any" },
+        response: { 200: ConnectionDetails },
+        detail: { tags, summary: "Broadcaster connection details (SPEC.md 2.13)" },
+      })
       .options("/api/broadcasting/auth", preflight, { detail: { tags, summary: "CORS preflight of the channel authorization endpoint" } })
       .options("/api/broadcasting/connection", preflight, { detail: { tags, summary: "CORS preflight of the connection details" } })
       .post(
         "/api/broadcasting/auth",
-        async ({ caller, body, request }) => {
+        async ({ caller: c, body, request }) => {
           try {
-            const c = await caller({ apiKey: "any" });
             const organizationId = await authorizeChannel(services.sql, c, body.channel_name);
             const grant = { organizationId, credential: credentialOf(c, request), ...(c.apiKey ? { permissions: c.apiKey.permissions } : {}) };
             await realtime.grants.put(body.socket_id, body.channel_name, grant);
@@ -100,6 +98,7 @@ export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql
           }
         },
         {
+          auth: { apiKey: "any" },
           body: ChannelAuthRequest,
           response: { 200: ChannelAuthResponse },
           detail: {

@@ -264,6 +264,11 @@ describe("POST /api/broadcasting/auth", () => {
     expect(res.status).toBe(422);
     expect(res.body.code).toBe("validation_failed");
     expect(Object.keys(res.body.errors).sort()).toEqual(["channel_name", "socket_id"]);
+    // Without a valid token the same body is 401: the caller is decided before the body is read.
+    for (const token of [undefined, "st_not-a-token"]) {
+      const refused = await ctx.request("POST", "/api/broadcasting/auth", { token, form: { socket_id: "abc", channel_name: "" } });
+      expect([refused.status, refused.body.code, refused.headers.get("access-control-allow-origin")]).toEqual([401, "unauthenticated", "*"]);
+    }
   });
 });
 
