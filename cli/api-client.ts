@@ -1,7 +1,7 @@
 import createClient, { type Client } from "openapi-fetch";
 import type { ApiErrorBody, Json, paths } from "../clients/api";
 import { loadCredential } from "./credentials";
-import { CliError, type GlobalOptions } from "./output";
+import { CliError, type GlobalOptions, printable, printableDeep } from "./output";
 
 export const DEFAULT_URL = "http://localhost:3000";
 
@@ -42,17 +42,26 @@ export function createApiClient(opts: GlobalOptions) {
     return c;
   };
 
-  /** The answer's body; a non-2xx answer (other than `okStatuses`) throws a CliError carrying the API's `message`. */
-  async function ok<D>(pending: Promise<Outcome<D>>, okStatuses: number[] = []): Promise<D> {
+  /**
+   * Server text as a person reads it: without --json every string of an answer goes through
+   * `printable` before any command renders it (with --json, JSON's own escapes do the same).
+   */
+  const forPrinting = <T>(value: T): T => (opts.json ? value : printableDeep(value));
+
+  /** The answer's body as sent, for values sent back to the server (a read before an update); `ok` for anything printed. */
+  async function okAsSent<D>(pending: Promise<Outcome<D>>, okStatuses: number[] = []): Promise<D> {
     const { data, error, response } = await pending;
     if (response.ok) return data as D;
     if (okStatuses.includes(response.status)) return error as D;
     const message = (error as Partial<ApiErrorBody> | undefined)?.message;
     const url = new URL(response.url || base);
-    throw new CliError(typeof message === "string" ? message : `${url.pathname} answered HTTP ${response.status}.`);
+    throw new CliError(typeof message === "string" ? printable(message) : `${url.pathname} answered HTTP ${response.status}.`);
   }
 
-  return Object.assign(client(true), { url: base, anonymous: client(false), ok });
+  /** The answer's body, ready to print (`forPrinting`); a non-2xx answer (other than `okStatuses`) throws a CliError carrying the API's `message`. */
+  const ok = async <D>(pending: Promise<Outcome<D>>, okStatuses: number[] = []): Promise<D> => forPrinting(await okAsSent(pending, okStatuses));
+
+  return Object.assign(client(true), { url: base, anonymous: client(false), ok, okAsSent, forPrinting });
 }
 
 export type ApiClient = ReturnType<typeof createApiClient>;

@@ -9,13 +9,32 @@ export type GlobalOptions = { json?: boolean; url?: string; token?: string; org?
 const colorsOn = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
 export const colors = createColors(colorsOn);
 
+/**
+ * Text from the server made safe to print on a terminal: its control characters (C0 but the
+ * newline, DEL and C1) shown as `\x1b`-style escapes. An SMS is anyone's text, and ESC or CSI
+ * sequences in it would otherwise move the cursor, clear the screen, recolour or fake output,
+ * retitle the window or write the clipboard of whoever reads it.
+ */
+export const printable = (text: string) =>
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this finds
+  text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+
+/** `printable` on every string of a value: an API answer or a realtime event, before a person's rendering sees it. */
+export function printableDeep<T>(value: T): T {
+  if (typeof value === "string") return printable(value) as T;
+  if (Array.isArray(value)) return value.map(printableDeep) as T;
+  if (value && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, printableDeep(v)])) as T;
+  return value;
+}
+
 export type Column<T> = { header: string; value: (row: T) => unknown; color?: (text: string) => string };
 
 const cell = (v: unknown): string => {
   if (v === null || v === undefined) return "-";
   if (v instanceof Date) return v.toISOString();
   if (typeof v === "object") return JSON.stringify(v);
-  return String(v);
+  return printable(String(v));
 };
 
 /** An aligned text table; headers dimmed and bold on a terminal. */

@@ -37,7 +37,7 @@ export async function subscribe(api: ApiClient, channels: string[], onEvent: (ch
   const waits = channels.map((name) => {
     const channel = pusher.subscribe(name);
     channel.bind_global((event: string, data: unknown) => {
-      if (!event.startsWith("pusher")) onEvent(name, event, data);
+      if (!event.startsWith("pusher")) onEvent(name, event, api.forPrinting(data));
     });
     return new Promise<void>((resolve, reject) => {
       channel.bind("pusher:subscription_succeeded", () => resolve());

@@ -3,7 +3,7 @@ import { type Command, InvalidArgumentError } from "commander";
 import { type ApiAnswer, type ApiErrorBody, type ApiQuery, asLoggedEvent } from "../../clients/api";
 import { type ApiClient, createApiClient } from "../api-client";
 import { globals, numberRef, orgOption, positiveInt } from "../args";
-import { CliError, colors, emit, table } from "../output";
+import { CliError, colors, emit, printable, table } from "../output";
 import { untilStopped } from "../realtime";
 import { resolveNumberId } from "./numbers";
 
@@ -118,9 +118,9 @@ async function tail(api: ApiClient, o: TailOptions, print: (e: Event) => void): 
       pause = Math.min(pause * 2, 15_000);
       continue;
     }
-    if (!outcome.response.ok) throw new CliError((outcome.error as Partial<ApiErrorBody> | undefined)?.message ?? `HTTP ${outcome.response.status}`);
+    if (!outcome.response.ok) throw new CliError(printable((outcome.error as Partial<ApiErrorBody> | undefined)?.message ?? `HTTP ${outcome.response.status}`));
     pause = 500;
-    const page = outcome.data!;
+    const page = api.forPrinting(outcome.data!);
     for (const e of page.data) {
       print(e);
       cursor = e.id;

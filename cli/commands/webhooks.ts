@@ -83,7 +83,7 @@ export function registerWebhooks(program: Command): void {
       const api = createApiClient(o);
       const path = { params: { path: { webhook_integration: id } } };
       // The update needs name and url: the current ones unless given.
-      const current = (await api.ok(api.GET("/api/webhook-integrations/{webhook_integration}", path))).data;
+      const current = (await api.okAsSent(api.GET("/api/webhook-integrations/{webhook_integration}", path))).data;
       const body = await api.ok(
         api.PATCH("/api/webhook-integrations/{webhook_integration}", {
           ...path,

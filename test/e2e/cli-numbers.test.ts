@@ -102,6 +102,23 @@ describe("simhost messages", () => {
     expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+AT\s+DIR\s+FROM\s+TO\s+STATUS\s+TEXT$/);
     expect(table.stdout).toMatch(/in\s+\+15557654321\s+\+\d+\s+received\s+newest one/);
 
+    // Anyone's SMS text: its escape sequences are shown, not run, on the reader's terminal; --json keeps the text as sent.
+    const hostile = "\x1b]0;PWNED\x07\x1b[2J\x1b[31mFAKE: your code is 000000\x1b[0m\u009b2J";
+    await server.ctx.sql.begin((tx) =>
+      storeInboundMessage(tx, { hostedSimId: sim.id, from: "+15557654321", text: hostile, source: "provider", receivedAt: new Date() }),
+    );
+    for (const args of [
+      ["messages", "list", "--number", sim.number],
+      ["messages", "show", String((await server.run(token, ["messages", "list", "--number", sim.number, "--json"])).json().data[0].id)],
+      ["events", "list"],
+    ]) {
+      const shown = await server.run(token, args);
+      expect([args[1], shown.code, /[\x00-\x08\x0b-\x1f\x7f-\x9f]/.test(shown.stdout)]).toEqual([args[1], 0, false]);
+      expect(shown.stdout).toContain("\\x1b]0;PWNED\\x07");
+    }
+    const raw = await server.run(token, ["messages", "list", "--number", sim.number, "--json"]);
+    expect(raw.json().data[0].text).toBe(hostile);
+
     expect((await server.run(token, ["messages", "list", "--number", sim.number, "--since", "yesterday"])).code).toBe(2);
     expect((await server.run(token, ["messages", "list"])).code).toBe(2);
   });
