@@ -4,7 +4,7 @@ import { notFound } from "../errors";
 import { iso } from "../lib/clock";
 import type { Services } from "../services";
 import { buildDeviceConfig } from "./device-config";
-import { DeviceConfig, DeviceParams, Heartbeat, HeartbeatAnswer, SmsAccepted, SubmitSms } from "./schema";
+import { canonicalUuid, DeviceConfig, DeviceParams, Heartbeat, HeartbeatAnswer, SmsAccepted, SubmitSms } from "./schema";
 import { findDevice } from "./store";
 
 type Deps = Pick<Services, "auth" | "sql" | "clock" | "devices">;
@@ -45,7 +45,7 @@ export function relayRoutes(services: Deps) {
         await actors.settled(state);
         await devices.sms.submit({
           deviceId: state.id,
-          messageId: body.message_id.toLowerCase(),
+          messageId: canonicalUuid(body.message_id),
           simSlot: body.sim_slot ?? null,
           from: body.from,
           body: body.body,

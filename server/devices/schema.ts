@@ -4,6 +4,9 @@ import { DateTime, IdParam, IntegerParam, Optional, Text } from "../lib/fields";
 import { PageOf } from "../lib/pagination";
 
 const E164_PATTERN = "^\\+[1-9]\\d{6,14}$";
+const e164 = new RegExp(E164_PATTERN);
+/** Whether a sender is a phone number in E.164 form (API.md §0), not an alphanumeric sender id or a short code. */
+export const isE164 = (text: string) => e164.test(text);
 const Percent = Type.Integer({ minimum: 0, maximum: 100 });
 const Timestamp = Type.String({ format: "date-time" });
 const Nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
@@ -45,6 +48,9 @@ export const Heartbeat = Type.Object({
   sim_cards: Optional(Type.Array(Type.Object({ phone_number: Text({ maxLength: 20 }), signal_strength: Percent }), { maxItems: 10 }), "absent"),
 });
 export type Heartbeat = Static<typeof Heartbeat>;
+
+/** A `message_id` as stored and compared: lower case, without the `urn:uuid:` prefix the uuid format allows (PostgreSQL's uuid takes neither form's prefix). */
+export const canonicalUuid = (id: string) => id.toLowerCase().replace(/^urn:uuid:/, "");
 
 export const SubmitSms = Type.Object({
   from: Text({ minLength: 1, maxLength: 20 }),

@@ -49,6 +49,11 @@ export function assertAcceptsSms(status: DeviceStatus) {
  */
 export const OFFLINE_ALERT_STATUSES: readonly DeviceStatus[] = ["active", "pending_verification"];
 
+/** Reports on the sends a device was handed: from any device but a revoked one (revocation is final; its sends were rerouted or failed). */
+export function assertReportsSends(status: DeviceStatus) {
+  if (status === "revoked") throw invalidState("This device has been revoked; it can no longer report on messages.");
+}
+
 /** Operators and users may change a device until it is revoked. */
 export function assertEditable(status: DeviceStatus) {
   if (status === "revoked") throw invalidState("This device has been revoked; it can no longer be changed.");

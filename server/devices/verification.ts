@@ -7,6 +7,7 @@ import { linkProvenNumber, renumberProvenNumber } from "../numbers/byos-store";
 import { deviceKey, senderKey, type VerificationThrottle } from "../numbers/verification-throttle";
 import type { DeviceActors } from "./actor";
 import { appendDeviceEvents } from "./announce";
+import { isE164 } from "./schema";
 import { enqueueDeviceSmsProcessing } from "./sms-store";
 import { activateSimCard, findActiveCardByNumber, isUniqueViolation, recordDeviceVerified } from "./store";
 import { type DeviceStatus, nextDeviceStatus } from "./transitions";
@@ -14,7 +15,7 @@ import { type DeviceStatus, nextDeviceStatus } from "./transitions";
 type Tx = postgres.TransactionSql;
 type Guard = (tx: Tx) => Promise<boolean>;
 
-export type VerificationOutcome = "verified" | "unknown_code" | "expired" | "wrong_sender" | "number_in_use" | "throttled" | "duplicate";
+export type VerificationOutcome = "verified" | "unknown_code" | "expired" | "wrong_sender" | "not_a_number" | "number_in_use" | "throttled" | "duplicate";
 
 /** A code that was not the right one from its sender: these count against the throttle. */
 const WRONG: ReadonlySet<VerificationOutcome> = new Set(["unknown_code", "expired", "wrong_sender"]);
@@ -59,6 +60,8 @@ async function verifyInTx(tx: Tx, code: string, from: string, now: Date, provide
   if (!card || (card.status === "active" && card.claimed_number === null)) return { outcome: "unknown_code" as const };
   if (!card.code_expires_at || card.code_expires_at <= now) return { outcome: "expired" as const };
   if (card.claimed_number !== null && card.claimed_number !== from) return { outcome: "wrong_sender" as const };
+  // An alphanumeric sender id or a short code is no SIM's number: it proves nothing.
+  if (!isE164(from)) return { outcome: "not_a_number" as const };
   const hostedSimId = await proveNumber(tx, card, from, providerNumber);
   if (hostedSimId === null) return { outcome: "number_in_use" as const };
   await activateSimCard(tx, card.id, from, hostedSimId);

@@ -1,5 +1,6 @@
 import type postgres from "postgres";
 import type { Sql } from "../db/client";
+import type { DeviceStatus } from "../devices/transitions";
 import { type Message, messageColumns } from "./store";
 
 export type OutboundInsert = {
@@ -112,9 +113,14 @@ export async function deviceSendDeadlines(sql: Sql, ids: number[]) {
 }
 
 /** The outbound message a device may report on: sent through that device by the caller's organization. */
-export async function findDeviceOutbound(sql: Sql, q: { messageId: number; deviceId: number; organizationId: number }): Promise<OutboundRow | null> {
-  const [row] = await sql<OutboundRow[]>`
-    select ${messageColumns(sql)}, m.organization_id, m.dispatched_at is not null as dispatched from messages m
+/** An outbound message of one device of the organization, with the device's status (a revoked device reports nothing). */
+export async function findDeviceOutbound(
+  sql: Sql,
+  q: { messageId: number; deviceId: number; organizationId: number },
+): Promise<(OutboundRow & { device_status: DeviceStatus }) | null> {
+  const [row] = await sql<(OutboundRow & { device_status: DeviceStatus })[]>`
+    select ${messageColumns(sql)}, m.organization_id, m.dispatched_at is not null as dispatched, d.status as device_status
+    from messages m join devices d on d.id = m.device_id
     where m.id = ${q.messageId} and m.device_id = ${q.deviceId} and m.organization_id = ${q.organizationId} and m.direction = 'outbound'`;
   return row ?? null;
 }

@@ -1,4 +1,5 @@
 import type { Caller } from "../auth/caller";
+import { assertReportsSends } from "../devices/transitions";
 import { invalidState, notFound } from "../errors";
 import { findVisibleMessage } from "./history-store";
 import { changeStatus, type OutboundDeps } from "./outbound";
@@ -40,6 +41,7 @@ export async function reportDeviceStatus(deps: Deps, c: Caller, q: { deviceId: n
   const org = c.organization.id;
   const found = await findDeviceOutbound(deps.sql, { messageId: q.messageId, deviceId: q.deviceId, organizationId: org });
   if (!found) throw notFound("Message");
+  assertReportsSends(found.device_status);
   const outcome = await applyReport(deps, found, q.status, { error: q.error ?? "The device reported a failure.", attempt: true });
   const now = (await findVisibleMessage(deps.sql, org, q.messageId))!;
   if (outcome === "conflict") throw invalidState(`A ${now.status} message cannot become ${q.status}.`);

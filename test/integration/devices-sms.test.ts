@@ -34,6 +34,17 @@ describe("SMS submission idempotency", () => {
     expect([...rows]).toEqual([{ text: sms.body, external_id: sms.message_id }]);
   });
 
+  test("a message_id in any spelling the uuid format takes (upper case, the urn:uuid: prefix) is the same id, never a 500", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(ctx, token);
+    const sms = smsBody();
+    for (const id of [`urn:uuid:${sms.message_id}`, sms.message_id.toUpperCase(), `URN:UUID:${sms.message_id}`, sms.message_id]) {
+      const res = await ctx.request("POST", `/api/byos/devices/${device.id}/sms`, { token, body: { ...sms, message_id: id } });
+      expect([id, res.status, res.body.message_id]).toEqual([id, 202, id]);
+    }
+    expect([...(await messagesOf(device.id))]).toEqual([{ text: sms.body, external_id: sms.message_id }]);
+  });
+
   test("the same SMS under another message_id (same slot, sender, body, received_at to the second) is stored once", async () => {
     const { token } = await createTenant(ctx.sql);
     const { device } = await activeDevice(ctx, token);

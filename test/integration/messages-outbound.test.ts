@@ -191,6 +191,19 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     expectErrorShape(late.body, "invalid_state");
   });
 
+  test("a revoked device's report is refused with 409 invalid_state; the message stays as it was", async () => {
+    const t = await createTenant(ctx.sql);
+    const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });
+    await unpaced(ctx.sql, t.org.id);
+    const id = (await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770005", text: "x" })).body.data.id;
+    expect((await ctx.request("DELETE", `/api/byos/devices/${byos.deviceId}`, { token: t.token })).status).toBe(204);
+    const before = (await ctx.request("GET", `/api/messages/${id}`, { token: t.token })).body.data;
+    const res = await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, { token: t.token, body: { status: "delivered" } });
+    expect(res.status).toBe(409);
+    expectErrorShape(res.body, "invalid_state");
+    expect((await ctx.request("GET", `/api/messages/${id}`, { token: t.token })).body.data).toMatchObject({ status: before.status, attempts: before.attempts });
+  });
+
   test("a disabled device refuses sending with 409 invalid_state", async () => {
     const t = await createTenant(ctx.sql);
     const byos = await createByosNumber(ctx.sql, t.org.id, { deviceStatus: "disabled" });

@@ -101,6 +101,21 @@ describe("a PATCH cannot take a number", () => {
     expect(row!.n).toBe(0);
   });
 
+  test("a code from an alphanumeric sender id or a short code proves nothing: no SIM has that number; the card stays pending and its code works from the SIM's number", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const pending = await registerDevice(ctx, token);
+    const card = pending.sim_cards[0]!;
+    for (const from of ["PayPal", "72975", "+0123456789"]) {
+      expect((await verificationSms(ctx, card.verification_code, from)).status).toBe(200);
+      expect((await device(token, pending.id)).sim_cards[0]).toMatchObject({ status: "pending", phone_number: null, hosted_sim_id: null });
+    }
+    const [row] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from hosted_sims where number in ('PayPal', '72975', '+0123456789')`;
+    expect(row!.n).toBe(0);
+    const number = randomSimNumber();
+    await verificationSms(ctx, card.verification_code, number);
+    expect((await device(token, pending.id)).sim_cards[0]).toMatchObject({ status: "active", phone_number: number });
+  });
+
   test("a pending card's claim keeps phone_number null; only an SMS from the claimed number proves it", async () => {
     const { token } = await createTenant(ctx.sql);
     const pending = await registerDevice(ctx, token);
