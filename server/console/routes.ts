@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { notFound } from "../errors";
 import { ASSET_PREFIX, consoleBundle } from "./bundle";
 
 /**
@@ -76,12 +77,10 @@ export function consoleRoutes(config: { PUBLIC_URL: string }) {
     },
     routes: new Elysia().get("/", index, hidden).get(
       `${ASSET_PREFIX}:name`,
-      async ({ params, set }) => {
+      async ({ params }) => {
         const asset = (await consoleBundle()).assets.get(params.name);
-        if (!asset) {
-          set.status = 404;
-          return new Response("Not found", { status: 404, headers: { ...security, "content-type": "text/plain; charset=utf-8" } });
-        }
+        // The error shape of every other path (API.md §1).
+        if (!asset) throw notFound("Asset");
         return new Response(asset.body, {
           headers: { ...security, "content-type": asset.type, "cache-control": "public, max-age=31536000, immutable" },
         });

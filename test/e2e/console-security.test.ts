@@ -55,7 +55,8 @@ describe("serving the console", () => {
     const bundle = await consoleBundle();
     expect(bundle.firstPageGzipBytes).toBeGreaterThanOrEqual(gzipped);
     expect(bundle.firstPageGzipBytes).toBeLessThanOrEqual(150 * 1024);
-    expect((await fetch(`${w.base}/assets/nope-12345678.js`)).status).toBe(404);
+    const missing = await fetch(`${w.base}/assets/nope-12345678.js`);
+    expect([missing.status, ((await missing.json()) as { code: string }).code]).toEqual([404, "not_found"]);
   });
 
   test("client-side routes answer the page to browsers; the API, docs, OAuth and realtime keep their own answers", async () => {
