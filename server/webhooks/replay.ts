@@ -3,6 +3,7 @@ import { invalidState, notFound, validationFailed } from "../errors";
 import { type EventType, event } from "../events/catalog";
 import { decodeCursor } from "../events/cursor";
 import { readEventAt, readEventsCreatedBetween } from "../events/log";
+import { isDateTime } from "../lib/fields";
 import { findLog, hasPendingReplay, insertDeliveries } from "./delivery-store";
 import { webhookBody } from "./events";
 import { createReplayDeliveries } from "./forwarding";
@@ -16,15 +17,20 @@ export const REPLAY_MAX_EVENTS = 10_000;
 
 export type ReplayRequest = { since: string; until: string; event_types?: string[] };
 
-/** The window's bounds, or 422 with what is wrong. */
+/**
+ * The window's bounds, or 422 with what is wrong. Each bound is checked as every date-time a
+ * client sends (lib/fields.ts `isDateTime`: ISO 8601 with an offset, 1970 to 9999): `new Date`
+ * alone took "Jan 1 2026", year 0 and six-digit years, and PostgreSQL refused the last ones (500).
+ */
 function parseWindow(body: ReplayRequest): { since: Date; until: Date } {
   const since = new Date(body.since);
   const until = new Date(body.until);
   const errors: Record<string, string[]> = { ...eventTypeErrors(body.event_types ?? []) };
-  if (Number.isNaN(since.getTime())) errors.since = ["must be an ISO 8601 date-time"];
-  if (Number.isNaN(until.getTime())) errors.until = ["must be an ISO 8601 date-time"];
-  else if (until <= since) errors.until = ["must be after since"];
-  else if (until.getTime() - since.getTime() > REPLAY_MAX_WINDOW_DAYS * 86_400_000)
+  const notDateTime = "must be an ISO 8601 date-time with offset between 1970 and 9999";
+  if (!isDateTime(body.since)) errors.since = [notDateTime];
+  if (!isDateTime(body.until)) errors.until = [notDateTime];
+  else if (!errors.since && until <= since) errors.until = ["must be after since"];
+  else if (!errors.since && until.getTime() - since.getTime() > REPLAY_MAX_WINDOW_DAYS * 86_400_000)
     errors.until = [`must be at most ${REPLAY_MAX_WINDOW_DAYS} days after since`];
   if (Object.keys(errors).length > 0) throw validationFailed(errors);
   return { since, until };

@@ -298,6 +298,10 @@ describe("replay", () => {
       [{ since: window.until, until: window.since }, "until"],
       [{ since: new Date(Date.now() - 8 * 86_400_000).toISOString(), until: window.until }, "until"],
       [{ since: "yesterday", until: window.until }, "since"],
+      [{ since: "Jan 1 2026", until: window.until }, "since"],
+      // Dates JavaScript takes and PostgreSQL does not store: 422, not a 500 from the database.
+      [{ since: "0000-01-01T00:00:00Z", until: "0000-01-02T00:00:00Z" }, "since"],
+      [{ since: "+099999-01-01T00:00:00Z", until: "+099999-01-02T00:00:00Z" }, "until"],
       [{ ...window, event_types: ["nope"] }, "event_types.0"],
     ] as const) {
       const bad = await ctx.request("POST", path, { token: a.token, body });
