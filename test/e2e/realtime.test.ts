@@ -31,6 +31,17 @@ function pusherFor(token: string) {
   return p;
 }
 
+/** A device event's payload: the device online and active. */
+const devicePayload = (deviceId: number, organizationId: number) => ({
+  device_id: deviceId,
+  organization_id: organizationId,
+  status: "active",
+  is_online: true,
+  last_seen_at: null,
+  changed_at: new Date().toISOString(),
+  config_version: 1,
+});
+
 async function attachNumber(orgIds: number[]) {
   const number = `+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
   const [sim] = await ctx.sql<{ id: number }[]>`
@@ -73,15 +84,7 @@ describe("pusher-js against the server", () => {
     await connected(pusher);
     const channel = await subscribed(pusher, `private-organization.${org.id}`);
     const received = awaitCallback<any>("device.status_changed", (done) => channel.bind("device.status_changed", done));
-    const payload = {
-      device_id: 7,
-      organization_id: org.id,
-      status: "active",
-      is_online: true,
-      last_seen_at: null,
-      changed_at: new Date().toISOString(),
-      config_version: 1,
-    };
+    const payload = devicePayload(7, org.id);
     await raiseEvents(ctx.services, [event.deviceOnline({ organizationId: org.id, deviceId: 7 }, payload)]);
     const [row] = await logRows(ctx.services, [org.id], undefined, 1);
     // The realtime payload is the log's payload plus its cursor.
@@ -134,18 +137,7 @@ describe("pusher-js against the server", () => {
 
   test("an API key's subscription receives the events its permissions read, as GET /api/events does: message.* with messages.read, device.* with numbers.read", async () => {
     const { org } = await createTenant(ctx.sql);
-    const online = event.deviceOnline(
-      { organizationId: org.id, deviceId: 9 },
-      {
-        device_id: 9,
-        organization_id: org.id,
-        status: "active",
-        is_online: true,
-        last_seen_at: null,
-        changed_at: new Date().toISOString(),
-        config_version: 1,
-      },
-    );
+    const online = event.deviceOnline({ organizationId: org.id, deviceId: 9 }, devicePayload(9, org.id));
     const received = event.messageReceived({ organizationId: org.id, hostedSimId: 1 }, {
       message: { id: 1, text: "Your code is 777111" },
       hosted_sim: { id: 1, number: "+1", alias: null },
