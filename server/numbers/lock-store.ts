@@ -42,10 +42,15 @@ export const clearLockColumns = (sql: Sql) => sql`
  * decided one after the other and exactly one organization ends up holding it. Returns null when
  * another organization holds a live lock or the caller's organization is not attached.
  * `locked_until` is kept to the millisecond so its ISO form identifies the lock exactly.
+ * Call it in a transaction: the row is locked by a statement of its own before the UPDATE, whose
+ * snapshot then sees the attachments as whoever held the row left them (a proof that just took
+ * the number from the caller's organization, byos-store.ts attachAlone); waiting inside the
+ * UPDATE, its attachment check would read the snapshot from before the wait.
  */
 export async function takeLock(sql: Sql, r: LockRequest): Promise<TakenLock | null> {
   const keep = r.releaseOnMessage === undefined;
   const now = clockTime(sql, r.at);
+  await sql`select 1 from hosted_sims where id = ${r.hostedSimId} for update`;
   const [row] = await sql<TakenLock[]>`
     update hosted_sims h set
       lock_organization_id = ${r.organizationId},

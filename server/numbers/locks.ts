@@ -57,7 +57,9 @@ export async function lockNumber(deps: Deps, c: Caller, id: number, body: LockOp
   });
   if (!lock) {
     const now = await findHostedSim(deps.sql, [c.organization.id], id);
-    throw numberLocked(now?.locked_until ?? sim.locked_until);
+    // Not attached any more (a proof took the number meanwhile): gone, as for any number not the caller's.
+    if (!now) throw notFound("Number");
+    throw numberLocked(now.locked_until);
   }
   deps.events.notify();
   return requireNumber(deps.sql, c, id);

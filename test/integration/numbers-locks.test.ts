@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { linkProvenNumber } from "../../server/numbers/byos-store";
 import { lockHistory } from "../../server/numbers/lock-store";
 import { expireLock } from "../../server/numbers/locks";
 import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
-import { createSharedNumber, createTeam, eventually } from "../fixtures-numbers";
+import { createByosNumber, createSharedNumber, createTeam, eventually, holdLocks, lockWaiters, receiveSms } from "../fixtures-numbers";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 
 let ctx: TestContext;
@@ -173,3 +174,24 @@ describe("POST /api/numbers/{id}/lock and /unlock", () => {
     expect((await ctx.request("POST", `/api/numbers/${sim.id}/unlock`, { token: locker.key })).status).toBe(200);
   });
 });
+
+// PostgreSQL only: a lock request must wait on the row a proof holds (holdLocks).
+test.skipIf(!process.env.DATABASE_URL)(
+  "a lock asked while a proof takes the number from the organization: it is not taken, and the next SMS is the new holder's",
+  async () => {
+    const a = await createTenant(ctx.sql, { plan: "pro" });
+    const b = await createTenant(ctx.sql, { plan: "pro" });
+    const byos = await createByosNumber(ctx.sql, a.org.id, { simStatus: "inactive" });
+    // B's proof of the number, held open (as verification.ts runs it) while A asks for the lock.
+    const release = await holdLocks(ctx.sql, (tx) => linkProvenNumber(tx, byos.number, b.org.id));
+    const asked = ctx.request("POST", `/api/numbers/${byos.hostedSimId}/lock`, { token: a.token, body: { duration_seconds: 600 } });
+    await lockWaiters(ctx.sql, 1);
+    await release();
+    expect((await asked).status).toBe(404);
+    const [sim] = await ctx.sql<{ lock_organization_id: number | null }[]>`select lock_organization_id from hosted_sims where id = ${byos.hostedSimId}`;
+    expect(sim!.lock_organization_id).toBeNull();
+    const stored = await receiveSms(ctx.sql, byos.hostedSimId);
+    const seen = await ctx.sql<{ organization_id: number }[]>`select organization_id from message_visibility where message_id = ${stored.messageId}`;
+    expect(seen.map((r) => r.organization_id)).toEqual([b.org.id]);
+  },
+);
