@@ -118,3 +118,12 @@ export function isTransientConflict(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code;
   return code === "40P01" || code === "40001";
 }
+
+/**
+ * A foreign-key violation, optionally of one named constraint: the row an insert names was
+ * deleted between the caller's check and its insert (a team deleted while a claim named it).
+ */
+export function isForeignKeyViolation(e: unknown, constraint?: string): boolean {
+  const err = e as { code?: string; constraint_name?: string };
+  return err?.code === "23503" && (!constraint || err.constraint_name === constraint);
+}

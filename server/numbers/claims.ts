@@ -1,11 +1,12 @@
 import type { Caller } from "../auth/caller";
 import type { Pool, Sql } from "../db/client";
-import { AppError, notFound, validationFailed } from "../errors";
+import { AppError, notFound } from "../errors";
 import {
   attachOrganization,
   freePoolCandidates,
   isOwnVerifiedByosNumber,
   lockHostedSimRow,
+  notATeam,
   seatsOf,
   sharedCandidates,
   teamBelongsTo,
@@ -19,9 +20,8 @@ const sharedFull = () => new AppError(409, "shared_number_full", "This shared nu
 const alreadyClaimed = () => new AppError(409, "already_claimed", "Your organization already has this number.");
 
 async function checkTeam(sql: Sql, c: Caller, teamId: number | undefined) {
-  if (teamId !== undefined && !(await teamBelongsTo(sql, teamId, c.organization.id))) {
-    throw validationFailed({ team_id: ["is not a team of your organization"] });
-  }
+  // Deleted after this check, the team fails the attachment's insert with the same 422 (store.ts attachOrganization).
+  if (teamId !== undefined && !(await teamBelongsTo(sql, teamId, c.organization.id))) throw notATeam();
 }
 
 const attachment = (c: Caller, body: ClaimBody) => ({ organizationId: c.organization.id, teamId: body.team_id ?? null, alias: body.alias ?? null });

@@ -1,4 +1,5 @@
-import type { Sql } from "../db/client";
+import { isForeignKeyViolation, type Sql } from "../db/client";
+import { validationFailed } from "../errors";
 
 /** A timestamp column as API.md's ISO UTC string with milliseconds. */
 export const isoColumn = (sql: Sql, column: string) => sql`to_char(${sql.unsafe(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -98,10 +99,16 @@ export async function setAlias(sql: Sql, organizationId: number, hostedSimId: nu
 
 export type Attachment = { organizationId: number; teamId?: number | null; alias?: string | null };
 
+/** The 422 of a `team_id` that is no team of the organization (API notes: missing and foreign teams alike). */
+export const notATeam = () => validationFailed({ team_id: ["is not a team of your organization"] });
+
+/** An attachment's team deleted after the caller checked it: the team is missing, not a server error. */
+const teamGone = (e: unknown) => (isForeignKeyViolation(e, "hosted_sim_organizations_team_id_fkey") ? notATeam() : e);
+
 export async function attachOrganization(sql: Sql, hostedSimId: number, a: Attachment) {
   await sql`
     insert into hosted_sim_organizations (hosted_sim_id, organization_id, alias, team_id)
-    values (${hostedSimId}, ${a.organizationId}, ${a.alias ?? null}, ${a.teamId ?? null})`;
+    values (${hostedSimId}, ${a.organizationId}, ${a.alias ?? null}, ${a.teamId ?? null})`.catch((e) => Promise.reject(teamGone(e)));
   await sql`update hosted_sims set updated_at = now() where id = ${hostedSimId}`;
 }
 
@@ -162,7 +169,7 @@ export async function upsertVirtualAttachment(sql: Sql, hostedSimId: number, a: 
     values (${hostedSimId}, ${a.organizationId}, ${a.alias ?? null}, ${a.teamId ?? null})
     on conflict (hosted_sim_id, organization_id) do update set
       alias = case when ${a.alias !== undefined} then excluded.alias else hosted_sim_organizations.alias end,
-      team_id = case when ${a.teamId !== undefined} then excluded.team_id else hosted_sim_organizations.team_id end`;
+      team_id = case when ${a.teamId !== undefined} then excluded.team_id else hosted_sim_organizations.team_id end`.catch((e) => Promise.reject(teamGone(e)));
   await sql`update hosted_sims set updated_at = now() where id = ${hostedSimId}`;
 }
 

@@ -1,4 +1,4 @@
-import type { Sql } from "../db/client";
+import { isForeignKeyViolation, type Sql } from "../db/client";
 
 export type TeamRow = { id: number; name: string; members_count: number; created_at: Date; updated_at: Date };
 export type MemberRow = { id: number; name: string; email: string; role: string; added_at: Date };
@@ -67,7 +67,7 @@ export async function addTeamMember(sql: Sql, teamId: number, userId: number): P
       on conflict do nothing returning created_at`;
   } catch (e) {
     // A team deleted while this insert waited on its row: a foreign-key violation, not a server error.
-    if ((e as { code?: string }).code === "23503") return undefined;
+    if (isForeignKeyViolation(e)) return undefined;
     throw e;
   }
   if (inserted) return { created: true, added_at: inserted.created_at };

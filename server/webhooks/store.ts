@@ -1,4 +1,5 @@
-import type { Sql } from "../db/client";
+import { isForeignKeyViolation, type Sql } from "../db/client";
+import { notFound } from "../errors";
 
 /** ISO 8601 UTC with milliseconds, as to_char formats it inside JSON built by SQL. */
 const TS = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
@@ -118,11 +119,13 @@ export async function findMappingByTeam(sql: Sql, integrationId: number, teamId:
   return row ?? null;
 }
 
-/** Null when the integration is already mapped to the team. */
+/** Null when the integration is already mapped to the team; 404 when the team was deleted since the caller found it. */
 export async function insertMapping(sql: Sql, integrationId: number, teamId: number, mode: string): Promise<number | null> {
   const [row] = await sql<{ id: number }[]>`
     insert into webhook_mappings (webhook_integration_id, team_id, forwarding_mode) values (${integrationId}, ${teamId}, ${mode})
-    on conflict (webhook_integration_id, team_id) do nothing returning id`;
+    on conflict (webhook_integration_id, team_id) do nothing returning id`.catch((e) =>
+    Promise.reject(isForeignKeyViolation(e, "webhook_mappings_team_id_fkey") ? notFound("Team") : e),
+  );
   return row?.id ?? null;
 }
 

@@ -1,4 +1,6 @@
 import { beforeAll, describe, expect, test } from "bun:test";
+import { AppError } from "../../server/errors";
+import { attachOrganization, upsertVirtualAttachment } from "../../server/numbers/store";
 import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
 import { attachNumber, createByosNumber, createPoolNumber, createSharedNumber, createTeam, receiveSms } from "../fixtures-numbers";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
@@ -248,5 +250,19 @@ describe("reads span every organization of the caller (SPEC.md 1.4)", () => {
     expect(byKey.body.data.map((n: { id: number }) => n.id)).toEqual([both.id]);
     expect(byKey.body.data[0].organizations.map((o: { id: number }) => o.id)).toEqual([a.org.id]);
     expect((await ctx.request("GET", `/api/numbers/${onlyD.id}`, { token: key.key })).status).toBe(404);
+  });
+});
+
+describe("a team deleted between the check and the insert (a concurrent DELETE /api/teams/{id})", () => {
+  test("an attachment naming it fails with the 422 of a team that is not the organization's, not a 500", async () => {
+    const { org } = await createTenant(ctx.sql);
+    const team = await createTeam(ctx.sql, org.id);
+    const sim = await createPoolNumber(ctx.sql);
+    await ctx.sql`delete from teams where id = ${team.id}`;
+    for (const attach of [attachOrganization, upsertVirtualAttachment]) {
+      const refused = await ctx.sql.begin((tx) => attach(tx, sim.id, { organizationId: org.id, teamId: team.id })).catch((e) => e);
+      expect(refused).toBeInstanceOf(AppError);
+      expect([refused.status, refused.code, refused.extra.errors]).toEqual([422, "validation_failed", { team_id: ["is not a team of your organization"] }]);
+    }
   });
 });

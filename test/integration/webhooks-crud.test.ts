@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { AppError } from "../../server/errors";
+import { insertMapping } from "../../server/webhooks/store";
 import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
 import { createTestContext, expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 import { createNumber, createTeam, logsOf, receiveSms, startReceiver, waitFor } from "./webhooks-helpers";
@@ -296,4 +298,16 @@ describe("SSRF guard at create and update (WEBHOOK_ALLOW_PRIVATE=false)", () => 
     expect(res.body).toMatchObject({ success: false, http_status: 0 });
     expect(res.body.error).toContain("loopback");
   }, 30_000);
+});
+
+describe("a team deleted between the check and the insert (a concurrent DELETE /api/teams/{id})", () => {
+  test("a mapping to it answers 404 Team, not a 500", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const team = await createTeam(ctx.sql, org.id);
+    const created = await ctx.request("POST", "/api/webhook-integrations", { token, body: { name: "hook", url: "http://127.0.0.1:9/hook" } });
+    await ctx.sql`delete from teams where id = ${team.id}`;
+    const refused = await insertMapping(ctx.sql, created.body.data.id, team.id, "always").catch((e) => e);
+    expect(refused).toBeInstanceOf(AppError);
+    expect([refused.status, refused.code]).toEqual([404, "not_found"]);
+  });
 });
