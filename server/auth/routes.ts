@@ -1,4 +1,5 @@
 import { Elysia, t } from "elysia";
+import { clientAddress } from "../lib/versions";
 import type { Services } from "../services";
 import { accountRoutes } from "./account-routes";
 import { createLoginFlow } from "./login";
@@ -9,10 +10,6 @@ import { findApiKeyUser } from "./store";
 import { createTwoFactor } from "./two-factor";
 
 type Deps = Pick<Services, "auth" | "sql" | "limiter" | "clock" | "config">;
-
-// In-process requests (tests, app.handle) have no socket: they share one address.
-const clientAddress = (server: { requestIP(r: Request): { address: string } | null } | null, request: Request) =>
-  server?.requestIP(request)?.address ?? "local";
 
 const tags = ["Auth"];
 

@@ -2,15 +2,16 @@
  * API versions (SPEC.md part 9): `/api/...` is v1, `/api/vN/...` names a version. A version
  * answers with its own route where it has one; otherwise the router finds nothing for the
  * prefixed path and the app handles the request again without the prefix (`unversioned`). The
- * re-handled request remembers the address the client used, so links built from it (pagination)
- * keep the client's prefix and version-specific rules (a parameter removed in v2) still apply.
+ * re-handled request remembers the request the client sent: links built from it (pagination)
+ * keep the client's prefix, version-specific rules (a parameter removed in v2) still apply, and
+ * the client's address is the socket's (`clientAddress`), not that of a request without one.
  */
 export const SUPPORTED_VERSIONS = new Set([1, 2]);
 
 const VERSIONED = /^\/api\/v(\d+)(\/.*)$/;
 
-/** The re-handled request → the URL the client sent it to. */
-const clientUrls = new WeakMap<Request, string>();
+/** The re-handled request → the request the client sent. */
+const clientRequests = new WeakMap<Request, Request>();
 
 /** The request again without its version prefix, or null when the path names no supported version. */
 export function unversioned(request: Request): Request | null {
@@ -19,13 +20,22 @@ export function unversioned(request: Request): Request | null {
   if (!match || !SUPPORTED_VERSIONS.has(Number(match[1]))) return null;
   url.pathname = `/api${match[2]}`;
   const again = new Request(url.toString(), request);
-  clientUrls.set(again, clientUrl(request));
+  clientRequests.set(again, clientRequests.get(request) ?? request);
   return again;
 }
 
 /** The URL as the client sent it (with its version prefix, if it had one). */
 export function clientUrl(request: Request): string {
-  return clientUrls.get(request) ?? request.url;
+  return (clientRequests.get(request) ?? request).url;
+}
+
+/**
+ * The client's address: the socket peer of the request it sent (a re-handled request has no
+ * socket of its own; Bun's `requestIP` knows only the original). Requests without a socket
+ * (in-process: tests, `app.handle`) share one address, "local". What the sign-in limits count by.
+ */
+export function clientAddress(server: { requestIP(r: Request): { address: string } | null } | null | undefined, request: Request): string {
+  return server?.requestIP(clientRequests.get(request) ?? request)?.address ?? "local";
 }
 
 /** The API version the client asked for: the prefix's number, 1 without one. */

@@ -1,6 +1,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { randomString } from "../lib/crypto";
+import { clientAddress } from "../lib/versions";
 import type { Services } from "../services";
 import { createAuthorizeFlow, type Outcome } from "./authorize";
 import { createFormSigner } from "./form-signer";
@@ -104,7 +105,7 @@ export function oauthRoutes(services: Pick<Services, "sql" | "limiter" | "clock"
     const form = (await readForm(request)) ?? paramsToFields(new URLSearchParams());
     const cookie = cookieValue(request, CSRF_COOKIE);
     const nonce = cookie ?? randomString(32);
-    const address = server?.requestIP(request)?.address ?? "local"; // in-process requests (tests) have no socket
+    const address = clientAddress(server, request);
     return render(await (await authorizeFlow()).submit(form.fields, cookie, address, nonce), nonce);
   }
 

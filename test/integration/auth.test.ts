@@ -144,6 +144,29 @@ describe("login rate limiting", () => {
   });
 });
 
+describe("the client address of a versioned request", () => {
+  slowTest("/api/v1 and /api/v2 sign-ins count against the socket's address, like unprefixed ones, not one address shared by everyone", async () => {
+    const app = buildApp(ctx.services).listen({ port: 0, hostname: "127.0.0.1" });
+    const base = `http://127.0.0.1:${app.server!.port}`;
+    try {
+      const before = await ctx.services.limiter.peek(addressKey("local"));
+      for (const prefix of ["/api/v1", "/api/v2", "/api"]) {
+        const res = await fetch(`${base}${prefix}/auth/2fa/verify`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ tmp_token: `tt_unknown${crypto.randomUUID()}`, code: "123456" }),
+        });
+        expect([prefix, res.status]).toEqual([prefix, 401]);
+      }
+      expect((await ctx.services.limiter.peek(addressKey("127.0.0.1"))).count).toBe(3);
+      expect((await ctx.services.limiter.peek(addressKey("local"))).count).toBe(before.count);
+    } finally {
+      await app.stop(true);
+      await ctx.services.limiter.reset(addressKey("127.0.0.1"));
+    }
+  });
+});
+
 describe("POST /api/auth/logout", () => {
   slowTest("204, and the token is dead at once while other sessions live on", async () => {
     const { user, token: other } = await createTenant(ctx.sql);
