@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Revoker } from "../auth/revoker";
-import type { Pool } from "../db/client";
+import type { Pool, Sql } from "../db/client";
 import { randomString } from "../lib/crypto";
 import { findPoolNumbers, findTakenNumbers, insertPoolNumbers, type NewPoolNumbers } from "../numbers/pool";
 
@@ -28,6 +28,16 @@ const newClientId = () => `oc_${randomBytes(18).toString("base64url")}`;
  * changes about a signed-in caller (role, membership, plan, an OAuth client's tokens) is revoked
  * on every running instance before the operation returns.
  */
+/**
+ * An organization with members keeps an owner: removing or demoting the last one while others
+ * remain is refused, and the change rolls back. Counted with the organization's members locked
+ * (`lockOrganizationMembers`), so two commands cannot each leave the other owner the last.
+ */
+async function keepAnOwner(tx: Sql, organizationId: number, membersLeft: number) {
+  if (membersLeft > 0 && (await store.countOwners(tx, organizationId)) === 0)
+    throw new AdminError(`Organization ${organizationId} would have no owner left: make another member owner first (admin user create --role owner).`);
+}
+
 export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
   const { change } = deps;
 
@@ -41,6 +51,7 @@ export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
       const user = existing ?? (await store.insertUser(tx, { name: u.name ?? u.email.split("@")[0]!, email: u.email, passwordHash }));
       const role = u.role ?? (members === 0 ? "owner" : "member");
       const m = await store.upsertMembership(tx, { userId: user.id, organizationId: u.organizationId, role, keepRole: u.role === undefined });
+      if (m.before === "owner" && m.after !== "owner") await keepAnOwner(tx, u.organizationId, members);
       // A new membership widens what the user's cached callers read (Caller.readScope); a new role changes what they may do.
       if (m.before === null) record.refresh({ userId: user.id });
       else if (m.before !== m.after) record.refresh({ userId: user.id, organizationId: u.organizationId });
@@ -67,8 +78,10 @@ export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
       change(async (tx, record) => {
         const user = await store.findUserIdByEmail(tx, email);
         if (!user) throw new AdminError(`No user ${email}.`);
-        if ((await store.lockOrganizationMembers(tx, organizationId)) === undefined) throw new AdminError(`Organization ${organizationId} not found.`);
+        const members = await store.lockOrganizationMembers(tx, organizationId);
+        if (members === undefined) throw new AdminError(`Organization ${organizationId} not found.`);
         if (!(await store.deleteMembership(tx, user.id, organizationId))) throw new AdminError(`${email} is not a member of organization ${organizationId}.`);
+        await keepAnOwner(tx, organizationId, members - 1);
         record.revoke({ userId: user.id, organizationId });
         return { id: user.id, email: user.email, organization_id: organizationId };
       }),

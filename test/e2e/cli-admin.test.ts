@@ -247,3 +247,25 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))("admin commands without a run
     expect(second.json().id).toBe(first.json().id + 1);
   });
 });
+
+describe("an organization keeps an owner", () => {
+  test("removing or demoting its last owner while others remain is an error (exit 1), nothing changed; with another owner, or as the last member, it is done", async () => {
+    const org = await createOrg(ctx.sql);
+    const owner = await createUser(ctx.sql, { orgId: org.id, role: "owner" });
+    const member = await createUser(ctx.sql, { orgId: org.id, role: "member" });
+    const role = async (userId: number) =>
+      (await ctx.sql<{ role: string }[]>`select role from memberships where user_id = ${userId} and organization_id = ${org.id}`)[0]?.role;
+    const removed = await admin("admin", "user", "remove", "--org", String(org.id), "--email", owner.email);
+    expect([removed.code, removed.stderr]).toEqual([1, expect.stringContaining("would have no owner left")]);
+    const demoted = await admin("admin", "user", "create", "--org", String(org.id), "--email", owner.email, "--password", "unused-password", "--role", "admin");
+    expect(demoted.code).toBe(1);
+    expect([await role(owner.id), await role(member.id)]).toEqual(["owner", "member"]);
+
+    expect(
+      (await admin("admin", "user", "create", "--org", String(org.id), "--email", member.email, "--password", "unused-password", "--role", "owner")).code,
+    ).toBe(0);
+    expect((await admin("admin", "user", "remove", "--org", String(org.id), "--email", owner.email)).code).toBe(0);
+    expect((await admin("admin", "user", "remove", "--org", String(org.id), "--email", member.email)).code).toBe(0);
+    expect(await ctx.sql`select 1 from memberships where organization_id = ${org.id}`).toHaveLength(0);
+  });
+});
