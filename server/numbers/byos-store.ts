@@ -108,7 +108,11 @@ export const countInboundOnNumbers = (sql: Sql) => sql`
       where l.live and l.lock_release_on_message and (l.sender is null or lower(i.from_number) = l.sender)
       order by i.hosted_sim_id, i.ord),
     sims as (
-      update hosted_sims h set messages_received_count = h.messages_received_count + c.n, updated_at = now(),
+      -- updated_at moves only when a lock ends (announced to every attached organization): every
+      -- one of them reads it, and moving it for each SMS would tell them when one arrived under
+      -- another organization's lock.
+      update hosted_sims h set messages_received_count = h.messages_received_count + c.n,
+        updated_at = case when r.ord is null then h.updated_at else now() end,
         lock_organization_id = case when r.ord is null then h.lock_organization_id end,
         lock_team_id = case when r.ord is null then h.lock_team_id end,
         lock_user_id = case when r.ord is null then h.lock_user_id end,

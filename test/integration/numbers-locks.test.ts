@@ -175,6 +175,17 @@ describe("POST /api/numbers/{id}/lock and /unlock", () => {
   });
 });
 
+test("an SMS under another organization's lock changes nothing the others read of the number, updated_at included", async () => {
+  const a = await createTenant(ctx.sql);
+  const b = await createTenant(ctx.sql);
+  const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+  expect((await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token, body: { duration_seconds: 600 } })).status).toBe(200);
+  const before = (await ctx.request("GET", `/api/numbers/${sim.id}`, { token: b.token })).body.data;
+  await receiveSms(ctx.sql, sim.id, { text: "for A only" });
+  const after = (await ctx.request("GET", `/api/numbers/${sim.id}`, { token: b.token })).body.data;
+  expect(after).toEqual(before);
+});
+
 // PostgreSQL only: a lock request must wait on the row a proof holds (holdLocks).
 test.skipIf(!process.env.DATABASE_URL)(
   "a lock asked while a proof takes the number from the organization: it is not taken, and the next SMS is the new holder's",
