@@ -83,7 +83,10 @@ export function startProvider(opts: ProviderOptions) {
   const forwarded: (InboundSms & ForwardResult & { created_at: string })[] = [];
   const sent: SentSms[] = [];
   const callbacks: StatusCallback[] = [];
-  const sid = () => `SM${rng.hex(32)}`;
+  // Unique on every run, whatever the seed: the server drops a message whose id it has seen, so a
+  // fleet run again with the same seed (its phones resumed) must not send the last run's ids. The
+  // seed repeats what it decides (failures, delivery outcomes), not the ids.
+  const sid = () => `SM${crypto.randomUUID().replaceAll("-", "")}`;
 
   async function receive(req: Request) {
     const sms = (await req.json().catch(() => null)) as InboundSms | null;

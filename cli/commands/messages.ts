@@ -165,7 +165,10 @@ export function registerMessages(program: Command): void {
     .option("--send-at <time>", "the same as --at", ahead)
     .option("--expires-in <duration>", "give up unsent this long after it is due (--at, else now): 30m, 2h, 1d", durationMs)
     .option("--expires-at <time>", "give up unsent after this: an ISO 8601 date-time, or a delay (30m, 2h) from now", ahead)
-    .option("--idempotency-key <key>", "send the Idempotency-Key header: a retry with the same key and body sends nothing twice")
+    .option(
+      "--idempotency-key <key>",
+      "send the Idempotency-Key header: a retry with the same key and body sends nothing twice (times as date-times: a delay such as --at 2h is counted anew on each run, which makes another body)",
+    )
     .action(async (_opts, cmd: Command) => {
       const o = globals<SendOptions>(cmd);
       let to: ReturnType<typeof recipientsOf>;

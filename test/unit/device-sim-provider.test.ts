@@ -32,6 +32,20 @@ describe("emulated provider", () => {
     expect(r.sid).toMatch(/^SM[0-9a-f]{32}$/);
   });
 
+  test("message ids are new on every run, whatever the seed: a second run with the same seed is not taken for repeats of the first", async () => {
+    const run = () => startProvider({ port: 0, serverUrl, publicUrl: "https://sims.example.test", authToken: token, providerNumber: "+15005550006", seed: 7 });
+    const [one, two] = [run(), run()];
+    try {
+      const sms = { from: "+15551234567", to: "+15005550006", body: "SIM-AB2C" };
+      const first = await sendThroughProvider(one.url, sms);
+      const second = await sendThroughProvider(two.url, sms);
+      expect(second.sid).not.toBe(first.sid);
+    } finally {
+      one.stop();
+      two.stop();
+    }
+  });
+
   test("a wrong token is refused by the server and reported to the phone", async () => {
     const r = await forwardToServer(
       { serverUrl, publicUrl: "https://sims.example.test", authToken: "not-the-token", accountSid: "AC1" },
