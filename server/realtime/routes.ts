@@ -60,12 +60,6 @@ function credentialOf(c: Caller, request: Request): Credential {
   };
 }
 
-/** Errors keep the CORS headers, so a browser client can read why it was refused. */
-function withCors(e: unknown): unknown {
-  if (!(e instanceof AppError)) return e;
-  return new AppError(e.status, e.code, e.message, { ...e.extra, headers: { ...e.extra.headers, ...CORS } });
-}
-
 export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql" | "realtime">) {
   const { realtime } = services;
   const details = connectionDetails(services.config.PUBLIC_URL, realtime.credentials.key);
@@ -87,15 +81,12 @@ export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql
       .options("/api/broadcasting/connection", preflight, { detail: { tags, summary: "CORS preflight of the connection details" } })
       .post(
         "/api/broadcasting/auth",
+        // A refusal keeps the CORS headers set above (Elysia adds them to every answer of these routes).
         async ({ caller: c, body, request }) => {
-          try {
-            const organizationId = await authorizeChannel(services.sql, c, body.channel_name);
-            const grant = { organizationId, credential: credentialOf(c, request), ...(c.apiKey ? { permissions: c.apiKey.permissions } : {}) };
-            await realtime.grants.put(body.socket_id, body.channel_name, grant);
-            return { auth: signChannel(realtime.credentials.key, realtime.credentials.secret, body.socket_id, body.channel_name) };
-          } catch (e) {
-            throw withCors(e);
-          }
+          const organizationId = await authorizeChannel(services.sql, c, body.channel_name);
+          const grant = { organizationId, credential: credentialOf(c, request), ...(c.apiKey ? { permissions: c.apiKey.permissions } : {}) };
+          await realtime.grants.put(body.socket_id, body.channel_name, grant);
+          return { auth: signChannel(realtime.credentials.key, realtime.credentials.secret, body.socket_id, body.channel_name) };
         },
         {
           auth: { apiKey: "any" },

@@ -215,6 +215,7 @@ describe("POST /api/broadcasting/auth", () => {
     for (const [body, status] of [
       ["{not json", 400],
       [{ socket_id: "x" }, 422],
+      [{ socket_id: socketId, channel_name: "private-organization.999999999" }, 403],
     ] as const) {
       const bad = await ctx.request("POST", "/api/broadcasting/auth", { token, body });
       expect(bad.status).toBe(status);
