@@ -23,12 +23,6 @@ export type NewUser = { organizationId: number; email: string; password: string;
 const newClientId = () => `oc_${randomBytes(18).toString("base64url")}`;
 
 /**
- * The operators' operations (the CLI's admin, pool and oauth-client commands, and the first-start
- * bootstrap). Each runs in one transaction through the credential module's `change`: what it
- * changes about a signed-in caller (role, membership, plan, an OAuth client's tokens) is revoked
- * on every running instance before the operation returns.
- */
-/**
  * An organization with members keeps an owner: removing or demoting the last one while others
  * remain is refused, and the change rolls back. Counted with the organization's members locked
  * (`lockOrganizationMembers`), so two commands cannot each leave the other owner the last.
@@ -38,6 +32,12 @@ async function keepAnOwner(tx: Sql, organizationId: number, membersLeft: number)
     throw new AdminError(`Organization ${organizationId} would have no owner left: make another member owner first (admin user create --role owner).`);
 }
 
+/**
+ * The operators' operations (the CLI's admin, pool and oauth-client commands, and the first-start
+ * bootstrap). Each runs in one transaction through the credential module's `change`: what it
+ * changes about a signed-in caller (role, membership, plan, an OAuth client's tokens) is revoked
+ * on every running instance before the operation returns.
+ */
 export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
   const { change } = deps;
 

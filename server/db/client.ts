@@ -119,6 +119,12 @@ export function isTransientConflict(error: unknown): boolean {
   return code === "40P01" || code === "40001";
 }
 
+/** A unique violation (optionally of one named constraint or index). */
+export function isUniqueViolation(e: unknown, constraint?: string): boolean {
+  const err = e as { code?: string; constraint_name?: string };
+  return err?.code === "23505" && (!constraint || err.constraint_name === constraint);
+}
+
 /**
  * A foreign-key violation, optionally of one named constraint: the row an insert names was
  * deleted between the caller's check and its insert (a team deleted while a claim named it).

@@ -1,5 +1,5 @@
 import type postgres from "postgres";
-import type { Pool } from "../db/client";
+import { isUniqueViolation, type Pool } from "../db/client";
 import { AppError, notFound, validationFailed } from "../errors";
 import type { Clock } from "../lib/clock";
 import { isPoolNumber } from "../numbers/byos-store";
@@ -16,7 +16,6 @@ import {
   findSimCard,
   insertDevice,
   insertSimCard,
-  isUniqueViolation,
   planOf,
   releaseExpiredCode,
   type SimCardRow,

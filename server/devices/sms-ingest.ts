@@ -1,8 +1,7 @@
-import type { Pool } from "../db/client";
+import { isUniqueViolation, type Pool } from "../db/client";
 import { notFound } from "../errors";
 import { createGroupCommit } from "../lib/group-commit";
 import { insertSmsBatch, type SmsSubmission } from "./sms-store";
-import { isUniqueViolation } from "./store";
 import { assertAcceptsSms, type DeviceStatus } from "./transitions";
 
 const DUPLICATES_SEEN_MS = 10_000;

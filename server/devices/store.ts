@@ -245,9 +245,3 @@ export async function findCardInSlot(sql: Sql, deviceId: number, slot: number, n
     order by status = 'inactive', id limit 1`;
   return row ?? null;
 }
-
-/** A unique violation (optionally of one named constraint or index). */
-export function isUniqueViolation(e: unknown, constraint?: string): boolean {
-  const err = e as { code?: string; constraint_name?: string };
-  return err?.code === "23505" && (!constraint || err.constraint_name === constraint);
-}

@@ -1,5 +1,5 @@
 import type postgres from "postgres";
-import type { Pool } from "../db/client";
+import { isUniqueViolation, type Pool } from "../db/client";
 import { event } from "../events/catalog";
 import type { EventTail } from "../events/tail";
 import type { Clock } from "../lib/clock";
@@ -9,7 +9,7 @@ import type { DeviceActors } from "./actor";
 import { appendDeviceEvents } from "./announce";
 import { isE164 } from "./schema";
 import { enqueueDeviceSmsProcessing } from "./sms-store";
-import { activateSimCard, findActiveCardByNumber, isUniqueViolation, recordDeviceVerified } from "./store";
+import { activateSimCard, findActiveCardByNumber, recordDeviceVerified } from "./store";
 import { type DeviceStatus, nextDeviceStatus } from "./transitions";
 
 type Tx = postgres.TransactionSql;

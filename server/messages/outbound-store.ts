@@ -112,8 +112,7 @@ export async function deviceSendDeadlines(sql: Sql, ids: number[]) {
     where id = any(${ids}::bigint[]) and direction = 'outbound'`;
 }
 
-/** The outbound message a device may report on: sent through that device by the caller's organization. */
-/** An outbound message of one device of the organization, with the device's status (a revoked device reports nothing). */
+/** The outbound message a device may report on: sent through that device by the caller's organization, with the device's status (a revoked device reports nothing). */
 export async function findDeviceOutbound(
   sql: Sql,
   q: { messageId: number; deviceId: number; organizationId: number },

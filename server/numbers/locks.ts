@@ -9,7 +9,7 @@ import type { JobHandler, JobQueue } from "../jobs/queue";
 import { RetryAfter } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import { clearExpiredLock, releaseLock, type TakenLock, takeLock } from "./lock-store";
-import { attachedOrganizations, findHostedSim, type HostedSimRow, teamBelongsTo } from "./store";
+import { attachedOrganizations, findHostedSim, type HostedSimRow, notATeam, teamBelongsTo } from "./store";
 
 type EventDeps = { sql: Pool; events: Pick<EventTail, "notify">; clock: Clock };
 type Deps = EventDeps & { jobs: JobQueue };
@@ -33,7 +33,7 @@ export async function lockNumber(deps: Deps, c: Caller, id: number, body: LockOp
   }
   const sim = await requireNumber(deps.sql, c, id);
   if (body.team_id !== undefined && !(await teamBelongsTo(deps.sql, body.team_id, c.organization.id))) {
-    throw validationFailed({ team_id: ["is not a team of your organization"] });
+    throw notATeam();
   }
   const lock = await deps.sql.begin(async (tx) => {
     const taken = await takeLock(tx, {

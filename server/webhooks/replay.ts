@@ -15,6 +15,9 @@ export const REPLAY_MAX_WINDOW_DAYS = 7;
 /** The most events one replay sends; a busier window is replayed in parts. */
 export const REPLAY_MAX_EVENTS = 10_000;
 
+/** 409 while the integration's last replay has deliveries not yet tried: one replay at a time. */
+const replayInProgress = () => invalidState("A replay of this integration is still being sent; try again when it is done.");
+
 export type ReplayRequest = { since: string; until: string; event_types?: string[] };
 
 /**
@@ -54,7 +57,7 @@ function typesToReplay(subscribed: string[], requested: string[] | undefined): E
 export async function replayWindow(sql: Pool, integration: IntegrationRow, body: ReplayRequest) {
   const window = parseWindow(body);
   if (!integration.is_active) throw invalidState("The integration is inactive; activate it before replaying.");
-  if (await hasPendingReplay(sql, integration.id)) throw invalidState("A replay of this integration is still being sent; try again when it is done.");
+  if (await hasPendingReplay(sql, integration.id)) throw replayInProgress();
   const types = typesToReplay(integration.event_types, body.event_types);
   const events = types?.length === 0 ? [] : await readEventsCreatedBetween(sql, integration.organization_id, { ...window, types }, REPLAY_MAX_EVENTS + 1);
   if (events.length > REPLAY_MAX_EVENTS)
@@ -63,7 +66,7 @@ export async function replayWindow(sql: Pool, integration: IntegrationRow, body:
   // check above, and each queue its deliveries.
   const created = await sql.begin(async (tx) => {
     await tx`select 1 from webhook_integrations where id = ${integration.id} for update`;
-    if (await hasPendingReplay(tx, integration.id)) throw invalidState("A replay of this integration is still being sent; try again when it is done.");
+    if (await hasPendingReplay(tx, integration.id)) throw replayInProgress();
     return createReplayDeliveries(tx, events, integration.id);
   });
   const deliveries = created.length;
