@@ -162,7 +162,7 @@ export async function seedDevices(sql: Sql, n: number) {
   const [user] = await sql<{ id: number }[]>`
     insert into users (name, email, password_hash) values ('bench', ${`bench-${Date.now()}@example.test`}, ${hash}) returning id`;
   await sql`insert into memberships (user_id, organization_id, role) values (${user!.id}, ${org!.id}, 'owner')`;
-  const token = (await issueSession(sql, user!.id, { ttlSeconds: 86400 })).token;
+  const token = (await issueSession(sql, user!.id, { ttlSeconds: 86400, epoch: 0 }))!.token; // a user just made: epoch 0
   const ids = await sql<{ id: number }[]>`
     insert into devices (organization_id, android_id, device_model, app_version, status)
     select ${org!.id}, lpad(to_hex(g), 16, '0'), 'bench', '1.0', 'active' from generate_series(1, ${n}) g returning id`;

@@ -136,7 +136,8 @@ await sql`vacuum analyze messages`;
 const [user] = await sql<{ id: number }[]>`
   insert into users (name, email, password_hash) values ('bench', ${`bench-${crypto.randomUUID()}@example.test`}, 'x') returning id`;
 await sql`insert into memberships (user_id, organization_id, role) values (${user!.id}, ${org}, 'owner')`;
-const { token } = await issueSession(sql, user!.id, { ttlSeconds: 3600 });
+// A user just made: credentials epoch 0.
+const { token } = (await issueSession(sql, user!.id, { ttlSeconds: 3600, epoch: 0 }))!;
 
 /** The store alone (the page's SQL, no HTTP or authentication), pages 1 and 1,000 interleaved. */
 async function measureStore(runs: number) {

@@ -1,5 +1,6 @@
 import { faker } from "@faker-js/faker";
 import type { Permission, Role } from "../server/auth/caller";
+import { credentialsEpoch } from "../server/auth/store";
 import { API_KEY_PREFIX_LENGTH, issueSession, newApiKey } from "../server/auth/tokens";
 import type { Sql } from "../server/db/client";
 import { sha256 } from "../server/lib/crypto";
@@ -28,7 +29,9 @@ export async function createUser(sql: Sql, opts: { orgId?: number; role?: Role; 
 }
 
 export async function sessionFor(sql: Sql, userId: number) {
-  return (await issueSession(sql, userId, { ttlSeconds: 3600 })).token;
+  const session = await issueSession(sql, userId, { ttlSeconds: 3600, epoch: (await credentialsEpoch(sql, userId)) ?? 0 });
+  if (!session) throw new Error(`no session for user ${userId}: no such user`);
+  return session.token;
 }
 
 /** An organization with an owner signed in: the usual start of a test. */

@@ -31,8 +31,10 @@ export function createLoginFlow(deps: LoginDeps) {
   const limits = createLoginLimits(deps.limiter);
   void getDummyHash();
 
-  async function tokenFor(user: UserRow): Promise<TokenResult> {
-    const session = await issueSession(sql, user.id, { ttlSeconds: deps.sessionTtlDays * 86_400 });
+  /** A session of the user whose password or code was checked in `epoch`; refused as `refusal` once their credentials moved on. */
+  async function tokenFor(user: UserRow, epoch: number, refusal: () => AppError): Promise<TokenResult> {
+    const session = await issueSession(sql, user.id, { ttlSeconds: deps.sessionTtlDays * 86_400, epoch });
+    if (!session) throw refusal();
     return { token: session.token, token_type: "Bearer", expires_at: session.expiresAt.toISOString(), user: presentUser(user) };
   }
 
@@ -49,10 +51,10 @@ export function createLoginFlow(deps: LoginDeps) {
     // With 2FA on, only a correct code clears the failures: wrong codes must add up across tmp_tokens.
     if (!user.totp_enabled) {
       await limits.signedIn(email, address);
-      return tokenFor(user);
+      return tokenFor(user, user.credentials_epoch, invalidCredentials);
     }
     const tmpToken = `tt_${randomString(40)}`;
-    await insertChallenge(sql, user.id, sha256(tmpToken), CHALLENGE_TTL_SECONDS);
+    if (!(await insertChallenge(sql, user.id, sha256(tmpToken), CHALLENGE_TTL_SECONDS, user.credentials_epoch))) throw invalidCredentials();
     return { "2fa_required": true, tmp_token: tmpToken };
   }
 
@@ -81,7 +83,7 @@ export function createLoginFlow(deps: LoginDeps) {
     await attempt.release();
     if (!(await completeChallenge(sql, challenge.id))) throw invalidTwoFactor();
     await limits.signedIn(user.email, address);
-    return tokenFor(user);
+    return tokenFor(user, challenge.credentials_epoch, invalidTwoFactor);
   }
 
   return { login, verifyTwoFactor };

@@ -1,12 +1,13 @@
 import type { Sql } from "../db/client";
 import type { UserRow } from "./caller";
 
-export type LoginUserRow = UserRow & { password_hash: string };
+/** `credentials_epoch`: the epoch the password was read in (a session is issued only while it is current: `issueSession`). */
+export type LoginUserRow = UserRow & { password_hash: string; credentials_epoch: number };
 export type TotpUserRow = UserRow & { totp_secret: string | null; totp_last_step: number | null };
 
 export async function findUserByEmail(sql: Sql, email: string): Promise<LoginUserRow | undefined> {
   const [row] = await sql<LoginUserRow[]>`
-    select id, name, email, email_verified_at, totp_enabled, created_at, updated_at, password_hash
+    select id, name, email, email_verified_at, totp_enabled, created_at, updated_at, password_hash, credentials_epoch
     from users where lower(email) = lower(${email})`;
   return row;
 }
@@ -22,22 +23,43 @@ export async function deleteSession(sql: Sql, sessionId: number) {
   await sql`delete from sessions where id = ${sessionId}`;
 }
 
-export async function insertChallenge(sql: Sql, userId: number, tokenHash: Buffer, ttlSeconds: number) {
+/**
+ * The user's row while `epoch` is their credentials epoch, share-locked until the statement's
+ * transaction ends: what a statement selecting from it inserts (a session, a challenge, a code)
+ * is inserted only in that epoch. `deleteUserSessions` moves the epoch on under a row lock first,
+ * so either the insert waits for it and then finds the epoch moved (nothing inserted), or it
+ * commits first and the sign-out that follows sees, and ends, what it inserted.
+ */
+export const inEpoch = (sql: Sql, userId: number, epoch: number) => sql`select id from users where id = ${userId} and credentials_epoch = ${epoch} for share`;
+
+/** The user's credentials epoch (`inEpoch`); undefined for no such user. */
+export async function credentialsEpoch(sql: Sql, userId: number): Promise<number | undefined> {
+  const [row] = await sql<{ credentials_epoch: number }[]>`select credentials_epoch from users where id = ${userId}`;
+  return row?.credentials_epoch;
+}
+
+/** A 2FA challenge of the password checked in `epoch`; false (nothing stored) once the user's credentials moved past it. */
+export async function insertChallenge(sql: Sql, userId: number, tokenHash: Buffer, ttlSeconds: number, epoch: number): Promise<boolean> {
   await sql`delete from login_challenges where user_id = ${userId} and (expires_at < now() or used_at is not null)`;
-  await sql`
-    insert into login_challenges (user_id, token_hash, expires_at)
-    values (${userId}, ${tokenHash}, now() + make_interval(secs => ${ttlSeconds}))`;
+  const rows = await sql`
+    insert into login_challenges (user_id, token_hash, expires_at, credentials_epoch)
+    select ${userId}, ${tokenHash}, now() + make_interval(secs => ${ttlSeconds}), ${epoch}
+    from (${inEpoch(sql, userId, epoch)}) u returning id`;
+  return rows.length === 1;
 }
 
 /**
  * Spends one of a challenge's attempts before its code is checked, so parallel guesses can never
- * exceed `maxAttempts`. Returns nothing for an unknown, used, expired or burnt tmp_token.
+ * exceed `maxAttempts`. Returns nothing for an unknown, used, expired or burnt tmp_token, or one
+ * of an earlier credentials epoch (its password changed, or its user signed out everywhere else).
  */
 export async function claimChallengeAttempt(sql: Sql, tokenHash: Buffer, maxAttempts: number) {
-  const [row] = await sql<{ id: number; user_id: number }[]>`
-    update login_challenges set failed_attempts = failed_attempts + 1
-    where token_hash = ${tokenHash} and used_at is null and expires_at > now() and failed_attempts < ${maxAttempts}
-    returning id, user_id`;
+  const [row] = await sql<{ id: number; user_id: number; credentials_epoch: number }[]>`
+    update login_challenges c set failed_attempts = failed_attempts + 1
+    from users u
+    where c.token_hash = ${tokenHash} and c.used_at is null and c.expires_at > now() and c.failed_attempts < ${maxAttempts}
+      and u.id = c.user_id and u.credentials_epoch = c.credentials_epoch
+    returning c.id, c.user_id, c.credentials_epoch`;
   return row;
 }
 
@@ -118,13 +140,16 @@ export async function listUserSessions(sql: Sql, userId: number, limit: number):
 export type SessionChoice = { only: number } | { except: number };
 
 /**
- * Deletes one of the user's tokens, or every one but one; answers the ids deleted (never another
- * user's). An OAuth token ends with its grant (its refresh tokens stop working, its other access
+ * Deletes one of the user's tokens, or every one but one (and moves their credentials epoch on,
+ * ending sign-ins under way); answers the ids deleted (never another user's). An OAuth token ends with its grant (its refresh tokens stop working, its other access
  * tokens are deleted too), or a refresh token would mint a new one: for one token, that token's
  * grant; for every one but one, every grant of the user but the kept token's, those whose access
  * tokens have expired (refresh tokens outlive them) included.
  */
 export async function deleteUserSessions(sql: Sql, userId: number, which: SessionChoice): Promise<number[]> {
+  // Every one but one: sign-ins under way end too (`inEpoch`). Its own statement, so the delete's
+  // snapshot, taken after the row lock, sees what an issuance holding the lock committed.
+  if ("except" in which) await sql`update users set credentials_epoch = credentials_epoch + 1 where id = ${userId}`;
   const filter = "only" in which ? sql`s.id = ${which.only}` : sql`s.id <> ${which.except}`;
   const grantFilter =
     "only" in which

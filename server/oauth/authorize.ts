@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { credentialsEpoch } from "../auth/store";
 import type { Pool } from "../db/client";
 import type { FormSigner } from "./form-signer";
 import { consentPage, errorPage, type FormContext, type SignInErrors, signInPage, totpPage } from "./page";
@@ -19,7 +20,8 @@ const REQUEST_TTL_SECONDS = 30 * 60;
 const TOTP_TICKET_TTL_SECONDS = 5 * 60;
 const CONSENT_TICKET_TTL_SECONDS = 10 * 60;
 
-type Ticket = { uid: number; rq: string };
+/** A step's proof: user `uid` passed the previous steps of request `rq` in credentials epoch `ep` (auth/store.ts `inEpoch`). */
+type Ticket = { uid: number; rq: string; ep: number };
 
 export function redirectTo(redirectUri: string, params: Record<string, string | undefined>): string {
   const url = new URL(redirectUri);
@@ -92,17 +94,21 @@ export function createAuthorizeFlow(deps: AuthorizeDeps) {
     if (fields.step === "sign_in") return signInStep(ctx, rq, fields, address);
     const stage = fields.step === "totp" ? "totp" : "consent";
     const ticket = signer.verify<Ticket>(stage, fields.ticket);
-    if (!ticket || ticket.rq !== rq) return restart("Your sign-in expired. Please sign in again.");
-    if (fields.step === "totp") return totpStep(ctx, rq, ticket, fields, address);
+    const expired = () => restart("Your sign-in expired. Please sign in again.");
+    // A ticket of an earlier epoch: the password changed, or the user signed out everywhere else, since.
+    if (!ticket || ticket.rq !== rq || ticket.ep !== (await credentialsEpoch(sql, ticket.uid))) return expired();
+    if (fields.step === "totp") return totpStep(ctx, ticket, fields, address);
     if (firstInvalidField(ConsentForm, fields)) return pageError("Invalid request", "The consent form was incomplete.");
     if (fields.decision === "deny") return redirectError(request, "access_denied", "The user denied access.");
     const code = await store.insertCode(sql, {
       clientId: client.id,
       userId: ticket.uid,
+      epoch: ticket.ep,
       redirectUri: request.redirect_uri,
       codeChallenge: request.code_challenge,
       ttlSeconds: CODE_TTL_SECONDS,
     });
+    if (!code) return expired();
     return { redirect: redirectTo(request.redirect_uri, { code, state: request.state }) };
   }
 
@@ -115,7 +121,8 @@ export function createAuthorizeFlow(deps: AuthorizeDeps) {
     if (errors.email || errors.password) return { status: 422, html: signInPage(ctx, { email, errors }) };
     const result = await deps.signIn.checkPassword(email, fields.password!, address);
     if (!result.ok) return failedSignIn(ctx, email, result.retryIn);
-    return result.needsCode ? showTotp(ctx, rq, result.userId) : showConsent(ctx, rq, result.userId);
+    const passed = { uid: result.userId, rq, ep: result.epoch };
+    return result.needsCode ? showTotp(ctx, passed) : showConsent(ctx, passed);
   }
 
   function failedSignIn(ctx: FormContext, email: string, retryIn?: number): Outcome {
@@ -126,12 +133,12 @@ export function createAuthorizeFlow(deps: AuthorizeDeps) {
     return { status: 401, html: signInPage(ctx, { email, errors: { password: "The email or password is incorrect." } }) };
   }
 
-  async function totpStep(ctx: FormContext, rq: string, ticket: Ticket, fields: Record<string, string>, address: string): Promise<Outcome> {
+  async function totpStep(ctx: FormContext, ticket: Ticket, fields: Record<string, string>, address: string): Promise<Outcome> {
     if (firstInvalidField(TotpForm, fields) || !fields.code?.trim()) {
       return { status: 422, html: totpPage(ctx, { ticket: fields.ticket!, error: "Enter the 6-digit code from your authenticator app." }) };
     }
     const result = await deps.signIn.checkCode(ticket.uid, fields.code, address);
-    if (result.ok) return showConsent(ctx, rq, ticket.uid);
+    if (result.ok) return showConsent(ctx, ticket);
     if (result.retryIn) {
       const formError = `Too many wrong codes. Try again in ${Math.ceil(result.retryIn / 60)} minutes.`;
       return { status: 429, html: totpPage(ctx, { ticket: fields.ticket!, formError }) };
@@ -139,14 +146,16 @@ export function createAuthorizeFlow(deps: AuthorizeDeps) {
     return { status: 401, html: totpPage(ctx, { ticket: fields.ticket!, error: "That code is not valid. Check your app and try again." }) };
   }
 
-  function showTotp(ctx: FormContext, rq: string, uid: number): Outcome {
-    return { status: 200, html: totpPage(ctx, { ticket: signer.sign("totp", { uid, rq }, TOTP_TICKET_TTL_SECONDS) }) };
+  function showTotp(ctx: FormContext, passed: Ticket): Outcome {
+    const { uid, rq, ep } = passed;
+    return { status: 200, html: totpPage(ctx, { ticket: signer.sign("totp", { uid, rq, ep }, TOTP_TICKET_TTL_SECONDS) }) };
   }
 
-  async function showConsent(ctx: FormContext, rq: string, uid: number): Promise<Outcome> {
+  async function showConsent(ctx: FormContext, passed: Ticket): Promise<Outcome> {
+    const { uid, rq, ep } = passed;
     const user = await store.findUserForConsent(sql, uid);
     if (!user) return { status: 403, html: signInPage(ctx, { errors: { form: "Your sign-in expired. Please sign in again." } }) };
-    const ticket = signer.sign("consent", { uid, rq }, CONSENT_TICKET_TTL_SECONDS);
+    const ticket = signer.sign("consent", { uid, rq, ep }, CONSENT_TICKET_TTL_SECONDS);
     return { status: 200, html: consentPage(ctx, { ticket, userName: user.name, userEmail: user.email }) };
   }
 

@@ -7,7 +7,9 @@ import type { Clock } from "../lib/clock";
 import { randomString } from "../lib/crypto";
 import type { RateLimiter } from "../lib/rate-limit";
 
-export type SignInResult = { ok: true; userId: number; needsCode: boolean } | { ok: false; retryIn?: number };
+/** `epoch`: the user's credentials epoch the password was checked in (auth/store.ts `inEpoch`). */
+export type SignInResult = { ok: true; userId: number; epoch: number; needsCode: boolean } | { ok: false; retryIn?: number };
+export type CodeResult = { ok: true } | { ok: false; retryIn?: number };
 
 // Unknown emails are checked against this hash so they take as long as a wrong password.
 let dummyHash: Promise<string> | undefined;
@@ -34,10 +36,10 @@ export function createSignIn(deps: { sql: Sql; limiter: RateLimiter; clock: Cloc
     }
     await attempt.release();
     await limits.signedIn(email, address);
-    return { ok: true, userId: user.id, needsCode: user.totp_enabled };
+    return { ok: true, userId: user.id, epoch: user.credentials_epoch, needsCode: user.totp_enabled };
   }
 
-  async function checkCode(userId: number, code: string, address: string): Promise<SignInResult> {
+  async function checkCode(userId: number, code: string, address: string): Promise<CodeResult> {
     const user = await findTotpUser(sql, userId);
     if (!user) return { ok: false };
     const attempt = await limits.tryReserve(user.email, address, [totpUserKey(userId)]);
@@ -53,7 +55,7 @@ export function createSignIn(deps: { sql: Sql; limiter: RateLimiter; clock: Cloc
       return { ok: false };
     }
     await attempt.release();
-    return { ok: true, userId, needsCode: false };
+    return { ok: true };
   }
 
   return { checkPassword, checkCode };

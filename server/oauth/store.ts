@@ -1,3 +1,4 @@
+import { inEpoch } from "../auth/store";
 import type { Sql } from "../db/client";
 import { randomString, sha256 } from "../lib/crypto";
 
@@ -6,6 +7,7 @@ export type CodeRow = {
   id: number;
   client_id: number;
   user_id: number;
+  credentials_epoch: number;
   redirect_uri: string;
   code_challenge: string;
   expired: boolean;
@@ -19,18 +21,23 @@ export async function findClient(sql: Sql, clientId: string): Promise<OAuthClien
   return row;
 }
 
-export async function insertCode(sql: Sql, c: { clientId: number; userId: number; redirectUri: string; codeChallenge: string; ttlSeconds: number }) {
+/** A code of the user who signed in in credentials epoch `epoch`; undefined (none stored) once their credentials moved on. */
+export async function insertCode(
+  sql: Sql,
+  c: { clientId: number; userId: number; epoch: number; redirectUri: string; codeChallenge: string; ttlSeconds: number },
+) {
   const code = randomString(43);
-  await sql`
-    insert into oauth_authorization_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, expires_at)
-    values (${sha256(code)}, ${c.clientId}, ${c.userId}, ${c.redirectUri}, ${c.codeChallenge}, now() + make_interval(secs => ${c.ttlSeconds}))`;
-  return code;
+  const rows = await sql`
+    insert into oauth_authorization_codes (code_hash, client_id, user_id, credentials_epoch, redirect_uri, code_challenge, expires_at)
+    select ${sha256(code)}, ${c.clientId}, u.id, ${c.epoch}, ${c.redirectUri}, ${c.codeChallenge}, now() + make_interval(secs => ${c.ttlSeconds})
+    from (${inEpoch(sql, c.userId, c.epoch)}) u returning id`;
+  return rows.length === 1 ? code : undefined;
 }
 
 /** Locks the code row so two concurrent redemptions cannot both succeed. */
 export async function lockCode(sql: Sql, code: string): Promise<CodeRow | undefined> {
   const [row] = await sql<CodeRow[]>`
-    select id, client_id, user_id, redirect_uri, code_challenge, expires_at <= now() as expired, used_at
+    select id, client_id, user_id, credentials_epoch, redirect_uri, code_challenge, expires_at <= now() as expired, used_at
     from oauth_authorization_codes where code_hash = ${sha256(code)} for update`;
   return row;
 }
@@ -39,10 +46,23 @@ export async function markCodeUsed(sql: Sql, id: number) {
   await sql`update oauth_authorization_codes set used_at = now() where id = ${id}`;
 }
 
-export async function createGrant(sql: Sql, g: { clientId: number; userId: number; codeId: number }): Promise<string> {
+/** A grant of a code signed in in credentials epoch `epoch`; undefined (none made) once the user's credentials moved on. */
+export async function createGrant(sql: Sql, g: { clientId: number; userId: number; codeId: number; epoch: number }): Promise<string | undefined> {
   const [row] = await sql<{ id: string }[]>`
-    insert into oauth_grants (client_id, user_id, authorization_code_id) values (${g.clientId}, ${g.userId}, ${g.codeId}) returning id`;
-  return row!.id;
+    insert into oauth_grants (client_id, user_id, authorization_code_id)
+    select ${g.clientId}, u.id, ${g.codeId} from (${inEpoch(sql, g.userId, g.epoch)}) u returning id`;
+  return row?.id;
+}
+
+/** The user's credentials epoch, their row share-locked until the transaction ends (auth/store.ts `inEpoch`); undefined for no such user. */
+export async function lockUserEpoch(tx: Sql, userId: number): Promise<number | undefined> {
+  const [row] = await tx<{ credentials_epoch: number }[]>`select credentials_epoch from users where id = ${userId} for share`;
+  return row?.credentials_epoch;
+}
+
+export async function grantRevoked(tx: Sql, grantId: string): Promise<boolean> {
+  const [row] = await tx<{ revoked: boolean }[]>`select revoked_at is not null as revoked from oauth_grants where id = ${grantId}`;
+  return row?.revoked ?? true;
 }
 
 /** Revokes a grant: its refresh tokens stop working and its access tokens are deleted. Returns their session ids (to revoke). */

@@ -22,8 +22,10 @@ export type TokenBody = { access_token: string; token_type: "Bearer"; expires_in
 export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number; change: Revoker["change"] }) {
   const { sql, accessTokenSeconds } = opts;
 
-  async function issue(tx: Sql, grantId: string, userId: number): Promise<TokenBody> {
-    const access = await issueSession(tx, userId, { kind: "oauth", ttlSeconds: accessTokenSeconds });
+  /** Tokens of a grant whose user's credentials epoch is `epoch`, share-locked by this transaction already (store.ts). */
+  async function issue(tx: Sql, grantId: string, userId: number, epoch: number): Promise<TokenBody> {
+    const access = await issueSession(tx, userId, { kind: "oauth", ttlSeconds: accessTokenSeconds, epoch });
+    if (!access) throw new Error("the grant's user row was share-locked in this epoch; the session insert cannot miss it");
     await store.linkAccessToken(tx, access.id, grantId);
     const refresh = await store.insertRefreshToken(tx, grantId, REFRESH_TOKEN_TTL_SECONDS);
     return { access_token: access.token, token_type: "Bearer", expires_in: accessTokenSeconds, refresh_token: refresh };
@@ -62,8 +64,9 @@ export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number
       if (code.expired) return invalidGrant("The authorization code has expired.");
       if (code.redirect_uri !== p.redirect_uri) return invalidGrant("redirect_uri does not match the authorization request.");
       if (!verifyS256(p.code_verifier, code.code_challenge)) return invalidGrant("code_verifier does not match the code_challenge.");
-      const grantId = await store.createGrant(tx, { clientId: client.id, userId: code.user_id, codeId: code.id });
-      return issue(tx, grantId, code.user_id);
+      const grantId = await store.createGrant(tx, { clientId: client.id, userId: code.user_id, codeId: code.id, epoch: code.credentials_epoch });
+      if (!grantId) return invalidGrant("The authorization code is no longer valid: the user changed their password or signed out everywhere since.");
+      return issue(tx, grantId, code.user_id, code.credentials_epoch);
     });
   }
 
@@ -77,8 +80,12 @@ export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number
         return invalidGrant("The refresh token was already used; its token family is revoked.");
       }
       if (token.expired) return invalidGrant("The refresh token has expired.");
+      // The user's row share-locked, then the grant read again: a sign-out everywhere else either
+      // committed before (the grant reads revoked) or waits for this transaction and ends its token.
+      const epoch = await store.lockUserEpoch(tx, token.user_id);
+      if (epoch === undefined || (await store.grantRevoked(tx, token.grant_id))) return invalidGrant("The refresh token is invalid or revoked.");
       await store.markRefreshTokenUsed(tx, token.id);
-      return issue(tx, token.grant_id, token.user_id);
+      return issue(tx, token.grant_id, token.user_id, epoch);
     });
   }
 

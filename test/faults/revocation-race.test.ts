@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
+import { credentialsEpoch } from "../../server/auth/store";
 import { randomString } from "../../server/lib/crypto";
 import { findClient, insertCode } from "../../server/oauth/store";
 import { createApiKey, createTenant, sessionFor } from "../fixtures";
@@ -26,11 +27,12 @@ async function oauthTokens(instance: Instance, userId: number) {
   const code = await insertCode(instance.sql, {
     clientId: (await findClient(instance.sql, client.clientId))!.id,
     userId,
+    epoch: (await credentialsEpoch(instance.sql, userId))!,
     redirectUri: client.redirectUri,
     codeChallenge: createHash("sha256").update(verifier).digest("base64url"),
     ttlSeconds: 60,
   });
-  const form = { grant_type: "authorization_code", code, redirect_uri: client.redirectUri, client_id: client.clientId, code_verifier: verifier };
+  const form = { grant_type: "authorization_code", code: code!, redirect_uri: client.redirectUri, client_id: client.clientId, code_verifier: verifier };
   const res = await instance.request("POST", "/oauth/token", { form });
   expect(res.status).toBe(200);
   return { clientId: client.clientId, access: res.body.access_token as string, refresh: res.body.refresh_token as string };

@@ -1,8 +1,10 @@
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { passwordUserKey } from "../../server/auth/limits";
+import { credentialsEpoch, deleteUserSessions } from "../../server/auth/store";
+import { issueSession } from "../../server/auth/tokens";
 import { createApiKey, createTenant, createUser, sessionFor, TEST_PASSWORD } from "../fixtures";
 import { registerDevice } from "../fixtures-devices";
-import { createSharedNumber } from "../fixtures-numbers";
+import { createSharedNumber, holdLocks, lockWaiters } from "../fixtures-numbers";
 import { expectErrorShape, sharedTestContext, type TestContext, twoInstances } from "../helpers";
 
 let ctx: TestContext;
@@ -44,6 +46,31 @@ describe("POST /api/auth/password", () => {
     expect((await login(t.user.email, TEST_PASSWORD)).status).toBe(401);
     expect((await login(t.user.email, "a new password")).status).toBe(200);
   });
+
+  // PostgreSQL only: the issuance and the sign-out wait on the user's row (auth/store.ts inEpoch).
+  test.skipIf(!process.env.DATABASE_URL)(
+    "a sign-in whose password was checked while the user signs out everywhere else keeps no session, in either order",
+    async () => {
+      const t = await createTenant(ctx.sql);
+      const epoch = (await credentialsEpoch(ctx.sql, t.user.id))!;
+      const keep = (await ctx.sql<{ id: number }[]>`select id from sessions where user_id = ${t.user.id}`)[0]!.id;
+      // The sign-out first: the issuance waits for it, then finds the epoch moved.
+      let release = await holdLocks(ctx.sql, (tx) => deleteUserSessions(tx, t.user.id, { except: keep }));
+      const issued = issueSession(ctx.sql, t.user.id, { ttlSeconds: 60, epoch });
+      await lockWaiters(ctx.sql, 1);
+      await release();
+      expect(await issued).toBeUndefined();
+      // The issuance first: the sign-out waits for it, then ends what it issued.
+      const next = epoch + 1;
+      let session: Awaited<ReturnType<typeof issueSession>>;
+      release = await holdLocks(ctx.sql, async (tx) => (session = await issueSession(tx, t.user.id, { ttlSeconds: 60, epoch: next })));
+      const signOut = ctx.sql.begin((tx) => deleteUserSessions(tx, t.user.id, { except: keep }));
+      await lockWaiters(ctx.sql, 1);
+      await release();
+      expect(await signOut).toEqual([session!.id]);
+      expect((await ctx.sql`select id from sessions where user_id = ${t.user.id}`).map((r) => r.id)).toEqual([keep]);
+    },
+  );
 
   slowTest("bounded input: a short or huge new password is 422; an API key is refused before its body is read", async () => {
     const t = await createTenant(ctx.sql);

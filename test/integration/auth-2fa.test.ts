@@ -127,6 +127,23 @@ describe("two-factor authentication end to end", () => {
     expectErrorShape(again.body, "invalid_2fa_code");
   });
 
+  slowTest("a tmp_token from before a password change or revoke-others signs no one in after it", async () => {
+    for (const end of ["password", "revoke-others"] as const) {
+      const { user, secret, token } = await userWith2fa();
+      const tmp = await challenge(user.email);
+      const res =
+        end === "password"
+          ? await post("/api/auth/password", { token, body: { current_password: TEST_PASSWORD, new_password: "another password 1" } })
+          : await post("/api/auth/sessions/revoke-others", { token });
+      expect([end, res.status]).toEqual([end, 200]);
+      const late = await post("/api/auth/2fa/verify", { body: { tmp_token: tmp, code: totp(secret) } });
+      expect([end, late.status]).toEqual([end, 401]);
+      expectErrorShape(late.body, "invalid_2fa_code");
+      const sessions = await ctx.sql`select id from sessions where user_id = ${user.id}`;
+      expect([end, sessions.length]).toEqual([end, 1]);
+    }
+  });
+
   slowTest("a code works once: replaying it with a new tmp_token is refused", async () => {
     const { user, secret } = await userWith2fa();
     const code = totp(secret);

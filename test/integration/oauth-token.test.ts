@@ -52,19 +52,19 @@ async function newFlow(opts: { totp?: boolean } = {}): Promise<Flow & { userId: 
   };
 }
 
-/** Signs in through the page as a browser would and returns the redirect back to the client. */
-async function approveViaPage(f: Flow, opts: { totpSecret?: string; decision?: "approve" | "deny" } = {}): Promise<URL> {
-  const url = new URL(as.authorization_endpoint!);
-  const q = {
+const authorizeQuery = (f: Flow) =>
+  new URLSearchParams({
     response_type: "code",
     client_id: f.client.client_id,
     redirect_uri: f.redirectUri,
     code_challenge: f.challenge,
     code_challenge_method: "S256",
     state: f.state,
-  };
-  for (const [k, v] of Object.entries(q)) url.searchParams.set(k, v);
-  const page = await ctx.request("GET", url.pathname + url.search);
+  });
+
+/** Signs in through the page as a browser would and returns the redirect back to the client. */
+async function approveViaPage(f: Flow, opts: { totpSecret?: string; decision?: "approve" | "deny" } = {}): Promise<URL> {
+  const page = await ctx.request("GET", `/oauth/authorize?${authorizeQuery(f)}`);
   expect(page.status).toBe(200);
   const cookie = cookieFrom(page.headers);
   const post = (form: Record<string, string>) => ctx.request("POST", "/oauth/authorize", { form, headers: { cookie } });
@@ -270,6 +270,30 @@ describe("OAuth refresh and revocation", () => {
       expect((await me(tokens.access_token)).status).toBe(401);
       for (const t of [tokens, idle]) expect([end, await rfcError(await refresh(f, t.refresh_token!))]).toEqual([end, "invalid_grant"]);
       expect((await me(session)).status).toBe(200);
+    }
+  });
+
+  test("a code or a sign-in page from before a password change or revoke-others yields nothing after it", async () => {
+    for (const end of ["password", "revoke-others"] as const) {
+      const f = await newFlow();
+      const code = await approveViaPage(f);
+      // A second sign-in left on its consent page, its password already checked.
+      const page = await ctx.request("GET", `/oauth/authorize?${authorizeQuery(f)}`);
+      const cookie = cookieFrom(page.headers);
+      const post = (form: Record<string, string>) => ctx.request("POST", "/oauth/authorize", { form, headers: { cookie } });
+      const consent = await post({ ...hiddenInputs(page.text), email: f.email, password: f.password });
+      expect(consent.text).toContain("Allow");
+      const session = await sessionFor(ctx.sql, f.userId);
+      const res =
+        end === "password"
+          ? await ctx.request("POST", "/api/auth/password", { token: session, body: { current_password: f.password, new_password: "another password 1" } })
+          : await ctx.request("POST", "/api/auth/sessions/revoke-others", { token: session });
+      expect([end, res.status]).toEqual([end, 200]);
+      expect([end, await rfcError(await exchange(f, code))]).toEqual([end, "invalid_grant"]);
+      const approved = await post({ ...hiddenInputs(consent.text), decision: "approve" });
+      expect([end, approved.status]).toEqual([end, 403]);
+      expect(approved.text).toContain("Please sign in again");
+      expect([end, (await ctx.sql`select id from oauth_grants where user_id = ${f.userId}`).length]).toEqual([end, 0]);
     }
   });
 
