@@ -1,3 +1,5 @@
+import { readCapped } from "../lib/capped-body";
+
 /** Outcome of one send attempt through the provider API (docs/api-notes.md "Outbound provider API"). */
 export type ProviderOutcome =
   | { kind: "accepted"; sid: string; status: string }
@@ -22,8 +24,22 @@ function retryAfterMs(header: string | null): number | undefined {
   return Number.isNaN(at) ? undefined : Math.min(Math.max(0, at - Date.now()), 600_000);
 }
 
+/** The most of an answer read: an acceptance or an error is a small JSON object; the rest is dropped unread. */
+const ANSWER_BYTES = 16 * 1024;
+/** A provider sid longer than this is not kept (none is anywhere near it; an index entry has a size limit). */
+const SID_MAX_LENGTH = 255;
+
+const readJson = async (res: Response): Promise<Record<string, unknown>> => {
+  try {
+    const body = JSON.parse(await readCapped(res, ANSWER_BYTES));
+    return body && typeof body === "object" ? body : {};
+  } catch {
+    return {};
+  }
+};
+
 async function describe(res: Response): Promise<string> {
-  const text = (await res.text().catch(() => "")).slice(0, 300);
+  const text = (await readCapped(res, ANSWER_BYTES).catch(() => "")).slice(0, 300);
   try {
     const body = JSON.parse(text) as { message?: unknown; error?: unknown };
     const reason = body.message ?? body.error;
@@ -57,8 +73,9 @@ export function createProviderClient(opts: { baseUrl: string; authToken: string;
         return { kind: "retry", error: `provider unreachable: ${(e as Error).name === "TimeoutError" ? "timed out" : "connection failed"}` };
       }
       if (res.status >= 200 && res.status < 300) {
-        const body = (await res.json().catch(() => ({}))) as { sid?: unknown; status?: unknown };
-        return { kind: "accepted", sid: typeof body.sid === "string" ? body.sid : "", status: typeof body.status === "string" ? body.status : "queued" };
+        const body = await readJson(res);
+        const sid = typeof body.sid === "string" && body.sid.length <= SID_MAX_LENGTH ? body.sid : "";
+        return { kind: "accepted", sid, status: typeof body.status === "string" ? body.status : "queued" };
       }
       const error = await describe(res);
       if (res.status === 429 || res.status >= 500) return { kind: "retry", error, retryAfterMs: retryAfterMs(res.headers.get("retry-after")) };

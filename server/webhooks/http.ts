@@ -1,3 +1,4 @@
+import { readCapped } from "../lib/capped-body";
 import { pinnedRequest } from "./ssrf";
 
 /** What one HTTP attempt came to. `httpStatus` is null when no answer arrived. */
@@ -21,26 +22,6 @@ export function parseRetryAfter(value: string | null, nowMs: number): number | n
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
   const at = Date.parse(trimmed);
   return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
-}
-
-/** Reads at most `limit` bytes of a body and drops the rest, so a huge answer costs nothing. */
-async function readCapped(res: Response, limit: number): Promise<string> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (size < limit) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.byteLength;
-    }
-  } finally {
-    void reader.cancel().catch(() => {});
-  }
-  const all = Buffer.concat(chunks).subarray(0, limit);
-  return new TextDecoder("utf-8", { fatal: false }).decode(all);
 }
 
 function describeFailure(e: unknown, timedOut: boolean, timeoutMs: number): string {

@@ -1,0 +1,50 @@
+import { afterAll, expect, test } from "bun:test";
+import { createProviderClient } from "../../server/messages/provider-client";
+
+/** A provider whose answers never end: each sends the given opening, then spaces forever (the client waits 60 s, the test 5). */
+let answer: { status: number; opening: string } = { status: 200, opening: "" };
+const endless = (opening: string) =>
+  new ReadableStream({
+    start(c) {
+      c.enqueue(new TextEncoder().encode(opening));
+    },
+    pull(c) {
+      c.enqueue(new Uint8Array(64 * 1024).fill(32));
+    },
+  });
+const provider = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  fetch: () => new Response(endless(answer.opening), { status: answer.status, headers: { "content-type": "application/json" } }),
+});
+afterAll(() => provider.stop(true));
+
+const client = createProviderClient({ baseUrl: `http://127.0.0.1:${provider.port}`, authToken: "t", timeoutMs: 60_000 });
+const message = { id: 1, from: "+15550000001", to: "+15550000002", body: "hi" };
+
+test("an endless acceptance is read up to a bound: the send is accepted, without the sid it never finished", async () => {
+  answer = { status: 200, opening: '{"sid":"SM1","status":"queued"' };
+  expect(await client.send(message)).toEqual({ kind: "accepted", sid: "", status: "queued" });
+});
+
+test("an endless error answer is read up to a bound and reported by its status", async () => {
+  answer = { status: 503, opening: "" };
+  expect(await client.send(message)).toEqual({ kind: "retry", error: "provider answered 503", retryAfterMs: undefined });
+});
+
+test("a sid too long to be any provider's is not kept", async () => {
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json({ sid: "S".repeat(10_000), status: "queued" }) });
+  try {
+    const c = createProviderClient({ baseUrl: `http://127.0.0.1:${server.port}`, authToken: "t" });
+    expect(await c.send(message)).toEqual({ kind: "accepted", sid: "", status: "queued" });
+    const ok = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json({ sid: "SM42", status: "sent" }) });
+    expect(await createProviderClient({ baseUrl: `http://127.0.0.1:${ok.port}`, authToken: "t" }).send(message)).toEqual({
+      kind: "accepted",
+      sid: "SM42",
+      status: "sent",
+    });
+    ok.stop(true);
+  } finally {
+    server.stop(true);
+  }
+});
