@@ -4,11 +4,10 @@ import { invalidState, notFound } from "../errors";
 import type { Bus } from "../events/bus";
 import type { EventTail } from "../events/tail";
 import type { Clock } from "../lib/clock";
-import { deactivateHostedSims } from "../numbers/byos-store";
 import type { DeviceActors } from "./actor";
 import { appendDeviceEvents, DEVICE_NEWS } from "./announce";
 import { claimNumber } from "./registration";
-import { retireCards } from "./retirement";
+import { endService, retireCards } from "./retirement";
 import { DEVICE_STATUS_CHANNEL, type DeviceStatusNews } from "./runtime";
 import type { UpdateDevice, UpdateSimCard } from "./schema";
 import {
@@ -97,13 +96,13 @@ export async function changeDeviceStatus(deps: Deps, organizationId: number, dev
   return (await findDevice(deps.sql, organizationId, deviceId))!;
 }
 
-/** API.md revoke: final; the device stops counting as online, its timers go, numbers/ deactivates its hosted SIMs. */
+/** API.md revoke: final; the device stops counting as online, its timers go, its numbers stop being served (`endService`). */
 export async function revokeDeviceById(deps: Deps, organizationId: number, deviceId: number) {
   const state = await deps.actors.require(deviceId, organizationId);
   await onDevice(deps, organizationId, deviceId, async (tx) => {
     const device = (await findDevice(tx, organizationId, deviceId))!;
     requireDeviceMove(device.status, "revoke");
-    await deactivateHostedSims(tx, await revokeDevice(tx, deviceId));
+    await endService(tx, await revokeDevice(tx, deviceId));
     await appendDeviceEvents(tx, organizationId, deviceId, deps.clock.now(), { news: [DEVICE_NEWS.revoke], config: true });
   });
   deps.actors.revoked(state);

@@ -1,8 +1,10 @@
 import type { Pool, Sql } from "../db/client";
+import { enqueueJobs } from "../jobs/queue";
 import { deactivateHostedSims } from "../numbers/byos-store";
 import { appendDeviceEvents, DEVICE_NEWS, retiredEvents } from "./announce";
 import { MISSED_HEARTBEATS_TO_INACTIVE } from "./presence-store";
 import { bumpConfigVersion, lockLiveDevice, retireSimCards, type SimCardRow } from "./store";
+import type { SimCardStatus } from "./transitions";
 
 /** Why a SIM card went inactive (the `reason` of `sim.deactivated`). */
 export type RetireReason = "missing_from_heartbeats" | "deactivated";
@@ -14,8 +16,8 @@ export type RetireContext = { organizationId: number; reason: RetireReason; at: 
 
 /**
  * SIM cards leave service (docs/api-notes.md "Device SIM cards"): inactive, codes and claims
- * spent, and numbers/ deactivates the hosted SIMs of the ones that were active, so their numbers
- * stop receiving until a card proves the number again. The device's config moves on, and
+ * spent, and their numbers stop being served (`endService`: no SMS received, no send waiting on
+ * them) until a card proves the number again. The device's config moves on, and
  * `sim.deactivated` per card, `device.updated` and `config.changed` are appended (docs/events.md).
  * Call inside a transaction holding the device row, on the device's actor. Null when no card moved.
  */
@@ -28,10 +30,7 @@ export async function retireCards(
 ): Promise<Retired | null> {
   const cards = await retireSimCards(tx, deviceId, cardIds, opts);
   if (cards.length === 0) return null;
-  await deactivateHostedSims(
-    tx,
-    cards.flatMap((c) => (c.was === "active" && c.hosted_sim_id !== null ? [c.hosted_sim_id] : [])),
-  );
+  await endService(tx, cards);
   const configVersion = await bumpConfigVersion(tx, deviceId);
   const retired = { cards: cards.map(({ was: _, ...card }) => card), configVersion };
   await appendDeviceEvents(tx, ctx.organizationId, deviceId, ctx.at, {
@@ -40,6 +39,23 @@ export async function retireCards(
     config: true,
   });
   return retired;
+}
+
+/**
+ * Retired cards' numbers stop being served: numbers/ deactivates the hosted SIMs of the ones that
+ * were active (an inactive card's hosted SIM may serve another card by now), and each number's
+ * pacer runs, which ends the sends that waited on these cards (messages/pacer.ts: failed, or moved
+ * within their sender pool) so they neither wait forever nor hold up the number's next holder.
+ */
+export async function endService(tx: Sql, cards: { hosted_sim_id: number | null; was: SimCardStatus }[]) {
+  await deactivateHostedSims(
+    tx,
+    cards.flatMap((c) => (c.was === "active" && c.hosted_sim_id !== null ? [c.hosted_sim_id] : [])),
+  );
+  const numbers = [...new Set(cards.flatMap((c) => (c.hosted_sim_id === null ? [] : [c.hosted_sim_id])))];
+  if (numbers.length > 0) {
+    await enqueueJobs(tx, "message.outbound.pace", tx`select jsonb_build_object('hosted_sim_id', id) from unnest(${numbers}::bigint[]) as t(id)`);
+  }
 }
 
 /**

@@ -198,17 +198,12 @@ export async function bumpConfigVersion(sql: Sql, id: number): Promise<number> {
   return row!.config_version;
 }
 
-/**
- * API.md revoke: the device and its cards go inactive for good (codes and claims spent). Answers
- * the hosted SIMs of its cards that were active, which numbers/ deactivates (an inactive card's
- * hosted SIM may serve another card by now).
- */
-export async function revokeDevice(sql: Sql, id: number): Promise<number[]> {
+/** API.md revoke: the device and its cards go inactive for good (codes and claims spent). Answers the cards retired (retirement.ts `endService`). */
+export async function revokeDevice(sql: Sql, id: number) {
   await sql`
     update devices set status = 'revoked', is_online = false, offline_since = null, config_version = config_version + 1, updated_at = now()
     where id = ${id}`;
-  const cards = await retireSimCards(sql, id, null);
-  return cards.flatMap((c) => (c.hosted_sim_id === null || c.was !== "active" ? [] : [c.hosted_sim_id]));
+  return retireSimCards(sql, id, null);
 }
 
 /**

@@ -129,7 +129,8 @@ export async function findDeviceOutbound(
  * the message, and `attempt`: the move is the message being handed over (a provider call, a
  * device taking it), counted once when it leaves scheduled or queued.
  */
-export type StatusExtra = { error?: string | null; externalId?: string | null; attempt?: boolean };
+/** `neverWentOut`: a move to `failed` of a send nothing was handed (its quota unit is given back, as for `cancelled` and `expired`). */
+export type StatusExtra = { error?: string | null; externalId?: string | null; attempt?: boolean; neverWentOut?: boolean };
 
 /**
  * Moves an outbound message to `to` only from one of `from` (a conditional UPDATE: concurrent
@@ -142,9 +143,9 @@ export async function moveStatus(sql: Sql, id: number, to: string, from: string[
 /** moveStatus for many messages in one statement (a dispatch batch); returns the ids that moved. */
 export async function moveStatuses(sql: Sql, ids: number[], to: string, from: string[], extra: StatusExtra = {}): Promise<number[]> {
   if (ids.length === 0) return [];
-  // A message that ends cancelled or expired never went out: its quota unit is given back (the
-  // statuses it leaves are never those two, so each message gives its unit back once).
-  const givesBack = to === "cancelled" || to === "expired";
+  // A message that ends cancelled or expired, or failed before it was handed over, never went out:
+  // its quota unit is given back (each of those states is final, so a message gives it back once).
+  const givesBack = to === "cancelled" || to === "expired" || (to === "failed" && extra.neverWentOut === true);
   const rows = await sql<{ id: number }[]>`
     with moved as (
       update messages set status = ${to}, status_updated_at = now(),

@@ -43,6 +43,7 @@ export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[
   const policies = await effectivePolicies(tx, distinctPairs(waiting));
   const expired: number[] = [];
   const handed: number[] = [];
+  const orphaned: WaitingSend[] = [];
   const wakes: { sim: number; at: number }[] = [];
   const stranded: number[] = [];
   const bySim = Map.groupBy(waiting, (w) => w.hosted_sim_id);
@@ -50,6 +51,7 @@ export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[
     const run = planRun(bySim.get(sim) ?? [], before, (m) => policies.get(`${m.organization_id}:${sim}`)!, now);
     expired.push(...run.expired);
     handed.push(...run.handed);
+    orphaned.push(...run.orphaned);
     if (run.wake !== null) wakes.push({ sim, at: run.wake });
     if (run.phoneAway) stranded.push(sim);
     states.set(sim, run.state);
@@ -57,6 +59,19 @@ export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[
   const events: NewEvent[] = [];
   const gone = await moveStatuses(tx, expired, "expired", ["queued"], { error: "No device picked up the message before it expired." });
   events.push(...(await statusEventsOf(tx, gone)));
+  // Sends whose phone will never send them: a sender pool's go to another of its numbers where one
+  // can take them; the others fail, and the sends queued behind them go on.
+  const orphanPools = await rerouteStranded(tx, { messageIds: orphaned.filter((m) => m.pooled).map((m) => m.id) }, now);
+  for (const sim of orphanPools.sims) wakes.push({ sim, at: now });
+  const movedAway = new Set(orphanPools.moved);
+  const failed = await moveStatuses(
+    tx,
+    orphaned.filter((m) => !movedAway.has(m.id)).map((m) => m.id),
+    "failed",
+    ["queued"],
+    { error: "The phone it was to be sent from no longer serves its number (revoked, or its SIM card left service).", neverWentOut: true },
+  );
+  events.push(...(await statusEventsOf(tx, failed)));
   const pickUpBy = new Date(now + deps.deviceTimeoutSeconds * 1000);
   const sent = await markDispatched(tx, handed, now, (ids) =>
     enqueueJobs(tx, "message.outbound.device-timeout", tx`select jsonb_build_object('message_id', id) from (${ids}) as t`, { runAt: pickUpBy }),
@@ -64,8 +79,8 @@ export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[
   for (const m of sent) events.push(deviceCommand(m.organization_id, m.device_id, m));
   await savePacings(tx, states);
   // Sends of a sender pool waiting for a phone that is away go to another phone of their pool, paced there.
-  const rerouted = await rerouteStranded(tx, stranded, now);
-  for (const sim of rerouted) wakes.push({ sim, at: now });
+  const rerouted = await rerouteStranded(tx, { hostedSimIds: stranded }, now);
+  for (const sim of rerouted.sims) wakes.push({ sim, at: now });
   if (wakes.length > 0) await enqueueWakes(tx, wakes);
   return events;
 }
@@ -80,11 +95,17 @@ export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[
 function planRun(sends: WaitingSend[], before: SimPacing, policyOf: (m: WaitingSend) => SendingPolicy, now: number) {
   const expired: number[] = [];
   const handed: number[] = [];
+  const orphaned: WaitingSend[] = [];
   let state = before;
   let wake: number | null = null;
   let looked = 0;
   let phoneAway = false;
   for (const m of sends) {
+    if (m.device_gone) {
+      looked++;
+      orphaned.push(m);
+      continue;
+    }
     if (!m.device_ready) {
       phoneAway = true;
       break;
@@ -107,7 +128,7 @@ function planRun(sends: WaitingSend[], before: SimPacing, policyOf: (m: WaitingS
   if (wake === null && looked === PER_SIM) wake = now;
   if (wake !== null && state.wakeAt !== null && state.wakeAt > now && state.wakeAt <= wake) wake = null;
   if (wake !== null) state = { ...state, wakeAt: wake };
-  return { expired, handed, state, wake, phoneAway };
+  return { expired, handed, orphaned, state, wake, phoneAway };
 }
 
 /** The pace jobs of SIMs at their next slots, one statement for all. */

@@ -100,16 +100,31 @@ export async function pacingLoads(sql: Sql, hostedSimIds: number[]) {
   return new Map(rows.map((r) => [r.hosted_sim_id, { state: toState(r), waiting: r.waiting }]));
 }
 
-export type WaitingSend = { id: number; hosted_sim_id: number; organization_id: number; device_id: number; expires_at: Date | null; device_ready: boolean };
+export type WaitingSend = {
+  id: number;
+  hosted_sim_id: number;
+  organization_id: number;
+  device_id: number;
+  expires_at: Date | null;
+  /** Online and active: the send may go now. */
+  device_ready: boolean;
+  /** The phone will never send it: revoked, or it no longer holds an active card of the number (the card left service). */
+  device_gone: boolean;
+  /** Accepted through a sender pool: another number of the pool may take it (reroute.ts). */
+  pooled: boolean;
+};
 
 /**
  * The oldest device sends of each SIM waiting to be handed to its phone (at most `perSim` each,
- * oldest first, by the waiting index), with whether that phone is online and active.
+ * oldest first, by the waiting index), with whether that phone is online and active, or gone.
  */
 export async function waitingSends(tx: Sql, hostedSimIds: number[], perSim: number): Promise<WaitingSend[]> {
   return tx<WaitingSend[]>`
     select w.* from unnest(${hostedSimIds}::bigint[]) as s(id) cross join lateral (
-      select m.id, m.hosted_sim_id, m.organization_id, m.device_id, m.expires_at, coalesce(d.is_online and d.status = 'active', false) as device_ready
+      select m.id, m.hosted_sim_id, m.organization_id, m.device_id, m.expires_at, coalesce(d.is_online and d.status = 'active', false) as device_ready,
+        coalesce(d.status = 'revoked', true) or not exists (
+          select 1 from sim_cards c where c.device_id = m.device_id and c.hosted_sim_id = m.hosted_sim_id and c.status = 'active') as device_gone,
+        m.sender_pool is not null as pooled
       from messages m left join devices d on d.id = m.device_id
       where m.hosted_sim_id = s.id and m.direction = 'outbound' and m.status = 'queued' and m.device_id is not null and m.dispatched_at is null
       order by m.id limit ${perSim}) w

@@ -11,18 +11,25 @@ const MAX_MOVED = 500;
 
 /**
  * Routing to a healthy phone after acceptance (issue 19 item 5; docs/sending.md "Sender pools"):
- * the sends accepted through a sender pool that still wait on one of `hostedSimIds` (SIMs whose
- * phone the pacer found offline) move to another number of their pool whose phone is online and
+ * the sends accepted through a sender pool that still wait on a phone the pacer found offline, or
+ * gone for good, move to another number of their pool whose phone is online and
  * whose SIM is under its daily cap: the pool's number that last wrote to the recipient when it is
  * one of those (sticky sender), else the least loaded, counting the sends moved to it. Only BYOS
  * numbers the organization may still send from, not locked by another organization, take them.
- * Runs in the pacer's transaction; returns the SIMs that received sends (their pacer must run).
+ * `which`: the sends waiting on these SIMs, or these sends (whose phone is gone for good). Runs in
+ * the pacer's transaction; returns the SIMs that received sends (their pacer must run) and the
+ * sends moved.
  */
-export async function rerouteStranded(tx: Sql, hostedSimIds: number[], now: number): Promise<number[]> {
-  if (hostedSimIds.length === 0) return [];
+export async function rerouteStranded(
+  tx: Sql,
+  which: { hostedSimIds: number[] } | { messageIds: number[] },
+  now: number,
+): Promise<{ sims: number[]; moved: number[] }> {
+  const [column, keys] = "hostedSimIds" in which ? ["hosted_sim_id", which.hostedSimIds] : ["id", which.messageIds];
+  if (keys.length === 0) return { sims: [], moved: [] };
   const stranded = await tx<Stranded[]>`
     select id, organization_id, to_number as "to", sender_pool from messages
-    where hosted_sim_id = any(${hostedSimIds}::bigint[]) and direction = 'outbound' and status = 'queued'
+    where ${tx(column)} = any(${keys}::bigint[]) and direction = 'outbound' and status = 'queued'
       and device_id is not null and dispatched_at is null and sender_pool is not null
     order by id limit ${MAX_MOVED}`;
   const moves = new Map<number, { target: Target; ids: number[] }>();
@@ -48,7 +55,7 @@ export async function rerouteStranded(tx: Sql, hostedSimIds: number[], now: numb
     }
   }
   for (const { target, ids } of moves.values()) await moveSends(tx, target, ids);
-  return [...moves.keys()];
+  return { sims: [...moves.keys()], moved: [...moves.values()].flatMap((m) => m.ids) };
 }
 
 /** The numbers of a pool that can take sends now: active BYOS, visible to the organization, not locked by another, phone online, under the daily cap. */

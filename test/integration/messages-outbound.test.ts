@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
+import { registerDevice, verificationSms } from "../fixtures-devices";
 import { logRows } from "../fixtures-events";
 import { createByosNumber, createSharedNumber, eventually, randomNumber, unpaced, useQuota } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
@@ -202,6 +203,44 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     expect(res.status).toBe(409);
     expectErrorShape(res.body, "invalid_state");
     expect((await ctx.request("GET", `/api/messages/${id}`, { token: t.token })).body.data).toMatchObject({ status: before.status, attempts: before.attempts });
+  });
+
+  test("a send waiting for a phone that is revoked fails, its unit given back, and holds up none of the number's next holder's sends", async () => {
+    const a = await createTenant(ctx.sql, { plan: "pro" });
+    const byos = await createByosNumber(ctx.sql, a.org.id);
+    await unpaced(ctx.sql, a.org.id);
+    const id = (await send(a.token, { hosted_sim: byos.hostedSimId, to: "+15557770006", text: "waits for an offline phone" })).body.data.id;
+    const used = async () => (await ctx.request("GET", "/api/usage", { token: a.token })).body.data.monthly_messages.used;
+    expect(await used()).toBe(1);
+    expect((await ctx.request("DELETE", `/api/byos/devices/${byos.deviceId}`, { token: a.token })).status).toBe(204);
+    const failed = await settled(a.token, id, "failed");
+    expect(failed.error).toContain("no longer serves its number");
+    expect(await used()).toBe(0);
+    expect((await ctx.sql`select dispatched_at from messages where id = ${id}`)[0]!.dispatched_at).toBeNull();
+
+    // Another organization proves the number with its phone and sends from it at once.
+    const b = await createTenant(ctx.sql, { plan: "pro" });
+    await unpaced(ctx.sql, b.org.id);
+    const phone = await registerDevice(ctx, b.token);
+    expect((await verificationSms(ctx, phone.sim_cards[0]!.verification_code, byos.number)).status).toBe(200);
+    expect((await ctx.request("POST", `/api/byos/devices/${phone.id}/heartbeat`, { token: b.token, body: {} })).status).toBe(200);
+    const theirs = (await ctx.request("GET", "/api/numbers", { token: b.token })).body.data.find((n: { number: string }) => n.number === byos.number);
+    const next = (await send(b.token, { hosted_sim: theirs.id, to: "+15557770007", text: "the new holder's" })).body.data.id;
+    await eventually(() => events.find((e) => e.event === "message.send" && (e.data as any).message.id === next), 10_000, "the new holder's send handed over");
+  });
+
+  test("a send waiting when its SIM card is deactivated fails; the phone back online is not handed it", async () => {
+    const t = await createTenant(ctx.sql, { plan: "pro" });
+    const byos = await createByosNumber(ctx.sql, t.org.id);
+    await unpaced(ctx.sql, t.org.id);
+    const id = (await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770008", text: "x" })).body.data.id;
+    const [card] = await ctx.sql<{ id: number }[]>`select id from sim_cards where device_id = ${byos.deviceId}`;
+    const res = await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/sims/${card!.id}/deactivate`, { token: t.token });
+    expect(res.status).toBe(200);
+    expect((await settled(t.token, id, "failed")).error).toContain("no longer serves its number");
+    expect((await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/heartbeat`, { token: t.token, body: {} })).status).toBe(200);
+    const [row] = await ctx.sql`select status, dispatched_at from messages where id = ${id}`;
+    expect(row).toEqual({ status: "failed", dispatched_at: null });
   });
 
   test("a disabled device refuses sending with 409 invalid_state", async () => {
