@@ -127,7 +127,8 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
     if (logger.isLevelEnabled("info"))
       logger.info({ requestId: t.id, method: request.method, route: path, status, ms: Math.round(seconds * 10000) / 10 }, "request");
   };
-  const app = new Elysia({ websocket: websocketServerOptions, serve: { maxRequestBodySize: BUN_BODY_BYTES } })
+  // development: false: an error escaping the app gets Bun's bare 500, never its development page (a stack trace, the server's paths).
+  const app = new Elysia({ websocket: websocketServerOptions, serve: { maxRequestBodySize: BUN_BODY_BYTES, development: false } })
     // Global hooks run for every request: none may read as async to Elysia (an `await`, or a
     // `return f(...)` in its source), since Elysia then awaits it, which costs every request a tick.
     .onRequest(({ request, set }) => {

@@ -20,7 +20,7 @@ const size = (bytes: number) => (bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `$
 export const payloadTooLarge = (limit: number) =>
   new AppError(413, "payload_too_large", `The request body is larger than this server accepts (${size(limit)}).`, { headers: { connection: "close" } });
 export const headersTooLarge = (limit: number) =>
-  new AppError(413, "payload_too_large", `The request headers are larger than this server accepts (${size(limit)} in all).`, {
+  new AppError(413, "payload_too_large", `The request's URL and headers are larger than this server accepts (${size(limit)} in all).`, {
     headers: { connection: "close" },
   });
 
@@ -76,7 +76,8 @@ function deeperThan(value: unknown, levels: number): boolean {
  * form by hand), so no more than the limit is ever held.
  */
 export function checkRequest(request: Request, limits: RequestLimits): AppError | null {
-  if (headerBytes(request.headers) > limits.headerBytes) return headersTooLarge(limits.headerBytes);
+  // The URL travels in the request line, before the headers, and is limited with them.
+  if (request.url.length + headerBytes(request.headers) > limits.headerBytes) return headersTooLarge(limits.headerBytes);
   const header = request.headers.get("content-length");
   const declared = header !== null && /^\d+$/.test(header) ? Number(header) : null;
   if (declared !== null && declared > limits.bodyBytes) return payloadTooLarge(limits.bodyBytes);

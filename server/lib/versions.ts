@@ -13,11 +13,17 @@ const VERSIONED = /^\/api\/v(\d+)(\/.*)$/;
 /** The re-handled request → the request the client sent. */
 const clientRequests = new WeakMap<Request, Request>();
 
-/** The request again without its version prefix, or null when the path names no supported version. */
+/**
+ * The request again without its version prefix, or null when the path names no supported version
+ * or the request is already such a copy: one prefix is taken off, once (`/api/v1/v1/...` and
+ * `/api/v1/v2/...` are no routes; taken off again and again a prefix cost a copy of the URL per
+ * `/v1`, and a stack frame each).
+ */
 export function unversioned(request: Request): Request | null {
+  if (clientRequests.has(request)) return null;
   const url = new URL(request.url);
   const match = url.pathname.match(VERSIONED);
-  if (!match || !SUPPORTED_VERSIONS.has(Number(match[1]))) return null;
+  if (!match || !SUPPORTED_VERSIONS.has(Number(match[1])) || /^\/v\d+(\/|$)/.test(match[2]!)) return null;
   url.pathname = `/api${match[2]}`;
   const again = new Request(url.toString(), request);
   clientRequests.set(again, clientRequests.get(request) ?? request);

@@ -112,6 +112,16 @@ describe("request headers over MAX_HEADER_BYTES (16 KiB)", () => {
     }
   });
 
+  test("the URL counts with the headers: a 20 KB query or path → 413, before routing", async () => {
+    for (const path of [`/api/me?pad=${"q".repeat(20_000)}`, `/api/${"p".repeat(20_000)}`]) {
+      const res = await ctx.request("GET", path, { token });
+      expect(res.status).toBe(413);
+      expectErrorShape(res.body, "payload_too_large");
+      expect(res.body.message).toContain("URL and headers");
+    }
+    expect((await ctx.request("GET", `/api/me?pad=${"q".repeat(8_000)}`, { token })).status).toBe(200);
+  });
+
   test("ordinary headers pass", async () => {
     const res = await ctx.request("GET", "/api/me", { token, headers: { "x-note": "n".repeat(4000) } });
     expect(res.status).toBe(200);

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { createTenant } from "../fixtures";
 import { randomAndroidId, registerDevice } from "../fixtures-devices";
 import { createSharedNumber, receiveSms } from "../fixtures-numbers";
-import { sharedTestContext, type TestContext } from "../helpers";
+import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 
 let ctx: TestContext;
 let token: string;
@@ -60,6 +60,14 @@ describe("/api/v1 is the current API under its version prefix", () => {
     expect(b.body).toEqual(a.body);
     expect((await ctx.request("GET", "/api/v1/nope", { token })).status).toBe(404);
     expect((await ctx.request("GET", "/api/v9/me", { token })).status).toBe(404);
+  });
+
+  test("one version prefix is taken off, once: /api/v1/v1/... and /api/v2/v1/... are no routes", async () => {
+    for (const path of ["/api/v1/v1/me", "/api/v2/v1/me", "/api/v1/v2/me", `/api${"/v1".repeat(3000)}/me`]) {
+      const res = await ctx.request("GET", path, { token });
+      expect([path.slice(0, 20), res.status]).toEqual([path.slice(0, 20), 404]);
+      expectErrorShape(res.body, "not_found");
+    }
   });
 });
 
