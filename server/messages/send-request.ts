@@ -39,7 +39,14 @@ const VARIABLE = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
  * as before bulk sends existed.
  */
 function render(text: string, recipients: Recipient[], errors: Record<string, string[]>) {
-  const used = [...new Set([...text.matchAll(VARIABLE)].map((m) => m[1]!))];
+  const matches = [...text.matchAll(VARIABLE)];
+  const used = [...new Set(matches.map((m) => m[1]!))];
+  // The text's own characters, without its {{name}}s: a filled text's length is this plus its
+  // values, each as often as the text uses it, known before any text is built. Built first, a
+  // text of 320 {{a}} with values of 1,000 characters made 1,000 texts of 320,000 (half a second).
+  const literal = characterCount(text) - matches.reduce((n, m) => n + characterCount(m[0]), 0);
+  const uses = new Map<string, number>();
+  for (const m of matches) uses.set(m[1]!, (uses.get(m[1]!) ?? 0) + 1);
   return recipients.map((r, i) => {
     const to = typeof r === "string" ? r : r.to;
     if (used.length === 0) return { to, text };
@@ -49,9 +56,12 @@ function render(text: string, recipients: Recipient[], errors: Record<string, st
       errors[`to.${i}.vars`] = missing.map((name) => `has no value for the variable {{${name}}} the text uses`);
       return { to, text };
     }
-    const filled = text.replace(VARIABLE, (_all, name: string) => vars[name]!);
-    if (characterCount(filled) > MAX_TEXT) errors[`to.${i}`] = [`makes a text of more than ${MAX_TEXT} characters once its variables are filled in`];
-    return { to, text: filled };
+    const length = used.reduce((n, name) => n + uses.get(name)! * characterCount(vars[name]!), literal);
+    if (length > MAX_TEXT) {
+      errors[`to.${i}`] = [`makes a text of more than ${MAX_TEXT} characters once its variables are filled in`];
+      return { to, text };
+    }
+    return { to, text: text.replace(VARIABLE, (_all, name: string) => vars[name]!) };
   });
 }
 
