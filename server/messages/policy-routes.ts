@@ -6,7 +6,7 @@ import { requireNumber } from "../numbers/locks";
 import type { Services } from "../services";
 import { PolicyBody, PolicyData, PolicyParams } from "./policy-schema";
 import { deletePolicy, effectivePolicy, type PolicySource, savePolicy } from "./policy-store";
-import { isTimeZone, type SendingPolicy } from "./sending-policy";
+import { canonicalTimeZone, type SendingPolicy } from "./sending-policy";
 
 const tags = ["Messages"];
 const ABOUT = 'Per-SIM pacing of device sends (docs/sending.md "Pacing"): the pacer hands a number\'s sends to its phone no faster than this.';
@@ -30,8 +30,8 @@ const present = ({ policy: p, source }: { policy: SendingPolicy; source: PolicyS
 function toPolicy(b: PolicyBody): SendingPolicy {
   const errors: Record<string, string[]> = {};
   if (b.max_delay_seconds < b.min_delay_seconds) errors.max_delay_seconds = ["must be at least min_delay_seconds"];
-  const timeZone = b.time_zone ?? "UTC";
-  if (!isTimeZone(timeZone)) errors.time_zone = ["must be an IANA time zone such as Europe/Berlin or UTC"];
+  const timeZone = canonicalTimeZone(b.time_zone ?? "UTC");
+  if (timeZone === null) errors.time_zone = ["must be an IANA time zone such as Europe/Berlin or UTC"];
   const quiet = b.quiet_hours ? { start: minutesOf(b.quiet_hours.start), end: minutesOf(b.quiet_hours.end) } : null;
   if (quiet && quiet.start === quiet.end) errors["quiet_hours.end"] = ["must differ from start"];
   if (Object.keys(errors).length > 0) throw validationFailed(errors);
@@ -41,7 +41,7 @@ function toPolicy(b: PolicyBody): SendingPolicy {
     maxDelayMs: b.max_delay_seconds * 1000,
     dailyCap: b.daily_cap,
     quiet,
-    timeZone,
+    timeZone: timeZone!,
   };
 }
 

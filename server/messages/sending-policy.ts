@@ -53,13 +53,17 @@ function formatOf(timeZone: string) {
   return f;
 }
 
-/** True for a time zone name the runtime knows (IANA, e.g. "Europe/Berlin", or "UTC"). */
-export function isTimeZone(name: string): boolean {
+/**
+ * The runtime's own spelling of a time zone name it knows (IANA, e.g. "Europe/Berlin", or "UTC",
+ * in any letter case), or null. Policies store this spelling, so the formats cached by zone hold
+ * one per zone, not one per way of writing it (every spelling made a format of its own: 29 KiB,
+ * kept for good, and a long name has a billion spellings).
+ */
+export function canonicalTimeZone(name: string): string | null {
   try {
-    formatOf(name);
-    return true;
+    return new Intl.DateTimeFormat("en", { timeZone: name }).resolvedOptions().timeZone;
   } catch {
-    return false;
+    return null;
   }
 }
 

@@ -418,7 +418,8 @@ describe("sending policy API", () => {
         min_delay_seconds: 10,
         max_delay_seconds: 30,
         daily_cap: 100,
-        time_zone: "America/New_York",
+        // Stored as the zone's own spelling, whatever the letter case sent.
+        time_zone: "america/new_YORK",
         quiet_hours: { start: "21:00", end: "08:30" },
       },
     });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { afterSend, DEFAULT_POLICY, formatLocalTime, isTimeZone, localTime, nextSlot, type SendingPolicy } from "../../server/messages/sending-policy";
+import { afterSend, canonicalTimeZone, DEFAULT_POLICY, formatLocalTime, localTime, nextSlot, type SendingPolicy } from "../../server/messages/sending-policy";
 
 const at = (iso: string) => Date.parse(iso);
 const berlin: SendingPolicy = {
@@ -73,9 +73,12 @@ describe("the pacing rule (sending-policy.ts)", () => {
   });
 
   test("time zones are IANA names; the defaults are 6 a minute, 8 to 20 s apart, 200 a day, no quiet hours", () => {
-    expect(isTimeZone("America/New_York")).toBe(true);
-    expect(isTimeZone("UTC")).toBe(true);
-    expect(isTimeZone("Mars/Olympus")).toBe(false);
+    expect(canonicalTimeZone("America/New_York")).toBe("America/New_York");
+    expect(canonicalTimeZone("UTC")).toBe("UTC");
+    // Any letter case is the zone, spelled as the runtime spells it.
+    expect(canonicalTimeZone("america/argentina/COMODRIVADAVIA")).toBe("America/Argentina/ComodRivadavia");
+    expect(canonicalTimeZone("utc")).toBe("UTC");
+    expect(canonicalTimeZone("Mars/Olympus")).toBeNull();
     expect(DEFAULT_POLICY).toEqual({ messagesPerMinute: 6, minDelayMs: 8_000, maxDelayMs: 20_000, dailyCap: 200, quiet: null, timeZone: "UTC" });
   });
 });
