@@ -38,6 +38,8 @@ async function instance(env: Record<string, string>) {
     DATA_DIR: mkdtempSync(join(tmpdir(), "simhost-bench-")),
     PUSHER_APP_KEY: KEY,
     PUSHER_APP_SECRET: SECRET,
+    // Every subscriber comes from 127.0.0.1: the per-address cap raised past their count.
+    WS_MAX_CONNECTIONS_PER_ADDRESS: "1000000",
     ...env,
   });
   const services = await createServices(config);

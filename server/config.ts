@@ -44,6 +44,8 @@ const Env = Type.Object({
   // Largest request header block, all fields together (413 payload_too_large past it). Below Bun's
   // --max-http-header-size (server/runtime.sh sets it to BUN_HEADER_BYTES), or Bun answers first with an empty 431.
   MAX_HEADER_BYTES: Type.Integer({ minimum: 1024, maximum: BUN_HEADER_BYTES - 1024, default: 16 * 1024 }),
+  // Open WebSocket connections of one client address (the socket peer); the next is closed with 4004.
+  WS_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ minimum: 1, default: 1000 }),
   // Bearer token for GET /metrics; unset: /metrics answers 404.
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
 });

@@ -14,6 +14,10 @@ export type SocketData = {
   id: string;
   appKey: string;
   protocol: string | null;
+  /** The client's address (the socket peer), whose connections are counted (RealtimeLimits.maxConnectionsPerAddress). */
+  address: string;
+  /** Counted as one of its address's connections (from its open to its close). */
+  counted: boolean;
   /** channel → what its subscription was granted (organization, credential); null while it is being set up */
   subscriptions: Map<string, Grant | null>;
   lastSeen: number;

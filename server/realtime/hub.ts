@@ -31,7 +31,7 @@ function registerMetrics(metrics: Metrics, sockets: Set<Socket>) {
 }
 
 /** Why a new connection is turned away, with the close code that tells the client what to do. */
-function refuseConnection(d: SocketData, o: { closing: boolean; appKey: string; connections: number; maxConnections: number }) {
+function refuseConnection(d: SocketData, o: { closing: boolean; appKey: string; connections: number; fromAddress: number; limits: RealtimeLimits }) {
   if (o.closing) return { code: CloseCode.reconnectNow, message: "Server is restarting; reconnect." };
   if (d.appKey !== o.appKey) return { code: CloseCode.unknownAppKey, message: `App key ${d.appKey.slice(0, 64)} does not exist.` };
   // No ?protocol= is taken as 7: a hand-built URL from the connection details still works.
@@ -39,7 +39,8 @@ function refuseConnection(d: SocketData, o: { closing: boolean; appKey: string; 
   if (d.protocol !== null && !SUPPORTED_PROTOCOLS.has(Number(d.protocol))) {
     return { code: CloseCode.unsupportedProtocol, message: `Unsupported protocol version ${d.protocol}; this server speaks ${PROTOCOL_VERSION}.` };
   }
-  if (o.connections >= o.maxConnections) return { code: CloseCode.overQuota, message: "Over connection quota." };
+  if (o.connections >= o.limits.maxConnections) return { code: CloseCode.overQuota, message: "Over connection quota." };
+  if (o.fromAddress >= o.limits.maxConnectionsPerAddress) return { code: CloseCode.overQuota, message: "Over connection quota for this address." };
   return null;
 }
 
@@ -132,27 +133,54 @@ export function createRealtime(deps: {
   }
   const stopRevocations = deps.onRevoked?.(revoked);
 
+  /** Open connections by client address, each counted from its open to its close (Bun calls close for every socket it opened). */
+  const byAddress = new Map<string, number>();
+
   function open(ws: Socket) {
-    const refusal = refuseConnection(ws.data, { closing, appKey: deps.credentials.key, connections: sockets.size, maxConnections: limits.maxConnections });
+    const { address } = ws.data;
+    const fromAddress = byAddress.get(address) ?? 0;
+    const refusal = refuseConnection(ws.data, { closing, appKey: deps.credentials.key, connections: sockets.size, fromAddress, limits });
     if (refusal) {
       ws.send(errorFrame(refusal.message, refusal.code));
       ws.close(refusal.code, refusal.message);
       return;
     }
+    byAddress.set(address, fromAddress + 1);
+    ws.data.counted = true;
     sockets.add(ws);
     ws.send(eventFrame("pusher:connection_established", { socket_id: ws.data.id, activity_timeout: limits.activityTimeoutSeconds }));
+  }
+
+  function close(ws: Socket) {
+    sockets.delete(ws);
+    if (!ws.data.counted) return;
+    ws.data.counted = false;
+    const left = (byAddress.get(ws.data.address) ?? 1) - 1;
+    if (left > 0) byAddress.set(ws.data.address, left);
+    else byAddress.delete(ws.data.address);
   }
 
   const handlers = {
     open,
     message: handleFrame,
-    close: (ws: Socket) => void sockets.delete(ws),
+    close,
     drain: (ws: Socket) => void (ws.data.slowSweeps = 0),
   };
 
-  /** The `data` of a socket about to be upgraded. */
-  function socketData(appKey: string, protocol: string | null): SocketData {
-    return { ...handlers, id: newSocketId(), appKey, protocol, subscriptions: new Map(), lastSeen: now(), pingSentAt: 0, slowSweeps: 0 };
+  /** The `data` of a socket about to be upgraded, from `address` (the client's). */
+  function socketData(appKey: string, protocol: string | null, address: string): SocketData {
+    return {
+      ...handlers,
+      id: newSocketId(),
+      appKey,
+      protocol,
+      address,
+      counted: false,
+      subscriptions: new Map(),
+      lastSeen: now(),
+      pingSentAt: 0,
+      slowSweeps: 0,
+    };
   }
 
   const watchers = new Set<(d: Delivery) => void>();

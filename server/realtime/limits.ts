@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+
 /**
  * Limits of the WebSocket server (docs/events.md "Limits"). The transport ones are read by Bun
  * when the server starts (`websocketServerOptions`); the rest by the hub on every use, so tests
@@ -14,11 +16,29 @@ export type RealtimeLimits = {
   sweepSeconds: number;
   maxSubscriptionsPerConnection: number;
   maxConnections: number;
+  /** Open connections of one client address; the next one is closed with 4004. */
+  maxConnectionsPerAddress: number;
   /** Largest client frame handled; bigger ones get a pusher:error (the connection stays). */
   maxMessageBytes: number;
   /** Unsent bytes above which a client counts as slow; slow at two sweeps in a row → closed 4100. */
   slowClientBytes: number;
 };
+
+/**
+ * The process's open-file limit (Linux: /proc/self/limits), or null where it cannot be read. Every
+ * connection is a file: WebSockets past it leave none for HTTP requests or the database.
+ */
+export function openFileLimit(limits = "/proc/self/limits"): number | null {
+  try {
+    const line = readFileSync(limits, "utf8").match(/^Max open files\s+(\d+|unlimited)/m)?.[1];
+    return line === undefined || line === "unlimited" ? null : Number(line);
+  } catch {
+    return null;
+  }
+}
+
+/** Files kept for everything but WebSockets: HTTP clients, the database pool, Redis, logs. */
+const FILES_KEPT = 2_000;
 
 export const DEFAULT_LIMITS: RealtimeLimits = {
   activityTimeoutSeconds: 120,
@@ -26,7 +46,8 @@ export const DEFAULT_LIMITS: RealtimeLimits = {
   pongTimeoutSeconds: 30,
   sweepSeconds: 5,
   maxSubscriptionsPerConnection: 100,
-  maxConnections: 50_000,
+  maxConnections: Math.max(1_000, Math.min(50_000, (openFileLimit() ?? Number.POSITIVE_INFINITY) - FILES_KEPT)),
+  maxConnectionsPerAddress: 1_000,
   maxMessageBytes: 10 * 1024,
   slowClientBytes: 256 * 1024,
 };

@@ -4,6 +4,7 @@ import { callerPlugin } from "../auth/plugin";
 import { AppError } from "../errors";
 import { BODY_MEDIA_TYPES, FORM_MEDIA_TYPE, JSON_MEDIA_TYPE } from "../lib/body-rules";
 import { sha256 } from "../lib/crypto";
+import { clientAddress } from "../lib/versions";
 import type { Services } from "../services";
 import { authorizeChannel } from "./channels";
 import type { Credential } from "./grants";
@@ -109,7 +110,8 @@ export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql
           }
           realtime.attach(server as never);
           const protocol = typeof query.protocol === "string" ? query.protocol : null;
-          if (server.upgrade(request, { data: realtime.socketData(params.key, protocol) })) return;
+          const address = clientAddress(server, request);
+          if (server.upgrade(request, { data: realtime.socketData(params.key, protocol, address) })) return;
           throw new AppError(400, "malformed_body", "WebSocket upgrade failed.");
         },
         { detail: { tags, summary: "Pusher Channels protocol 7 WebSocket (upgrade only)" } },

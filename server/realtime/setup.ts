@@ -36,6 +36,7 @@ export async function setupRealtime(deps: {
     onRevoked: deps.onRevoked,
     metrics: deps.metrics,
     logger: deps.logger,
+    limits: { maxConnectionsPerAddress: config.WS_MAX_CONNECTIONS_PER_ADDRESS },
   });
   // Back from an outage the bus may have missed revocations: every subscription is checked again.
   deps.bus.onResumed(() => realtime.revoked({ everything: true }));

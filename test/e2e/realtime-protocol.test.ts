@@ -170,7 +170,7 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     raw.ws.close();
   });
 
-  test("over the connection quota: pusher:error and close 4004; no ?protocol= is taken as 7; a non-numeric one is 4006", async () => {
+  test("over the connection quota, of the server or of one address: pusher:error and close 4004; no ?protocol= is taken as 7; a non-numeric one is 4006", async () => {
     const limits = ctx.services.realtime.limits;
     const saved = limits.maxConnections;
     limits.maxConnections = 0;
@@ -180,6 +180,22 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
       expect((await refused.closed()).code).toBe(4004);
     } finally {
       limits.maxConnections = saved;
+    }
+    // One address's connections are capped too; a closed one frees its place.
+    limits.maxConnectionsPerAddress = 2;
+    try {
+      const [a, b] = [await connect(), await connect()];
+      const third = await openRaw(url);
+      expect((await third.event("pusher:error")).data).toEqual({ code: 4004, message: "Over connection quota for this address." });
+      expect((await third.closed()).code).toBe(4004);
+      a.raw.ws.close();
+      await a.raw.closed();
+      const again = await openRaw(url);
+      await again.event("pusher:connection_established");
+      again.ws.close();
+      b.raw.ws.close();
+    } finally {
+      limits.maxConnectionsPerAddress = 1000;
     }
     const bare = await openRaw(url.split("?")[0]!);
     await bare.event("pusher:connection_established");
