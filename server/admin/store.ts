@@ -54,9 +54,14 @@ export async function upsertMembership(sql: Sql, m: { userId: number; organizati
 }
 
 /** Removes a membership and the user's places in the organization's teams; false when there was none. */
+/**
+ * Ends a membership and the user's places in the organization's teams. The membership first, in
+ * its own statement: it waits for a team addition holding the row (teams/store.ts addTeamMember),
+ * so the team rows' delete, a statement later, sees what that addition inserted.
+ */
 export async function deleteMembership(sql: Sql, userId: number, organizationId: number): Promise<boolean> {
-  await sql`delete from team_members where user_id = ${userId} and team_id in (select id from teams where organization_id = ${organizationId})`;
   const rows = await sql`delete from memberships where user_id = ${userId} and organization_id = ${organizationId} returning user_id`;
+  await sql`delete from team_members where user_id = ${userId} and team_id in (select id from teams where organization_id = ${organizationId})`;
   return rows.length > 0;
 }
 

@@ -86,7 +86,9 @@ export function teamRoutes(services: Pick<Services, "auth" | "sql" | "clock" | "
         const field = lookup.userId !== undefined ? "user_id" : "email";
         if (!user) throw validationFailed({ [field]: ["must name a member of this organization"] });
         const added = await addTeamMember(sql, team.id, user.id);
-        if (!added) throw notFound("Team");
+        if (added === "gone") throw notFound("Team");
+        // Removed from the organization since it was looked up.
+        if (added === "not_member") throw validationFailed({ [field]: ["must name a member of this organization"] });
         set.status = added.created ? 201 : 200;
         return { data: presentMember({ ...user, added_at: added.added_at }) };
       },

@@ -55,24 +55,33 @@ export async function findOrganizationUser(sql: Sql, organizationId: number, by:
 }
 
 /**
- * Adds a member; `created` is false when the user already was one (the first added_at is kept).
- * Undefined when the team (or user) was deleted meanwhile.
+ * Adds a member of the team's organization; `created` is false when the user already was one (the
+ * first added_at is kept). "gone" when the team was deleted meanwhile, "not_member" when the user
+ * left the organization meanwhile. The membership row is share-locked by the insert, and removing
+ * a member deletes that row before its team rows (admin/store.ts deleteMembership): a removal
+ * either waits for the insert and then deletes the row it made, or commits first and the insert
+ * finds no membership. Before, a removal racing an addition left a team row the user regained
+ * when they joined the organization again.
  */
-export async function addTeamMember(sql: Sql, teamId: number, userId: number): Promise<{ created: boolean; added_at: Date } | undefined> {
+export async function addTeamMember(sql: Sql, teamId: number, userId: number): Promise<{ created: boolean; added_at: Date } | "gone" | "not_member"> {
   let inserted: { created_at: Date } | undefined;
   try {
     [inserted] = await sql<{ created_at: Date }[]>`
       insert into team_members (team_id, user_id)
-      select t.id, u.id from teams t, users u where t.id = ${teamId} and u.id = ${userId}
+      select t.id, m.user_id from teams t
+      join (select organization_id, user_id from memberships where user_id = ${userId} for share) m on m.organization_id = t.organization_id
+      where t.id = ${teamId}
       on conflict do nothing returning created_at`;
   } catch (e) {
     // A team deleted while this insert waited on its row: a foreign-key violation, not a server error.
-    if (isForeignKeyViolation(e)) return undefined;
+    if (isForeignKeyViolation(e)) return "gone";
     throw e;
   }
   if (inserted) return { created: true, added_at: inserted.created_at };
   const [existing] = await sql<{ created_at: Date }[]>`select created_at from team_members where team_id = ${teamId} and user_id = ${userId}`;
-  return existing ? { created: false, added_at: existing.created_at } : undefined;
+  if (existing) return { created: false, added_at: existing.created_at };
+  const [team] = await sql`select 1 from teams where id = ${teamId}`;
+  return team ? "not_member" : "gone";
 }
 
 export async function removeTeamMember(sql: Sql, teamId: number, userId: number): Promise<boolean> {

@@ -1,5 +1,8 @@
 import { beforeAll, describe, expect, test } from "bun:test";
+import { deleteMembership } from "../../server/admin/store";
+import { addTeamMember } from "../../server/teams/store";
 import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
+import { holdLocks, lockWaiters } from "../fixtures-numbers";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 
 let ctx: TestContext;
@@ -252,3 +255,28 @@ function routes(teamId: number, userId: number): [string, string, unknown?][] {
     ["DELETE", `/api/teams/${teamId}`],
   ];
 }
+
+// PostgreSQL only: the addition and the removal wait on the membership row (teams/store.ts addTeamMember).
+describe.skipIf(!process.env.DATABASE_URL)("a member added to a team while removed from the organization", () => {
+  test("keeps no place in the team, whichever commits first", async () => {
+    const t = await createTenant(ctx.sql);
+    const [team] = await ctx.sql<{ id: number }[]>`insert into teams (organization_id, name) values (${t.org.id}, 'race') returning id`;
+    const teamRows = async (userId: number) => (await ctx.sql`select 1 from team_members where team_id = ${team!.id} and user_id = ${userId}`).length;
+    // The removal first: the addition waits for it, then finds no membership.
+    const first = await createUser(ctx.sql, { orgId: t.org.id, role: "member" });
+    let release = await holdLocks(ctx.sql, (tx) => deleteMembership(tx, first.id, t.org.id));
+    const added = addTeamMember(ctx.sql, team!.id, first.id);
+    await lockWaiters(ctx.sql, 1);
+    await release();
+    expect(await added).toBe("not_member");
+    expect(await teamRows(first.id)).toBe(0);
+    // The addition first: the removal waits for it, then deletes the team row it made.
+    const second = await createUser(ctx.sql, { orgId: t.org.id, role: "member" });
+    release = await holdLocks(ctx.sql, (tx) => addTeamMember(tx, team!.id, second.id));
+    const removed = ctx.sql.begin((tx) => deleteMembership(tx, second.id, t.org.id));
+    await lockWaiters(ctx.sql, 1);
+    await release();
+    expect(await removed).toBe(true);
+    expect(await teamRows(second.id)).toBe(0);
+  });
+});
