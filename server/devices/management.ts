@@ -10,6 +10,7 @@ import { claimNumber } from "./registration";
 import { endService, retireCards } from "./retirement";
 import { DEVICE_STATUS_CHANNEL, type DeviceStatusNews } from "./runtime";
 import type { UpdateDevice, UpdateSimCard } from "./schema";
+import { processWaitingSmsIn } from "./sms-process";
 import {
   bumpConfigVersion,
   type DeviceRow,
@@ -96,12 +97,17 @@ export async function changeDeviceStatus(deps: Deps, organizationId: number, dev
   return (await findDevice(deps.sql, organizationId, deviceId))!;
 }
 
-/** API.md revoke: final; the device stops counting as online, its timers go, its numbers stop being served (`endService`). */
+/**
+ * API.md revoke: final; the device stops counting as online, its timers go, the SMS it relayed
+ * still waiting become messages, and its numbers stop being served (`endService`).
+ */
 export async function revokeDeviceById(deps: Deps, organizationId: number, deviceId: number) {
   const state = await deps.actors.require(deviceId, organizationId);
   await onDevice(deps, organizationId, deviceId, async (tx) => {
     const device = (await findDevice(tx, organizationId, deviceId))!;
     requireDeviceMove(device.status, "revoke");
+    // Its cards stop serving its numbers: the SMS it relayed that wait for processing go first.
+    await processWaitingSmsIn(tx, deviceId);
     await endService(tx, await revokeDevice(tx, deviceId));
     await appendDeviceEvents(tx, organizationId, deviceId, deps.clock.now(), { news: [DEVICE_NEWS.revoke], config: true });
   });

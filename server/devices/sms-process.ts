@@ -1,4 +1,4 @@
-import type { Pool } from "../db/client";
+import type { Pool, Sql } from "../db/client";
 import type { EventTail } from "../events/tail";
 import type { BatchHandler } from "../jobs/queue";
 import { storeInboundMessages } from "../messages/inbound";
@@ -38,27 +38,40 @@ export async function processDeviceSms(sql: Pool, payloads: Payload[]) {
   return processed;
 }
 
-function processChunk(sql: Pool, by: Parameters<typeof lockUnprocessedSms>[1]) {
-  return sql.begin(async (tx) => {
-    const rows = await lockUnprocessedSms(tx, by);
-    const ready = rows.filter((row) => row.hosted_sim_id !== null);
-    const stored = await storeInboundMessages(
-      tx,
-      ready.map((row) => ({
-        hostedSimId: row.hosted_sim_id!,
-        from: row.from_number,
-        text: row.body,
-        source: "device" as const,
-        deviceId: row.device_id,
-        simSlot: row.attributed_slot,
-        externalId: row.message_id,
-        receivedAt: row.received_at,
-      })),
-    );
-    const processed = ready.flatMap((row, k) => (stored[k] ? [{ smsId: row.id, deviceId: row.device_id, messageRowId: stored[k].messageId }] : []));
-    await markSmsProcessed(tx, processed);
-    return { processed: processed.length, locked: rows.length, lastId: rows.at(-1)?.id ?? 0 };
-  });
+const processChunk = (sql: Pool, by: Parameters<typeof lockUnprocessedSms>[1]) => sql.begin((tx) => processIn(tx, by));
+
+/**
+ * A revoked device's cards no longer serve its numbers, so its SMS still unprocessed then would
+ * wait for good: the revocation processes them first, in its own transaction (devices/management.ts),
+ * every SMS acknowledged before it (an intake backlog included) becoming a message.
+ */
+export async function processWaitingSmsIn(tx: Sql, deviceId: number) {
+  for (let afterId = 0; ; ) {
+    const page = await processIn(tx, { deviceIds: [deviceId], afterId, limit: PROCESS_CHUNK });
+    if (page.locked < PROCESS_CHUNK) return;
+    afterId = page.lastId;
+  }
+}
+
+async function processIn(tx: Sql, by: Parameters<typeof lockUnprocessedSms>[1]) {
+  const rows = await lockUnprocessedSms(tx, by);
+  const ready = rows.filter((row) => row.hosted_sim_id !== null);
+  const stored = await storeInboundMessages(
+    tx,
+    ready.map((row) => ({
+      hostedSimId: row.hosted_sim_id!,
+      from: row.from_number,
+      text: row.body,
+      source: "device" as const,
+      deviceId: row.device_id,
+      simSlot: row.attributed_slot,
+      externalId: row.message_id,
+      receivedAt: row.received_at,
+    })),
+  );
+  const processed = ready.flatMap((row, k) => (stored[k] ? [{ smsId: row.id, deviceId: row.device_id, messageRowId: stored[k].messageId }] : []));
+  await markSmsProcessed(tx, processed);
+  return { processed: processed.length, locked: rows.length, lastId: rows.at(-1)?.id ?? 0 };
 }
 
 /** The handler of `device_sms.process` (registered by server/jobs/workers.ts): the messages' events are read at once. */

@@ -177,6 +177,30 @@ describe("SMS submission idempotency", () => {
     expect(left).toEqual({ waiting: PROCESS_CHUNK + 3, linked: PROCESS_CHUNK + 12 });
   });
 
+  test("SMS acknowledged before the device is revoked become messages, a backlog past one transaction's worth included; one after is refused", async () => {
+    const { token } = await createTenant(ctx.sql, { plan: "enterprise" });
+    const { device, numbers } = await activeDevice(ctx, token);
+    const sms = smsBody({ body: "acknowledged, not yet processed" });
+    expect((await ctx.request("POST", `/api/byos/devices/${device.id}/sms`, { token, body: sms })).status).toBe(202);
+    await ctx.services.devices.settle();
+    // A backlog the processing jobs have not reached yet, stored as the intake stores it.
+    await ctx.sql`
+      insert into device_sms (device_id, message_id, sim_slot, from_number, body, received_at)
+      select ${device.id}, gen_random_uuid(), 1, '+15550001111', 'backlog ' || g, now() from generate_series(1, ${PROCESS_CHUNK + 2}) g`;
+    expect((await ctx.request("DELETE", `/api/byos/devices/${device.id}`, { token })).status).toBe(204);
+    const [left] = await ctx.sql<{ waiting: number; messages: number }[]>`
+      select count(*) filter (where message_row_id is null)::int as waiting, count(message_row_id)::int as messages from device_sms where device_id = ${device.id}`;
+    expect(left).toEqual({ waiting: 0, messages: PROCESS_CHUNK + 3 });
+    const [linked] = await ctx.sql<
+      { id: number }[]
+    >`select message_row_id as id from device_sms where device_id = ${device.id} and message_id = ${sms.message_id}`;
+    const shown = await ctx.request("GET", `/api/messages/${linked!.id}`, { token });
+    expect(shown.body.data).toMatchObject({ text: "acknowledged, not yet processed", number: numbers[0], direction: "inbound" });
+    const after = await ctx.request("POST", `/api/byos/devices/${device.id}/sms`, { token, body: smsBody() });
+    expect(after.status).toBe(409);
+    expectErrorShape(after.body, "invalid_state");
+  });
+
   test("deleting a device (by hand: the application only revokes them) deletes its stored SMS, as the foreign key's cascade did", async () => {
     const { token } = await createTenant(ctx.sql);
     const { device } = await activeDevice(ctx, token);
