@@ -1,5 +1,5 @@
 import type { Pool, Sql } from "../db/client";
-import { notFound, permissionDenied } from "../errors";
+import { invalidState, notFound, permissionDenied } from "../errors";
 import { paginate } from "../lib/pagination";
 import { listLogs } from "./delivery-store";
 import type { WebhookEngine } from "./engine";
@@ -8,7 +8,7 @@ import { mayReadHeaderValues, presentIntegration, presentLog, type Viewer } from
 import { type ReplayRequest, redeliverLog, replayWindow } from "./replay";
 import type { IntegrationCreateBody, IntegrationUpdateBody } from "./schema";
 import { generateSigningSecret } from "./secrets";
-import { findIntegration, findIntegrationForSend, insertIntegration, insertMapping, replaceSecret, updateIntegration } from "./store";
+import { findIntegration, findIntegrationForSend, insertIntegration, insertMapping, MAX_INTEGRATIONS, replaceSecret, updateIntegration } from "./store";
 
 /** Reads: any member, or an API key with webhooks.receive (API.md §2). */
 export const read = { apiKey: "webhooks.receive" } as const;
@@ -37,6 +37,9 @@ export async function createIntegration(
   const sealed = await deps.webhooks.secrets.seal(secret);
   const id = await deps.sql.begin(async (tx) => {
     const created = await insertIntegration(tx, organizationId, integrationFields(body), sealed);
+    if (created === undefined) {
+      throw invalidState(`An organization may have at most ${MAX_INTEGRATIONS} webhook integrations; delete one it no longer needs first.`);
+    }
     if (mapping) await insertMapping(tx, created, mapping.teamId, mapping.mode);
     return created;
   });

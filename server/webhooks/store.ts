@@ -60,12 +60,25 @@ export async function findIntegration(sql: Sql, organizationId: number, id: numb
   return row ?? null;
 }
 
-export async function insertIntegration(sql: Sql, organizationId: number, f: IntegrationFields, secretSealed: string): Promise<number> {
+/**
+ * Integrations an organization may have (team ones included). Every event goes to each that
+ * subscribes to it, so their number multiplies the deliveries of every SMS; with custom headers
+ * each can hold 64 KiB that every list answers.
+ */
+export const MAX_INTEGRATIONS = 100;
+
+/**
+ * A new integration, or undefined when the organization has MAX_INTEGRATIONS already. Run in a
+ * transaction: the organization's row is locked first, so concurrent creations count one another.
+ */
+export async function insertIntegration(sql: Sql, organizationId: number, f: IntegrationFields, secretSealed: string): Promise<number | undefined> {
+  await sql`select 1 from organizations where id = ${organizationId} for no key update`;
   const [row] = await sql<{ id: number }[]>`
     insert into webhook_integrations (organization_id, name, url, headers, timeout_seconds, retry_count, event_types, secret_sealed)
-    values (${organizationId}, ${f.name}, ${f.url}, ${sql.json(f.headers)}, ${f.timeout_seconds}, ${f.retry_count}, ${f.event_types}::text[], ${secretSealed})
+    select ${organizationId}, ${f.name}, ${f.url}, ${sql.json(f.headers)}, ${f.timeout_seconds}, ${f.retry_count}, ${f.event_types}::text[], ${secretSealed}
+    where (select count(*) from webhook_integrations where organization_id = ${organizationId}) < ${MAX_INTEGRATIONS}
     returning id`;
-  return row!.id;
+  return row?.id;
 }
 
 /** Re-activating clears the failure run, so the disable clock starts afresh. */

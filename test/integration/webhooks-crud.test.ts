@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { AppError } from "../../server/errors";
-import { insertMapping } from "../../server/webhooks/store";
+import { insertMapping, MAX_INTEGRATIONS } from "../../server/webhooks/store";
 import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
 import { createTestContext, expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 import { createNumber, createTeam, logsOf, receiveSms, startReceiver, waitFor } from "./webhooks-helpers";
@@ -98,6 +98,24 @@ describe("webhook integrations", () => {
     expect(limits.status).toBe(201);
     const update = await ctx.request("PATCH", `/api/webhook-integrations/${limits.body.data.id}`, { token, body: { is_active: true } });
     expect(update.status).toBe(422);
+  }, 30_000);
+
+  test("an organization has at most 100 integrations: the 101st is 409 invalid_state, a deleted one frees its place", async () => {
+    const { token, org } = await createTenant(ctx.sql);
+    const first = await create(token);
+    expect(first.status).toBe(201);
+    await ctx.sql`
+      insert into webhook_integrations (organization_id, name, url, headers, timeout_seconds, retry_count, event_types, secret_sealed)
+      select ${org.id}, 'Hook ' || g, 'https://example.com/hook', '{}'::jsonb, 10, 3, '{}'::text[], secret_sealed
+      from webhook_integrations, generate_series(2, ${MAX_INTEGRATIONS}) g where id = ${first.body.data.id}`;
+    const over = await create(token);
+    expect(over.status).toBe(409);
+    expectErrorShape(over.body, "invalid_state");
+    expect(over.body.message).toContain(`at most ${MAX_INTEGRATIONS}`);
+    expect((await ctx.request("GET", "/api/webhook-integrations", { token })).body.data).toHaveLength(MAX_INTEGRATIONS);
+    expect((await create((await createTenant(ctx.sql)).token)).status).toBe(201);
+    expect((await ctx.request("DELETE", `/api/webhook-integrations/${first.body.data.id}`, { token })).status).toBe(200);
+    expect((await create(token)).status).toBe(201);
   }, 30_000);
 
   test("another organization's integration is 404 on every operation", async () => {
