@@ -73,7 +73,15 @@ export function createRedisGrantStore(guard: RedisGuard, prefix: string): GrantS
   };
 }
 
-export function createLocalGrantStore(now: () => number = Date.now): GrantStore {
+/**
+ * Grants one instance holds at most. Any signed-in caller may ask for grants of socket ids it
+ * makes up (the socket may be on another instance, so the id cannot be checked here): past this
+ * the oldest go first, so memory stays bounded (about 20 MiB) whatever the rate; a grant is taken
+ * within seconds of being made, far sooner than a flood of this size pushes it out.
+ */
+export const MAX_LOCAL_GRANTS = 100_000;
+
+export function createLocalGrantStore(now: () => number = Date.now, max = MAX_LOCAL_GRANTS): GrantStore {
   const grants = new Map<string, { grant: Grant; expires: number }>();
   let lastPrune = now();
   // Expired entries go in one pass at most once a minute, so the map stays small.
@@ -86,7 +94,10 @@ export function createLocalGrantStore(now: () => number = Date.now): GrantStore 
   return {
     async put(socketId, channel, grant) {
       prune();
-      grants.set(`${socketId}:${channel}`, { grant, expires: now() + TTL_SECONDS * 1000 });
+      const k = `${socketId}:${channel}`;
+      grants.delete(k);
+      while (grants.size >= max) grants.delete(grants.keys().next().value!);
+      grants.set(k, { grant, expires: now() + TTL_SECONDS * 1000 });
     },
     async take(socketId, channel) {
       const g = grants.get(`${socketId}:${channel}`);

@@ -50,4 +50,14 @@ describe("realtime protocol", () => {
     now = 300_001;
     expect(await grants.take("1.1", "private-number.1")).toBeNull();
   });
+
+  test("local grants are bounded: past the bound the oldest go first, a grant asked again counts as new", async () => {
+    const grants = createLocalGrantStore(Date.now, 3);
+    const grant = (n: number) => ({ organizationId: n, credential: { sessionId: n, userId: n, apiKeyId: null, keyDigest: null } });
+    for (const n of [1, 2, 3]) await grants.put(`${n}.1`, "private-number.1", grant(n));
+    await grants.put("1.1", "private-number.1", grant(1));
+    await grants.put("4.1", "private-number.1", grant(4));
+    expect(await grants.take("2.1", "private-number.1")).toBeNull();
+    for (const n of [1, 3, 4]) expect(await grants.take(`${n}.1`, "private-number.1")).toEqual(grant(n));
+  });
 });
