@@ -3,6 +3,7 @@ import type { Pool } from "../db/client";
 import { invalidState, notFound } from "../errors";
 import type { Bus } from "../events/bus";
 import type { EventTail } from "../events/tail";
+import { enqueueJobs } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import type { DeviceActors } from "./actor";
 import { appendDeviceEvents, DEVICE_NEWS } from "./announce";
@@ -93,6 +94,9 @@ export async function changeDeviceStatus(deps: Deps, organizationId: number, dev
     const device = (await findDevice(tx, organizationId, deviceId))!;
     await setDeviceStatus(tx, deviceId, requireDeviceMove(device.status, op));
     await appendDeviceEvents(tx, organizationId, deviceId, deps.clock.now(), { news: [DEVICE_NEWS[op]], config: true });
+    // The sends that waited for it go now, as when it comes back online (a phone that stayed
+    // online through the disable sends no heartbeat that would bring it back).
+    if (op === "enable") await enqueueJobs(tx, "message.outbound.device-online", tx`select jsonb_build_object('device_id', ${deviceId}::bigint)`);
   });
   return (await findDevice(deps.sql, organizationId, deviceId))!;
 }

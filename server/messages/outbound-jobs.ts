@@ -7,7 +7,7 @@ import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import { dispatchScheduled } from "./dispatch";
 import { changeStatus, changeStatuses } from "./outbound";
-import { countAttempt, deviceSendDeadlines, findOutbound } from "./outbound-store";
+import { countAttempt, deviceSendDeadlines, findOutbound, senderState } from "./outbound-store";
 import { paceSims, resumeDevices } from "./pacer";
 import { createProviderClient, type ProviderClient } from "./provider-client";
 
@@ -19,6 +19,8 @@ type Payload = { message_id: number };
  * provider after it. A send so close to its expiry ends `expired` instead (never sent late).
  */
 export const EXPIRY_MARGIN_MS = 500;
+/** A send waiting for another organization's lock tries again this long after the lock's end. */
+const LOCK_END_MARGIN_MS = 1_000;
 
 /** Doubling from the configured first delay, capped at 10 minutes, with ±20 % jitter. */
 export const providerBackoff = (firstSeconds: number) => (attempt: number) =>
@@ -37,6 +39,28 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
   if (expiresAt !== null && expiresAt - EXPIRY_MARGIN_MS <= now()) {
     await expire(deps, m.id, ["queued", "sending"], "It expired before the provider accepted it.");
     return;
+  }
+  // The number as it is now: deactivated since, the send fails (never sent: its unit comes back
+  // unless an earlier attempt may have reached the provider); locked by another organization
+  // since, it waits for the lock's end (API.md: nobody else sends from a locked number).
+  const sender = await senderState(deps.sql, m.organization_id, m.hosted_sim_id);
+  if (!sender.active) {
+    const neverWentOut = m.status === "queued";
+    await changeStatus(deps, m.id, "failed", ["queued", "sending"], { error: "Its number no longer sends (deactivated).", neverWentOut });
+    return;
+  }
+  if (sender.lockedUntil) {
+    const until = sender.lockedUntil.getTime() + LOCK_END_MARGIN_MS;
+    if (expiresAt !== null && until >= expiresAt - EXPIRY_MARGIN_MS) {
+      await expire(deps, m.id, ["queued", "sending"], "It expired while another organization held its number's lock.");
+      return;
+    }
+    if (job.attempts >= job.max_attempts) {
+      const error = "Another organization held its number's lock through every attempt.";
+      await changeStatus(deps, m.id, "failed", ["queued", "sending"], { error, neverWentOut: m.status === "queued" });
+      return;
+    }
+    throw new RetryAfter(until - now(), "another organization holds the number's lock");
   }
   // Not moved: cancelled (or expired) meanwhile, and so never handed to the provider.
   // Each provider call is an attempt: the first counted with the move to `sending`, a retry alone.

@@ -96,6 +96,20 @@ export async function sendContext(sql: Sql, organizationId: number, hostedSimId:
   return { limit: row?.monthly_limit ?? 0, holder };
 }
 
+/**
+ * Whether a number may send for an organization now: its status, and another organization's
+ * live lock (with its end). Checked at acceptance (sendContext) and again when a pool-number
+ * send is due (outbound-jobs.ts): a send accepted or scheduled before the lock must not go out
+ * under it.
+ */
+export async function senderState(sql: Sql, organizationId: number, hostedSimId: number | null) {
+  const [row] = await sql<{ active: boolean; locked_until: Date | null }[]>`
+    select status = 'active' as active,
+      case when lock_organization_id is not null and lock_organization_id <> ${organizationId} and locked_until > now() then locked_until end as locked_until
+    from hosted_sims where id = ${hostedSimId ?? 0}`;
+  return { active: row?.active ?? false, lockedUntil: row?.locked_until ?? null };
+}
+
 /** `dispatched`: a device send the pacer has handed to its phone (message.send). */
 export type OutboundRow = Message & { organization_id: number; dispatched: boolean };
 
@@ -127,9 +141,10 @@ export async function findDeviceOutbound(
 /**
  * What a status move also records: the failure reason (failed, expired), the provider's id of
  * the message, and `attempt`: the move is the message being handed over (a provider call, a
- * device taking it), counted once when it leaves scheduled or queued.
+ * device taking it), counted once when it leaves scheduled or queued. `neverWentOut`: a move to
+ * `failed` of a send nothing was handed (its quota unit is given back, as for `cancelled` and
+ * `expired`).
  */
-/** `neverWentOut`: a move to `failed` of a send nothing was handed (its quota unit is given back, as for `cancelled` and `expired`). */
 export type StatusExtra = { error?: string | null; externalId?: string | null; attempt?: boolean; neverWentOut?: boolean };
 
 /**

@@ -1,7 +1,7 @@
 import type { Caller } from "../auth/caller";
 import type { Pool } from "../db/client";
 import { invalidState } from "../errors";
-import { requireNumber } from "../numbers/locks";
+import { numberLocked, requireNumber } from "../numbers/locks";
 import { byosDeviceOf, type HostedSimRow } from "../numbers/store";
 import { effectivePolicy, lastSendersTo, pacingLoads } from "./policy-store";
 import { sentToday } from "./sending-policy";
@@ -39,18 +39,24 @@ export async function chooseSenders(sql: Pool, c: Caller, ids: number[], recipie
   });
 }
 
-/** The pool's numbers that can take a send now or later: active, and for BYOS held by an active device; with their health and load. */
+/**
+ * The pool's numbers that can take a send now or later: active, not locked by another
+ * organization, and for BYOS held by an active device; with their health and load.
+ */
 async function poolCandidates(sql: Pool, c: Caller, ids: number[], now: number): Promise<Candidate[]> {
   const sims: HostedSimRow[] = [];
   for (const id of ids) sims.push(await requireNumber(sql, c, id));
   const active = sims.filter((s) => s.status === "active");
   if (active.length === 0) throw invalidState("No number of this sender pool is active.");
+  // Another organization's lock keeps the pool off that number, as it keeps a send from it off (409).
+  const free = active.filter((s) => !(s.lock_live && s.lock_organization_id !== c.organization.id));
+  if (free.length === 0) throw numberLocked(active.map((s) => s.locked_until).sort()[0] ?? null);
   const loads = await pacingLoads(
     sql,
-    active.map((s) => s.id),
+    free.map((s) => s.id),
   );
   const candidates: Candidate[] = [];
-  for (const sim of active) {
+  for (const sim of free) {
     if (sim.provider !== "byos") {
       candidates.push({ sim, online: true, cap: Number.POSITIVE_INFINITY, load: 0 });
       continue;

@@ -243,6 +243,31 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     expect(row).toEqual({ status: "failed", dispatched_at: null });
   });
 
+  test("sends that waited while the phone was disabled go when it is enabled again, though it stayed online", async () => {
+    const t = await createTenant(ctx.sql, { plan: "pro" });
+    const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });
+    // Two seconds between sends: the second waits for its slot.
+    await ctx.sql`
+      insert into sending_policies (organization_id, messages_per_minute, min_delay_ms, max_delay_ms, daily_cap, time_zone)
+      values (${t.org.id}, 600, 2000, 2000, 100000, 'UTC')`;
+    const ids: number[] = [];
+    for (const text of ["first", "second"]) ids.push((await send(t.token, { hosted_sim: byos.hostedSimId, to: randomNumber(), text })).body.data.id);
+    const handed = (id: number) => events.some((e) => e.event === "message.send" && (e.data as any).message.id === id);
+    await eventually(() => handed(ids[0]!), 5_000, "the first send handed over");
+    expect((await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/disable`, { token: t.token })).status).toBe(200);
+    // The second's slot passes while the phone is disabled: its pace run finds it not ready.
+    await eventually(
+      async () =>
+        (await ctx.sql`select 1 from jobs where queue = 'message.outbound.pace' and not dead and (payload->>'hosted_sim_id')::bigint = ${byos.hostedSimId}`)
+          .length === 0,
+      10_000,
+      "the pace run done",
+    );
+    expect(handed(ids[1]!)).toBe(false);
+    expect((await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/enable`, { token: t.token })).status).toBe(200);
+    await eventually(() => handed(ids[1]!), 10_000, "the second send handed over after the enable");
+  }, 30_000);
+
   test("a disabled device refuses sending with 409 invalid_state", async () => {
     const t = await createTenant(ctx.sql);
     const byos = await createByosNumber(ctx.sql, t.org.id, { deviceStatus: "disabled" });
@@ -278,6 +303,47 @@ describe("POST /api/messages rules", () => {
     expect(ok.body.data.locked).toBe(true);
     // Outbound messages are the sender's alone.
     expect((await ctx.request("GET", `/api/messages/${ok.body.data.id}`, { token: b.token })).status).toBe(404);
+  });
+
+  test("a send due while another organization holds the number's lock waits for the lock's end; one due on a deactivated number fails, its unit given back", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    const to = randomNumber();
+    const soon = () => new Date(Date.now() + 1_000).toISOString();
+    const id = (await send(a.token, { hosted_sim: sim.id, to, text: "due under B's lock", send_at: soon() })).body.data.id;
+    expect((await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: b.token })).status).toBe(200);
+    // A short lock: its end is what the waiting send is due at.
+    const lockEnd = Date.now() + 3_000;
+    await ctx.sql`update hosted_sims set locked_until = ${new Date(lockEnd)} where id = ${sim.id}`;
+    const sent = await settled(a.token, id, "sent");
+    expect(Date.parse(sent.sent_at)).toBeGreaterThanOrEqual(lockEnd);
+    expect(received.filter((r) => r.to === to).length).toBe(1);
+
+    const used = async () => (await ctx.request("GET", "/api/usage", { token: a.token })).body.data.monthly_messages.used;
+    const before = await used();
+    const later = (await send(a.token, { hosted_sim: sim.id, to, text: "due on a deactivated number", send_at: soon() })).body.data.id;
+    expect(await used()).toBe(before + 1);
+    await ctx.sql`update hosted_sims set status = 'inactive' where id = ${sim.id}`;
+    expect((await settled(a.token, later, "failed")).error).toContain("no longer sends");
+    expect(await used()).toBe(before);
+    expect(received.filter((r) => r.to === to).length).toBe(1);
+  }, 30_000);
+
+  test("a sender pool leaves out a number another organization has locked; all of them locked: 409 number_locked", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const locked = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    const free = await createSharedNumber(ctx.sql, [a.org.id]);
+    expect((await ctx.request("POST", `/api/numbers/${locked.id}/lock`, { token: b.token })).status).toBe(200);
+    const one = await send(a.token, { hosted_sims: [locked.id, free.id], to: randomNumber(), text: "x" });
+    expect(one.status).toBe(202);
+    expect(one.body.data.hosted_sim_id).toBe(free.id);
+    const bulk = await send(a.token, { hosted_sims: [locked.id, free.id], to: [randomNumber(), randomNumber()], text: "x" });
+    expect(bulk.status).toBe(202);
+    const refused = await send(a.token, { hosted_sims: [locked.id], to: randomNumber(), text: "x" });
+    expect(refused.status).toBe(409);
+    expectErrorShape(refused.body, "number_locked");
   });
 
   test("validation: E.164 recipient, text 1..1600, hosted_sim required", async () => {
