@@ -99,6 +99,7 @@ export function startProvider(opts: ProviderOptions) {
     return Response.json({ sid: result.sid, callback_status: result.status }, { status: result.status >= 200 && result.status < 300 ? 201 : 502 });
   }
 
+  const byKey = new Map<string, SentSms>();
   async function acceptOutbound(req: Request) {
     if (req.headers.get("authorization") !== `Bearer ${opts.authToken}`) {
       return Response.json({ message: "Bad provider credentials.", code: "unauthenticated" }, { status: 401 });
@@ -108,6 +109,11 @@ export function startProvider(opts: ProviderOptions) {
     if (!msg || !E164.test(msg.from ?? "") || !E164.test(msg.to ?? "") || typeof msg.body !== "string" || msg.body.length < 1 || msg.body.length > 1600) {
       return Response.json({ message: "Send JSON { from, to (E.164), body (1..1600) }.", code: "validation_failed" }, { status: 422 });
     }
+    // A request again under an Idempotency-Key already seen (the server retrying after a timeout
+    // whose request got through) answers what the first did and sends nothing more.
+    const key = req.headers.get("idempotency-key");
+    const seen = key ? byKey.get(key) : undefined;
+    if (seen) return Response.json({ sid: seen.sid, status: "queued" }, { status: 201 });
     const record: SentSms = {
       sid: sid(),
       from: msg.from,
@@ -117,6 +123,7 @@ export function startProvider(opts: ProviderOptions) {
       created_at: new Date().toISOString(),
     };
     sent.push(record);
+    if (key) byKey.set(key, record);
     if (record.status_callback) {
       const outcome = opts.undeliveredRate && rng.chance(opts.undeliveredRate) ? UNDELIVERED : DELIVERED;
       void reportStatuses(target, record, outcome, opts.callbackDelayMs ?? 50).then((made) => callbacks.push(...made));

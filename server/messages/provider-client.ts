@@ -64,7 +64,9 @@ export function createProviderClient(opts: { baseUrl: string; authToken: string;
       try {
         res = await fetch(url, {
           method: "POST",
-          headers: { "content-type": "application/json", authorization: `Bearer ${opts.authToken}` },
+          // The same key on every attempt of a message: a provider that keeps keys answers a retry
+          // whose first attempt got through (a timeout) without sending it again.
+          headers: { "content-type": "application/json", authorization: `Bearer ${opts.authToken}`, "idempotency-key": `simhost-message-${id}` },
           body: JSON.stringify({ ...message, ...callback }),
           signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
           redirect: "manual",

@@ -22,6 +22,27 @@ afterAll(() => {
 });
 
 describe("emulated provider", () => {
+  test("a send again under the same Idempotency-Key answers the first sid and sends nothing more; another key sends", async () => {
+    const own = startProvider({ port: 0, serverUrl, publicUrl: "https://sims.example.test", authToken: token, providerNumber: "+15005550006", seed: 2 });
+    const post = (key: string) =>
+      fetch(`${own.url}/messages`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": key },
+        body: JSON.stringify({ from: "+15005550006", to: "+15557770100", body: "once" }),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as { sid: string } }));
+    try {
+      const first = await post("simhost-message-1");
+      const again = await post("simhost-message-1");
+      expect(first.status).toBe(201);
+      expect(again).toEqual(first);
+      expect(own.sent.length).toBe(1);
+      expect((await post("simhost-message-2")).body.sid).not.toBe(first.body.sid);
+      expect(own.sent.length).toBe(2);
+    } finally {
+      own.stop();
+    }
+  });
+
   test("an SMS a phone sends is posted to the server's callback with a signature over its PUBLIC_URL", async () => {
     const r = await sendThroughProvider(provider.url, { from: "+15551234567", to: "+15005550006", body: "SIM-AB2C" });
     expect(r.callback_status).toBe(200);

@@ -48,3 +48,24 @@ test("a sid too long to be any provider's is not kept", async () => {
     server.stop(true);
   }
 });
+
+test("every attempt of a message carries the same Idempotency-Key, one per message", async () => {
+  const keys: (string | null)[] = [];
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (req) => {
+      keys.push(req.headers.get("idempotency-key"));
+      return Response.json({ message: "busy" }, { status: 503 });
+    },
+  });
+  try {
+    const c = createProviderClient({ baseUrl: `http://127.0.0.1:${server.port}`, authToken: "t" });
+    await c.send({ ...message, id: 7 });
+    await c.send({ ...message, id: 7 });
+    await c.send({ ...message, id: 8 });
+    expect(keys).toEqual(["simhost-message-7", "simhost-message-7", "simhost-message-8"]);
+  } finally {
+    server.stop(true);
+  }
+});
