@@ -10,9 +10,9 @@ const REGISTER = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+local added = redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], 60000)
-return 1`;
+return added`;
 // Publishing and reading the registry in one step: an instance listed here was registered when the message went out.
 const ANNOUNCE = `
 local t = redis.call('TIME')
@@ -57,6 +57,9 @@ export function createRevocationBus(opts: {
   cmd.on("error", silence);
   sub.on("error", silence);
 
+  // Registration: `validUntil` is a lower bound of when the registry entry expires (it was written after we sent it).
+  let validUntil = Number.NEGATIVE_INFINITY;
+  let refresher: ReturnType<typeof setInterval> | undefined;
   let subscribed = false;
   let subscribedOnce: () => void = () => {};
   const firstSubscription = new Promise<void>((resolve) => (subscribedOnce = resolve));
@@ -68,9 +71,18 @@ export function createRevocationBus(opts: {
     sub.subscribe(...channels).then(() => {
       subscribed = true;
       subscribedOnce();
+      // Registered again at once, not at the next tick: until then the cache stays unused.
+      if (refresher) void refresh();
     }, silence);
   });
-  sub.on("close", () => (subscribed = false));
+  // Not subscribed, announcements pass this instance by: it stops counting as registered (and so
+  // stops using its cache) at once, not when its registry entry would have expired. A Redis
+  // restart dropped the subscription and the registry together, and a revoker that found no
+  // instance registered answered while this one still served the revoked credential from its cache.
+  sub.on("close", () => {
+    subscribed = false;
+    validUntil = Number.NEGATIVE_INFINITY;
+  });
   sub.on("message", (ch: string, raw: string) => {
     try {
       if (ch === channel) return received(JSON.parse(raw) as Announcement);
@@ -88,19 +100,19 @@ export function createRevocationBus(opts: {
     cmd.publish(ackChannel(a.from), JSON.stringify({ ref: a.ref, by: opts.instanceId })).catch(silence);
   }
 
-  // Registration: `validUntil` is a lower bound of when the registry entry expires (it was written after we sent it).
-  let validUntil = Number.NEGATIVE_INFINITY;
-  let refresher: ReturnType<typeof setInterval> | undefined;
   async function refresh() {
     if (!subscribed) return;
     const sent = performance.now();
+    let added: unknown;
     try {
-      await cmd.eval(REGISTER, 1, registry, opts.instanceId, timing.ttlMs);
+      added = await cmd.eval(REGISTER, 1, registry, opts.instanceId, timing.ttlMs);
     } catch (e) {
       return silence(e as Error);
     }
-    // A gap in registration: announcements of that time did not wait for us, so what we cached is suspect.
-    if (performance.now() >= validUntil) opts.onRegistered?.();
+    // A gap in registration: announcements of that time did not wait for us, so what we cached is
+    // suspect. So is an entry that was gone (the registry lost, a Redis that keeps nothing).
+    if (!subscribed) return;
+    if (performance.now() >= validUntil || added === 1) opts.onRegistered?.();
     validUntil = sent + timing.ttlMs - 100;
   }
 

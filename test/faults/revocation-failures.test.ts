@@ -4,7 +4,7 @@ import type { Revocation } from "../../server/auth/caller-cache";
 import { REVOKE_WAIT_MS } from "../../server/auth/revoker";
 import { createApiKey, createTenant } from "../fixtures";
 import { createTestContext, freshDatabase, type TestContext } from "../helpers";
-import { until } from "./harness";
+import { startRedis, until } from "./harness";
 
 /**
  * The revocation guarantee when instances fail (docs/architecture.md, "Revocation: the guarantee
@@ -70,4 +70,31 @@ describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)("revocation
       await c.close();
     }
   });
+
+  test("Redis restarted (subscriptions dropped, the registry gone): a revocation right after is refused on both instances as soon as it answers, every round", async () => {
+    const own = await startRedis();
+    if (typeof own === "string") return console.warn(`revocation after a Redis restart: skipped (${own})`);
+    const env = { DATABASE_URL: url, REDIS_PREFIX: `simhost-test-${crypto.randomUUID().slice(0, 8)}:`, REDIS_URL: own.url };
+    const [x, y] = [await createTestContext(env), await createTestContext(env)];
+    const control = new Redis(own.url);
+    try {
+      const tenant = await createTenant(x.sql);
+      for (let round = 0; round < 3; round++) {
+        const key = await createApiKey(x.sql, tenant.org.id, ["numbers.read"]);
+        // Both registered and subscribed (again), and Y serving the key from its cache.
+        await until("both instances use their caches", () => x.services.auth.cacheInUse() && y.services.auth.cacheInUse(), 5000);
+        expect([await me(y, key.key), await me(y, key.key)]).toEqual([200, 200]);
+        // What a restart of a Redis that keeps nothing does to the instances: the registry gone, every subscription dropped.
+        await control.del(`${env.REDIS_PREFIX}auth:instances`);
+        await control.call("CLIENT", "KILL", "TYPE", "pubsub");
+        expect((await x.request("DELETE", `/api/api-keys/${key.id}`, { token: tenant.token })).status).toBe(204);
+        for (let i = 0; i < 20; i++) expect([round, i, await me(y, key.key)]).toEqual([round, i, 401]);
+      }
+    } finally {
+      control.disconnect();
+      await x.close();
+      await y.close();
+      await own.stop();
+    }
+  }, 60_000);
 });
