@@ -209,9 +209,10 @@ export type WaiterRegistry<E> = ReturnType<typeof createWaiterRegistry<E>>;
 /**
  * A wait its caller's revocation ended (`revoked`): 401 when the request's credential is gone
  * (resolved again, past the cache the revocation emptied); a credential that still stands (a
- * user who left one of their organizations) gets the wait's empty answer and calls again with
- * what it may read now.
+ * user who left one of their organizations) is answered with the caller it stands for now, for
+ * the route to judge what it may still read (the wait's empty answer, or 404 for what it no
+ * longer sees).
  */
-export async function answerRevokedWait(auth: { resolve(request: Request): Caller | Promise<Caller> }, request: Request): Promise<void> {
-  await auth.resolve(request);
+export async function answerRevokedWait(auth: { resolve(request: Request): Caller | Promise<Caller> }, request: Request): Promise<Caller> {
+  return auth.resolve(request);
 }

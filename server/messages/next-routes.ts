@@ -36,7 +36,11 @@ export function nextMessageRoutes(services: Pick<Services, "auth" | "sql" | "wai
       if ("refused" in outcome) throw refusedError(outcome.refused, waiters.limits);
       if ("found" in outcome) return { data: outcome.found };
       if (outcome.ended === "shutdown") throw shuttingDown();
-      if (outcome.ended === "revoked") await answerRevokedWait(services.auth, request);
+      if (outcome.ended === "revoked") {
+        // The caller as it stands now: a number it no longer sees is 404, as on its next call.
+        const now = await answerRevokedWait(services.auth, request);
+        if (!(await findHostedSim(sql, now.readScope, params.id))) throw notFound("Number");
+      }
       return { data: null };
     },
     {

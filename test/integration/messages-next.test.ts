@@ -171,7 +171,7 @@ describe("who may wait and see", () => {
 });
 
 describe("a credential revoked while its call waits", () => {
-  test("the wait ends at once with 401, before the revoking call answers: an SMS stored afterwards is not handed over; a user who only left another organization gets data null", async () => {
+  test("the wait ends at once with 401, before the revoking call answers: an SMS stored afterwards is not handed over; a user who only left another organization gets data null, one who left the number's gets 404", async () => {
     const t = await createTenant(ctx.sql);
     const sim = await createSharedNumber(ctx.sql, [t.org.id]);
     const created = await ctx.request("POST", "/api/api-keys", { token: t.token, body: { name: "waiting", permissions: ["messages.read"] } });
@@ -194,6 +194,17 @@ describe("a credential revoked while its call waits", () => {
     await ctx.services.auth.revoke({ userId: t.user.id, organizationId: other.org.id });
     const answered = await still.answer;
     expect([answered.status, answered.body]).toEqual([200, { data: null }]);
+
+    // Removed from the organization whose number it waits on: the number is no longer its own, 404.
+    const third = await createTenant(ctx.sql);
+    const theirs = await createSharedNumber(ctx.sql, [third.org.id]);
+    await ctx.sql`insert into memberships (organization_id, user_id, role) values (${third.org.id}, ${t.user.id}, 'member')`;
+    const gone = await startWait(await sessionFor(ctx.sql, t.user.id), theirs.id, "timeout=60");
+    await ctx.sql`delete from memberships where organization_id = ${third.org.id} and user_id = ${t.user.id}`;
+    await ctx.services.auth.revoke({ userId: t.user.id, organizationId: third.org.id });
+    const refused = await gone.answer;
+    expect(refused.status).toBe(404);
+    expectErrorShape(refused.body, "not_found");
   });
 });
 
