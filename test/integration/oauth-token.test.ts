@@ -210,6 +210,17 @@ describe("OAuth token endpoint", () => {
   });
 });
 
+/** A password change or revoke-others made from a new session of the flow's user; answers that session. */
+async function signOutOthers(end: "password" | "revoke-others", f: Flow & { userId: number }) {
+  const session = await sessionFor(ctx.sql, f.userId);
+  const res =
+    end === "password"
+      ? await ctx.request("POST", "/api/auth/password", { token: session, body: { current_password: f.password, new_password: "another password 1" } })
+      : await ctx.request("POST", "/api/auth/sessions/revoke-others", { token: session });
+  expect([end, res.status]).toEqual([end, 200]);
+  return session;
+}
+
 describe("OAuth refresh and revocation", () => {
   async function issued() {
     const f = await newFlow();
@@ -261,12 +272,7 @@ describe("OAuth refresh and revocation", () => {
       // A second grant whose access token has expired: its refresh token still works until the user signs out.
       const idle = await oauth.processAuthorizationCodeResponse(as, f.client, await exchange(f, await approveViaPage(f)));
       await ctx.sql`update sessions set expires_at = now() - interval '1 second' where id = (select id from sessions where user_id = ${f.userId} and kind = 'oauth' order by id desc limit 1)`;
-      const session = await sessionFor(ctx.sql, f.userId);
-      const res =
-        end === "password"
-          ? await ctx.request("POST", "/api/auth/password", { token: session, body: { current_password: f.password, new_password: "another password 1" } })
-          : await ctx.request("POST", "/api/auth/sessions/revoke-others", { token: session });
-      expect([end, res.status]).toEqual([end, 200]);
+      const session = await signOutOthers(end, f);
       expect((await me(tokens.access_token)).status).toBe(401);
       for (const t of [tokens, idle]) expect([end, await rfcError(await refresh(f, t.refresh_token!))]).toEqual([end, "invalid_grant"]);
       expect((await me(session)).status).toBe(200);
@@ -283,12 +289,7 @@ describe("OAuth refresh and revocation", () => {
       const post = (form: Record<string, string>) => ctx.request("POST", "/oauth/authorize", { form, headers: { cookie } });
       const consent = await post({ ...hiddenInputs(page.text), email: f.email, password: f.password });
       expect(consent.text).toContain("Allow");
-      const session = await sessionFor(ctx.sql, f.userId);
-      const res =
-        end === "password"
-          ? await ctx.request("POST", "/api/auth/password", { token: session, body: { current_password: f.password, new_password: "another password 1" } })
-          : await ctx.request("POST", "/api/auth/sessions/revoke-others", { token: session });
-      expect([end, res.status]).toEqual([end, 200]);
+      await signOutOthers(end, f);
       expect([end, await rfcError(await exchange(f, code))]).toEqual([end, "invalid_grant"]);
       const approved = await post({ ...hiddenInputs(consent.text), decision: "approve" });
       expect([end, approved.status]).toEqual([end, 403]);
