@@ -229,6 +229,24 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     await eventually(() => events.find((e) => e.event === "message.send" && (e.data as any).message.id === next), 10_000, "the new holder's send handed over");
   });
 
+  test("a sender pool's send waiting for a phone that is revoked moves to another number of its pool and goes from there", async () => {
+    const t = await createTenant(ctx.sql, { plan: "pro" });
+    const [gone, other] = [await createByosNumber(ctx.sql, t.org.id), await createByosNumber(ctx.sql, t.org.id)];
+    await unpaced(ctx.sql, t.org.id);
+    // Both phones offline when it is accepted: it waits on the first.
+    const res = await send(t.token, { hosted_sims: [gone.hostedSimId, other.hostedSimId], to: randomNumber(), text: "from the pool" });
+    expect(res.body.data.hosted_sim_id).toBe(gone.hostedSimId);
+    await ctx.sql`update devices set is_online = true, last_seen_at = now() where id = ${other.deviceId}`;
+    expect((await ctx.request("DELETE", `/api/byos/devices/${gone.deviceId}`, { token: t.token })).status).toBe(204);
+    const order = await eventually(
+      () => events.find((e) => e.event === "message.send" && (e.data as any).message.id === res.body.data.id),
+      10_000,
+      "the send handed to the other phone",
+    );
+    expect(order.channel).toBe(`private-device.${other.deviceId}`);
+    expect((await show(t.token, res.body.data.id)).hosted_sim_id).toBe(other.hostedSimId);
+  });
+
   test("a send waiting when its SIM card is deactivated fails; the phone back online is not handed it", async () => {
     const t = await createTenant(ctx.sql, { plan: "pro" });
     const byos = await createByosNumber(ctx.sql, t.org.id);
