@@ -103,10 +103,12 @@ export async function sendContext(sql: Sql, organizationId: number, hostedSimId:
  * under it.
  */
 export async function senderState(sql: Sql, organizationId: number, hostedSimId: number | null) {
+  // A message whose number row is gone (deleted by hand) has nothing to send from.
+  if (hostedSimId === null) return { active: false, lockedUntil: null };
   const [row] = await sql<{ active: boolean; locked_until: Date | null }[]>`
     select status = 'active' as active,
       case when lock_organization_id is not null and lock_organization_id <> ${organizationId} and locked_until > now() then locked_until end as locked_until
-    from hosted_sims where id = ${hostedSimId ?? 0}`;
+    from hosted_sims where id = ${hostedSimId}`;
   return { active: row?.active ?? false, lockedUntil: row?.locked_until ?? null };
 }
 
