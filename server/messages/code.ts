@@ -3,37 +3,64 @@ import { CLAUSE_BREAK, CURRENCY_BEFORE, KEYWORD, NOT_CODE_PREFIX, NOT_OTP_AFTER,
 /**
  * The one-time code an SMS carries, or null (docs/api-notes.md "One-time codes in messages").
  * Pure: no I/O, no clock. Precision first: a code is returned only when a code keyword (code,
- * código, код, 验证码, 인증번호, رمز, कोड, kod, OTP, PIN, TAN ...) stands in the same clause as it,
- * null when two different candidates are equally close, and null when the code's sentence says
- * it is spent ("was already used", "has expired"). Digit codes come back without their
+ * código, код, 验证码, 인증번호, رمز, कोड, kod, OTP, PIN, TAN ...) stands in the same clause as it;
+ * a candidate the keyword introduces ("code is 482913", "Code: 482913", "482913 is your code")
+ * wins over one it merely comes near ("code for transaction 99887766 is 482913"); then the
+ * closest, and null when two different candidates are equally close. A candidate whose sentence
+ * says it is spent ("was already used", "has expired") is never taken, so the new code of "Your
+ * code 4412 has expired. Your new code is 482913." is. Digit codes come back without their
  * separators ("123 456", "123-456" → "123456"); letter-prefixed and alphanumeric codes as shown
- * ("G-123456", "AB12CD").
+ * ("G-123456", "AB12CD"). Linear in the text's length: each candidate looks only at the keywords
+ * within MAX_GAP of it, and each sentence is judged spent once.
  */
 export function extractCode(text: string): string | null {
   const t = maskLinks(asciiDigits(text));
   const keywords = findKeywords(t);
   if (keywords.length === 0) return null;
   const candidates = [...digitCandidates(t), ...prefixedCandidates(t), ...(PROMO.test(t) ? [] : alphanumericCandidates(t))];
-  let best: { c: Candidate; gap: number } | null = null;
+  const spent = spentSentences(t);
+  let best: { c: Candidate; rank: Rank } | null = null;
   let tied = false;
   for (const c of candidates) {
-    const gap = nearestKeyword(t, c, keywords);
-    if (gap === null) continue;
-    if (best === null || gap < best.gap) {
-      best = { c, gap };
+    const rank = nearestKeyword(t, c, keywords);
+    if (rank === null || spent(c.start)) continue;
+    const order = best === null ? -1 : compareRanks(rank, best.rank);
+    if (order < 0) {
+      best = { c, rank };
       tied = false;
-    } else if (gap === best.gap && c.code !== best.c.code) tied = true;
+    } else if (order === 0 && c.code !== best!.c.code) tied = true;
   }
-  if (!best || tied || SPENT.test(sentenceOf(t, best.c))) return null;
-  return best.c.code;
+  return best && !tied ? best.c.code : null;
 }
 
-/** The sentence around a span: from the last sentence end before it to the first after it. */
-function sentenceOf(t: string, { start, end }: Span): string {
-  const from = Math.max(...[". ", "! ", "? ", "。", "！", "？", "\n"].map((mark) => t.lastIndexOf(mark, start)));
-  const after = /[.!?]\s|[。！？\n]/g;
-  after.lastIndex = end;
-  return t.slice(from + 1, after.exec(t)?.index ?? t.length);
+/** How a candidate stands to its closest keyword: introduced by it (`linked`), and how far. */
+type Rank = { linked: boolean; gap: number };
+const compareRanks = (a: Rank, b: Rank) => (a.linked !== b.linked ? (a.linked ? -1 : 1) : a.gap - b.gap);
+
+/**
+ * Whether the sentence holding a position says its code is spent, each sentence tested once:
+ * sentences end at ". ", "! ", "? ", "。", "！", "？" or a line break.
+ */
+function spentSentences(t: string): (at: number) => boolean {
+  const ends: number[] = [];
+  for (const m of t.matchAll(/[.!?]\s|[。！？\n]/g)) ends.push(m.index);
+  const verdicts = new Map<number, boolean>();
+  return (at) => {
+    // The first sentence end at or after `at` (binary search): its sentence runs from the end before it.
+    let lo = 0;
+    let hi = ends.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (ends[mid]! < at) lo = mid + 1;
+      else hi = mid;
+    }
+    let verdict = verdicts.get(lo);
+    if (verdict === undefined) {
+      verdict = SPENT.test(t.slice(lo === 0 ? 0 : ends[lo - 1]! + 1, ends[lo] ?? t.length));
+      verdicts.set(lo, verdict);
+    }
+    return verdict;
+  };
 }
 
 type Span = { start: number; end: number };
@@ -140,19 +167,41 @@ function standsAlone(t: string, { start, end }: Span): boolean {
   return !NOT_CODE_PREFIX.test(before);
 }
 
-/** Characters between the candidate and the closest keyword of its clause; null when none is close enough. */
-function nearestKeyword(t: string, c: Candidate, keywords: Span[]): number | null {
-  let best: number | null = null;
-  for (const k of keywords) {
+/**
+ * The words that introduce a code: after the keyword, right before the code ("code is", "Code:",
+ * "mTAN ... lautet", "验证码为", "番号は"); before the keyword, right after the code ("482913 is
+ * your code"). A keyword right next to its code introduces it too ("code 482913", "482913 code").
+ */
+const LINK_BEFORE_CODE = /(?:[:：=]|(?<![\p{L}])(?:is|are|lautet|ist|est|es|é|è|wynosi|je|är|er|это)|[是为為は은는])\s*$/iu;
+const LINK_AFTER_CODE = /^\s*(?:(?:is|are|ist|est|es|é|è|je|är|er|это)(?![\p{L}])|[是为為は은는])/iu;
+
+/**
+ * The closest keyword of the candidate's clause, and whether it introduces the candidate; null
+ * when none is close enough. Keywords are in text order, and only those within the gap limit of
+ * the candidate are looked at (the first by binary search), so a text of many keywords and
+ * numbers costs its length, not the product of their counts.
+ */
+function nearestKeyword(t: string, c: Candidate, keywords: Span[]): Rank | null {
+  const limit = c.kind === "alphanumeric" ? MAX_ALPHANUMERIC_GAP : MAX_GAP;
+  let lo = 0;
+  let hi = keywords.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (keywords[mid]!.end < c.start - limit) lo = mid + 1;
+    else hi = mid;
+  }
+  let best: Rank | null = null;
+  for (let i = lo; i < keywords.length && keywords[i]!.start <= c.end + limit; i++) {
+    const k = keywords[i]!;
     const after = k.end <= c.start;
     if (!after && k.start < c.end) continue;
     if (c.kind === "alphanumeric" && !after) continue;
-    // The gap's length first: a text of many keywords and numbers makes many far pairs.
-    const limit = c.kind === "alphanumeric" ? MAX_ALPHANUMERIC_GAP : MAX_GAP;
     if ((after ? c.start - k.end : k.start - c.end) > limit) continue;
     const between = after ? t.slice(k.end, c.start) : t.slice(c.end, k.start);
     if (CLAUSE_BREAK.test(between)) continue;
-    if (best === null || between.length < best) best = between.length;
+    const linked = /^[\s"'«»“”-]*$/.test(between) || (after ? LINK_BEFORE_CODE : LINK_AFTER_CODE).test(between);
+    const rank = { linked, gap: between.length };
+    if (best === null || compareRanks(rank, best) < 0) best = rank;
   }
   return best;
 }
