@@ -38,7 +38,11 @@ export async function renameTeam(sql: Sql, organizationId: number, id: number, n
   return rows.length === 1;
 }
 
-/** Its numbers fall back to the organization (hosted_sim_organizations.team_id is set null) and its webhook mappings cascade, by their foreign keys. */
+/**
+ * Its numbers fall back to the organization (hosted_sim_organizations.team_id is set null), a
+ * live lock held for it goes on as the organization's (hosted_sims.lock_team_id is set null,
+ * migration 0300), and its webhook mappings cascade, by their foreign keys.
+ */
 export async function deleteTeam(sql: Sql, organizationId: number, id: number): Promise<boolean> {
   const rows = await sql`delete from teams where organization_id = ${organizationId} and id = ${id} returning id`;
   return rows.length === 1;

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { deleteMembership } from "../../server/admin/store";
 import { addTeamMember } from "../../server/teams/store";
 import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
-import { holdLocks, lockWaiters } from "../fixtures-numbers";
+import { holdLocks, lockWaiters, receiveSms } from "../fixtures-numbers";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 
 let ctx: TestContext;
@@ -75,19 +75,26 @@ describe("teams: create, list, show, rename, delete", () => {
     expect((await ctx.request("GET", "/api/teams", { token })).body.data[0]).toMatchObject({ name: "Night shift", members_count: 2 });
   });
 
-  test("delete: 204, gone; its numbers go back to the organization", async () => {
+  test("delete: 204, gone; its numbers go back to the organization, a lock held for it goes on as the organization's", async () => {
     const { org, token } = await createTenant(ctx.sql);
     const team = await createTeam(token);
     const number = `+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, "0")}`;
     const [sim] = await ctx.sql<{ id: number }[]>`
       insert into hosted_sims (number, provider, type, shared_max_orgs) values (${number}, 'test', 'shared', 5) returning id`;
     await ctx.sql`insert into hosted_sim_organizations (hosted_sim_id, organization_id, team_id) values (${sim!.id}, ${org.id}, ${team.id})`;
+    // Locked for the team: the lock goes on as the organization's, and what arrives under it names no team.
+    const lock = await ctx.request("POST", `/api/numbers/${sim!.id}/lock`, { token, body: { team_id: team.id } });
+    expect(lock.body.data.lock.team_id).toBe(team.id);
     const res = await ctx.request("DELETE", `/api/teams/${team.id}`, { token });
     expect(res.status).toBe(204);
     expect(res.text).toBe("");
     expect((await ctx.request("GET", `/api/teams/${team.id}`, { token })).status).toBe(404);
     const [attachment] = await ctx.sql`select team_id from hosted_sim_organizations where hosted_sim_id = ${sim!.id}`;
     expect(attachment).toEqual({ team_id: null });
+    const shown = (await ctx.request("GET", `/api/numbers/${sim!.id}`, { token })).body.data;
+    expect(shown.lock).toMatchObject({ organization_id: org.id, team_id: null });
+    const stored = await receiveSms(ctx.sql, sim!.id);
+    expect((await ctx.sql`select team_id from messages where id = ${stored.messageId}`)[0]).toEqual({ team_id: null });
     expect((await ctx.request("DELETE", `/api/teams/${team.id}`, { token })).status).toBe(404);
   });
 });
