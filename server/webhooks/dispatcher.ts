@@ -1,7 +1,7 @@
 import { createGroupCommit } from "../lib/group-commit";
 import { type DeliveryDeps, makeAttempt } from "./delivery";
-import type { DeliveryForAttempt, FinishedAttempt } from "./delivery-store";
-import { type FirstAttempt, recordFirstAttempts } from "./live-store";
+import type { DeliveryForAttempt, FinishedAttempt, IntegrationForAttempt } from "./delivery-store";
+import { type FirstAttempt, loadIntegrationsForAttempt, recordFirstAttempts } from "./live-store";
 
 export const DISPATCH_TIMING = {
   /**
@@ -25,6 +25,12 @@ export const DISPATCH_TIMING = {
   recordLingerMs: 25,
   /** A record that failed (the database away) is submitted again after this. */
   recordRetryMs: 1_000,
+  /**
+   * A lane reads its integration again when what it holds is older than this: a change (URL,
+   * headers, secret, deactivation, deletion, made on any instance) reaches the deliveries waiting
+   * in the lane within this, not when they were matched (up to maxWaitMs earlier).
+   */
+  configMaxAgeMs: 500,
 };
 
 /**
@@ -34,7 +40,15 @@ export const DISPATCH_TIMING = {
 export type LiveItem = { delivery: DeliveryForAttempt; settle: () => void };
 
 type Queued = LiveItem & { since: number };
-type Lane = { queue: Queued[]; head: number; running: number };
+/** `config`: the integration as last read (null: deleted), at `configAt`; `reading` while a read is under way. */
+type Lane = {
+  queue: Queued[];
+  head: number;
+  running: number;
+  config?: IntegrationForAttempt | null;
+  configAt: number;
+  reading?: Promise<IntegrationForAttempt | null>;
+};
 
 /**
  * First attempts of live deliveries, made in this process straight from the log consumer, before
@@ -119,6 +133,19 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
       .catch(() => {});
   }
 
+  /** The lane's integration as it is now (at most configMaxAgeMs old), one read at a time per lane. */
+  async function currentConfig(integrationId: number, lane: Lane): Promise<IntegrationForAttempt | null> {
+    if (lane.config !== undefined && deps.clock.now() - lane.configAt < timing.configMaxAgeMs) return lane.config;
+    lane.reading ??= loadIntegrationsForAttempt(deps.sql, [integrationId], deps.disableAfterSeconds)
+      .then((found) => {
+        lane.config = found.get(integrationId) ?? null;
+        lane.configAt = deps.clock.now();
+        return lane.config;
+      })
+      .finally(() => (lane.reading = undefined));
+    return lane.reading;
+  }
+
   async function drainLane(integrationId: number, lane: Lane) {
     try {
       while (!stopped && waiting(lane) > 0) {
@@ -130,7 +157,15 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
         }
         let done: FinishedAttempt;
         try {
-          done = await makeAttempt(deps, item.delivery, (endpoint) => deps.limiter.wait(endpoint), null);
+          // Made with the integration as it is now: its URL, headers, secret and state, not those it had when the event was matched.
+          const config = await currentConfig(integrationId, lane);
+          if (config === null) {
+            // Deleted: nothing to attempt, nothing to record (its rows would go with it).
+            item.settle();
+            continue;
+          }
+          const { id: _integration, ...current } = config;
+          done = await makeAttempt(deps, { ...item.delivery, ...current }, (endpoint) => deps.limiter.wait(endpoint), null);
         } catch (e) {
           deps.logger.warn({ err: (e as Error).message, event: item.delivery.event_id }, "webhook attempt failed to run; handed to the job queue");
           handOver([item]);
@@ -164,7 +199,7 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
       for (const item of items) {
         const id = item.delivery.integration_id;
         let lane = lanes.get(id);
-        if (!lane) lanes.set(id, (lane = { queue: [], head: 0, running: 0 }));
+        if (!lane) lanes.set(id, (lane = { queue: [], head: 0, running: 0, configAt: 0 }));
         lane.queue.push({ ...item, since });
         touched.set(id, lane);
       }

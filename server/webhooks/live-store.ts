@@ -33,7 +33,8 @@ export type FirstAttempt = FinishedAttempt & { body: string };
  * it (failed, retrying, or pending when handed over untried) with its body, its log record when
  * attempted, and a job for what is to be tried again (due at its retry, or now). The failure run
  * of each integration tried is updated as recordAttempts does. A row that exists already (the
- * event was read again after its consumer's owner died) keeps its state and gets only the log record.
+ * event was read again after its consumer's owner died) keeps its state and gets only the log
+ * record. The attempts of an integration deleted meanwhile are left out.
  */
 export async function recordFirstAttempts(sql: Sql, attempts: FirstAttempt[]) {
   if (attempts.length === 0) return;
@@ -49,11 +50,18 @@ export async function recordFirstAttempts(sql: Sql, attempts: FirstAttempt[]) {
   const failing = failureRuns(attempts);
   // A record lost to a crash of PostgreSQL goes with the consumer position written after it (the
   // WAL is one sequence): the events are read again and attempted again under the same ids.
+  // Only the attempts of integrations that still exist: one deleted meanwhile has no record to keep
+  // (its rows would go with it). Its rows failed the whole statement on their foreign key, again at
+  // every retry, holding up the records of every other organization's deliveries batched with them
+  // and the consumer's position. (A delete committed while this statement runs fails it once; the
+  // retry finds the integration gone. No row lock here: `f` below updates the same rows, and a row
+  // this statement updates is one its lock would no longer see.)
   await sql`
     with r as materialized (
       select * from jsonb_to_recordset(${sql.json(rows as never)}) as r(integration_id bigint, event_id text, event_type text,
         message_id bigint, body text, attempt int, status text, http_status int, response_body text, response_time_ms int, error text,
         retry_at timestamptz)
+      where exists (select 1 from webhook_integrations i where i.id = r.integration_id)
     ), d as (
       insert into webhook_deliveries (webhook_integration_id, event_id, event_type, message_id, body, origin, status, attempts)
       select integration_id, event_id, event_type, message_id, body, 'live', status, attempt from r where r.status <> 'succeeded'
