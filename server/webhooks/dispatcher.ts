@@ -133,8 +133,8 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
       .catch(() => {});
   }
 
-  /** The lane's integration as it is now (at most configMaxAgeMs old), one read at a time per lane. */
-  async function currentConfig(integrationId: number, lane: Lane): Promise<IntegrationForAttempt | null> {
+  /** The lane's integration as it is now: what the lane holds while at most configMaxAgeMs old (no await), else read again, one read at a time per lane. */
+  function currentConfig(integrationId: number, lane: Lane): IntegrationForAttempt | null | Promise<IntegrationForAttempt | null> {
     if (lane.config !== undefined && deps.clock.now() - lane.configAt < timing.configMaxAgeMs) return lane.config;
     lane.reading ??= loadIntegrationsForAttempt(deps.sql, [integrationId], deps.disableAfterSeconds)
       .then((found) => {
@@ -158,14 +158,22 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
         let done: FinishedAttempt;
         try {
           // Made with the integration as it is now: its URL, headers, secret and state, not those it had when the event was matched.
-          const config = await currentConfig(integrationId, lane);
+          let config = currentConfig(integrationId, lane);
+          if (config instanceof Promise) config = await config;
           if (config === null) {
             // Deleted: nothing to attempt, nothing to record (its rows would go with it).
             item.settle();
             continue;
           }
-          const { id: _integration, ...current } = config;
-          done = await makeAttempt(deps, { ...item.delivery, ...current }, (endpoint) => deps.limiter.wait(endpoint), null);
+          const d = item.delivery;
+          d.url = config.url;
+          d.headers = config.headers;
+          d.timeout_seconds = config.timeout_seconds;
+          d.retry_count = config.retry_count;
+          d.is_active = config.is_active;
+          d.secret_sealed = config.secret_sealed;
+          d.failing_too_long = config.failing_too_long;
+          done = await makeAttempt(deps, d, (endpoint) => deps.limiter.wait(endpoint), null);
         } catch (e) {
           deps.logger.warn({ err: (e as Error).message, event: item.delivery.event_id }, "webhook attempt failed to run; handed to the job queue");
           handOver([item]);
