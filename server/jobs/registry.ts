@@ -101,8 +101,8 @@ export const QUEUES = {
   },
   "message.outbound.pace": {
     description:
-      "Hands SIMs' waiting device sends to their phones as their sending policies allow (the pacer, under the SIMs' sim_pacing row locks), and enqueues each SIM's next slot",
-    producers: ["server/messages/outbound.ts", "server/messages/pacer.ts"],
+      "Hands SIMs' waiting device sends to their phones as their sending policies allow (the pacer, under the SIMs' sim_pacing row locks), and enqueues each SIM's next slot; a send whose phone will never send it (revoked, or no longer holding an active card of its number) fails with its unit given back, or moves within its sender pool",
+    producers: ["server/messages/outbound.ts", "server/messages/pacer.ts", "server/devices/retirement.ts"],
     handler: "server/messages/outbound-jobs.ts",
     batchSize: 200,
     concurrency: 2,
@@ -110,8 +110,8 @@ export const QUEUES = {
   },
   "message.outbound.device-online": {
     description:
-      "Runs the pacer of every SIM whose sends wait for a device that just came back online (enqueued by the heartbeat write that brought it back), a batch of devices in one transaction",
-    producers: ["server/devices/presence-store.ts"],
+      "Runs the pacer of every SIM whose sends wait for a device that just came back online (enqueued by the heartbeat write that brought it back, or by its enable), a batch of devices in one transaction",
+    producers: ["server/devices/presence-store.ts", "server/devices/management.ts"],
     handler: "server/messages/outbound-jobs.ts",
     // A fleet reconnecting at once: its devices' SIMs are paced together, in the SIMs' lock order.
     batchSize: 200,
