@@ -132,7 +132,8 @@ export const CATALOG = {
     realtime: "message.cancelled",
     channels: ["device"],
     audience: DEVICE_AUDIENCE,
-    cause: "POST /api/messages/{id}/cancel cancelled a queued BYOS send: the device is told not to send it",
+    cause:
+      "a BYOS send handed to its phone ended before the phone took it up (cancelled by POST /api/messages/{id}/cancel, expired, or past the pick-up timeout): the device is told not to send it",
   },
   "device.online": device("device.status_changed", "a heartbeat from a device marked offline"),
   "device.offline": device("device.status_changed", "the offline deadline passed without a heartbeat"),

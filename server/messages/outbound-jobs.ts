@@ -106,8 +106,9 @@ export async function failUnpickedDeviceSends(deps: Pick<Deps, "sql" | "events" 
     (m.expires_at ? expired : failed).push(m.id);
   }
   return changeStatuses(deps, [
-    { ids: expired, to: "expired", from: ["queued"], extra: { error: "No device picked up the message before it expired." } },
-    { ids: failed, to: "failed", from: ["queued"], extra: { error: `No device picked up the message within ${timeoutSeconds} seconds.` } },
+    // A phone that was handed one and never took it up is told not to send it late.
+    { ids: expired, to: "expired", from: ["queued"], extra: { error: "No device picked up the message before it expired." }, callOff: true },
+    { ids: failed, to: "failed", from: ["queued"], extra: { error: `No device picked up the message within ${timeoutSeconds} seconds.` }, callOff: true },
   ]);
 }
 

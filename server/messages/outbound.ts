@@ -30,20 +30,39 @@ const planLimitReached = (limit: number, bulk?: { requested: number; left: numbe
       : `Your plan's ${limit} outbound messages for this month are used up.`,
   );
 
-/** A status move of some outbound messages: those of `ids` still in one of `from` go to `to`. */
-export type StatusMove = { ids: number[]; to: string; from: string[]; extra?: StatusExtra };
+/**
+ * A status move of some outbound messages: those of `ids` still in one of `from` go to `to`.
+ * `callOff`: the phone a moved send was handed to (message.send) is told not to send it
+ * (message.send_cancelled), as a cancel tells it: the send ended without the phone taking it up.
+ */
+export type StatusMove = { ids: number[]; to: string; from: string[]; extra?: StatusExtra; callOff?: boolean };
 
 /** Status moves and their events in one transaction; the ids that moved (the others were not in their `from`). */
 export async function changeStatuses(deps: Pick<OutboundDeps, "sql" | "events">, moves: StatusMove[]): Promise<number[]> {
   if (moves.every((m) => m.ids.length === 0)) return [];
   const moved = await deps.sql.begin(async (tx) => {
     const ids: number[] = [];
-    for (const m of moves) ids.push(...(await moveStatuses(tx, m.ids, m.to, m.from, m.extra)));
-    if (ids.length > 0) await appendEvents(tx, await statusEventsOf(tx, ids));
+    const calledOff: number[] = [];
+    for (const m of moves) {
+      const now = await moveStatuses(tx, m.ids, m.to, m.from, m.extra);
+      ids.push(...now);
+      if (m.callOff) calledOff.push(...now);
+    }
+    if (ids.length > 0) await appendEvents(tx, [...(await statusEventsOf(tx, ids)), ...(await callOffEvents(tx, calledOff))]);
     return ids;
   });
   if (moved.length > 0) deps.events.notify();
   return moved;
+}
+
+/** message.send_cancelled for those of `ids` that were handed to a phone. */
+async function callOffEvents(tx: Sql, ids: number[]) {
+  if (ids.length === 0) return [];
+  const handed = await tx<{ id: number; organization_id: number; hosted_sim_id: number | null; device_id: number }[]>`
+    select id, organization_id, hosted_sim_id, device_id from messages where id = any(${ids}::bigint[]) and dispatched_at is not null and device_id is not null`;
+  return handed.map((m) =>
+    event.messageSendCancelled({ organizationId: m.organization_id, hostedSimId: m.hosted_sim_id, deviceId: m.device_id }, { message: { id: m.id } }),
+  );
 }
 
 /** Moves an outbound message's status and appends its event in the same transaction; false when it was not in `from`. */

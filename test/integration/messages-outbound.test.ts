@@ -179,7 +179,7 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     expect(res.body.data).toMatchObject({ status: "failed", error: "RESULT_ERROR_NO_SERVICE" });
   });
 
-  test("no device picks it up in time: failed by the timeout job; a late report is refused", async () => {
+  test("no device picks it up in time: failed by the timeout job, the phone told not to send it; a late report is refused", async () => {
     const t = await createTenant(ctx.sql);
     const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });
     await unpaced(ctx.sql, t.org.id);
@@ -187,6 +187,9 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     const failed = await settled(t.token, id, "failed");
     expect(failed.error).toContain("No device picked up");
     expect(failed.attempts).toBe(0);
+    // The phone it was handed to is told not to send it late, as a cancel tells it.
+    const calledOff = await eventually(() => events.find((e) => e.event === "message.cancelled" && (e.data as any).message?.id === id));
+    expect(calledOff.channel).toBe(`private-device.${byos.deviceId}`);
     const late = await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, { token: t.token, body: { status: "sent" } });
     expect(late.status).toBe(409);
     expectErrorShape(late.body, "invalid_state");
