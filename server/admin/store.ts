@@ -53,11 +53,11 @@ export async function upsertMembership(sql: Sql, m: { userId: number; organizati
   return { before: before?.role ?? null, after: after!.role };
 }
 
-/** Removes a membership and the user's places in the organization's teams; false when there was none. */
 /**
- * Ends a membership and the user's places in the organization's teams. The membership first, in
- * its own statement: it waits for a team addition holding the row (teams/store.ts addTeamMember),
- * so the team rows' delete, a statement later, sees what that addition inserted.
+ * Ends a membership and the user's places in the organization's teams; false when there was no
+ * membership. The membership first, in its own statement: it waits for a team addition holding
+ * the row (teams/store.ts addTeamMember), so the team rows' delete, a statement later, sees what
+ * that addition inserted.
  */
 export async function deleteMembership(sql: Sql, userId: number, organizationId: number): Promise<boolean> {
   const rows = await sql`delete from memberships where user_id = ${userId} and organization_id = ${organizationId} returning user_id`;

@@ -32,9 +32,13 @@ export async function deleteSession(sql: Sql, sessionId: number) {
  */
 export const inEpoch = (sql: Sql, userId: number, epoch: number) => sql`select id from users where id = ${userId} and credentials_epoch = ${epoch} for share`;
 
-/** The user's credentials epoch (`inEpoch`); undefined for no such user. */
-export async function credentialsEpoch(sql: Sql, userId: number): Promise<number | undefined> {
-  const [row] = await sql<{ credentials_epoch: number }[]>`select credentials_epoch from users where id = ${userId}`;
+/**
+ * The user's credentials epoch (`inEpoch`); undefined for no such user. `share`: the row stays
+ * share-locked until the transaction ends, so a sign-out everywhere else waits for it.
+ */
+export async function credentialsEpoch(sql: Sql, userId: number, o: { share?: boolean } = {}): Promise<number | undefined> {
+  const [row] = await sql<{ credentials_epoch: number }[]>`
+    select credentials_epoch from users where id = ${userId} ${o.share ? sql`for share` : sql``}`;
   return row?.credentials_epoch;
 }
 
@@ -141,10 +145,11 @@ export type SessionChoice = { only: number } | { except: number };
 
 /**
  * Deletes one of the user's tokens, or every one but one (and moves their credentials epoch on,
- * ending sign-ins under way); answers the ids deleted (never another user's). An OAuth token ends with its grant (its refresh tokens stop working, its other access
- * tokens are deleted too), or a refresh token would mint a new one: for one token, that token's
- * grant; for every one but one, every grant of the user but the kept token's, those whose access
- * tokens have expired (refresh tokens outlive them) included.
+ * ending sign-ins under way); answers the ids deleted (never another user's). An OAuth token
+ * ends with its grant (its refresh tokens stop working, its other access tokens are deleted
+ * too), or a refresh token would mint a new one: for one token, that token's grant; for every
+ * one but one, every grant of the user but the kept token's, those whose access tokens have
+ * expired (refresh tokens outlive them) included.
  */
 export async function deleteUserSessions(sql: Sql, userId: number, which: SessionChoice): Promise<number[]> {
   // Every one but one: sign-ins under way end too (`inEpoch`). Its own statement, so the delete's

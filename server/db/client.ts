@@ -119,17 +119,19 @@ export function isTransientConflict(error: unknown): boolean {
   return code === "40P01" || code === "40001";
 }
 
+/** An error of PostgreSQL's `code`, optionally of one named constraint or index. */
+const violation =
+  (code: string) =>
+  (e: unknown, constraint?: string): boolean => {
+    const err = e as { code?: string; constraint_name?: string } | null;
+    return err?.code === code && (!constraint || err.constraint_name === constraint);
+  };
+
 /** A unique violation (optionally of one named constraint or index). */
-export function isUniqueViolation(e: unknown, constraint?: string): boolean {
-  const err = e as { code?: string; constraint_name?: string };
-  return err?.code === "23505" && (!constraint || err.constraint_name === constraint);
-}
+export const isUniqueViolation = violation("23505");
 
 /**
  * A foreign-key violation, optionally of one named constraint: the row an insert names was
  * deleted between the caller's check and its insert (a team deleted while a claim named it).
  */
-export function isForeignKeyViolation(e: unknown, constraint?: string): boolean {
-  const err = e as { code?: string; constraint_name?: string };
-  return err?.code === "23503" && (!constraint || err.constraint_name === constraint);
-}
+export const isForeignKeyViolation = violation("23503");

@@ -46,14 +46,8 @@ function spentSentences(t: string): (at: number) => boolean {
   for (const m of t.matchAll(/[.!?]\s|[。！？\n]/g)) ends.push(m.index);
   const verdicts = new Map<number, boolean>();
   return (at) => {
-    // The first sentence end at or after `at` (binary search): its sentence runs from the end before it.
-    let lo = 0;
-    let hi = ends.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (ends[mid]! < at) lo = mid + 1;
-      else hi = mid;
-    }
+    // The first sentence end at or after `at`: its sentence runs from the end before it.
+    const lo = firstNotBelow(ends.length, (i) => ends[i]! < at);
     let verdict = verdicts.get(lo);
     if (verdict === undefined) {
       verdict = SPENT.test(t.slice(lo === 0 ? 0 : ends[lo - 1]! + 1, ends[lo] ?? t.length));
@@ -61,6 +55,18 @@ function spentSentences(t: string): (at: number) => boolean {
     }
     return verdict;
   };
+}
+
+/** Binary search over 0..n-1 ordered so that `below` holds for a prefix: the first index past that prefix (n when it is all). */
+function firstNotBelow(n: number, below: (i: number) => boolean): number {
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (below(mid)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 type Span = { start: number; end: number };
@@ -183,13 +189,7 @@ const LINK_AFTER_CODE = /^\s*(?:(?:is|are|ist|est|es|é|è|je|är|er|это)(?![
  */
 function nearestKeyword(t: string, c: Candidate, keywords: Span[]): Rank | null {
   const limit = c.kind === "alphanumeric" ? MAX_ALPHANUMERIC_GAP : MAX_GAP;
-  let lo = 0;
-  let hi = keywords.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (keywords[mid]!.end < c.start - limit) lo = mid + 1;
-    else hi = mid;
-  }
+  const lo = firstNotBelow(keywords.length, (i) => keywords[i]!.end < c.start - limit);
   let best: Rank | null = null;
   for (let i = lo; i < keywords.length && keywords[i]!.start <= c.end + limit; i++) {
     const k = keywords[i]!;

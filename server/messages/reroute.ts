@@ -1,5 +1,5 @@
 import type { Sql } from "../db/client";
-import { byosDeviceOf, findHostedSim } from "../numbers/store";
+import { byosDeviceOf, findHostedSim, lockedByOther } from "../numbers/store";
 import { effectivePolicy, lastSendersTo, pacingLoads } from "./policy-store";
 import { sentToday } from "./sending-policy";
 
@@ -65,7 +65,7 @@ async function healthyTargets(tx: Sql, organizationId: number, pool: number[], n
   for (const id of pool) {
     const sim = await findHostedSim(tx, [organizationId], id);
     if (sim?.status !== "active" || sim.provider !== "byos") continue;
-    if (sim.lock_live && sim.lock_organization_id !== organizationId) continue;
+    if (lockedByOther(sim, organizationId)) continue;
     const device = await byosDeviceOf(tx, id);
     if (device?.device_status !== "active" || !device.is_online) continue;
     const { policy } = await effectivePolicy(tx, organizationId, id);

@@ -2,7 +2,7 @@ import type { Caller } from "../auth/caller";
 import type { Pool } from "../db/client";
 import { invalidState } from "../errors";
 import { numberLocked, requireNumber } from "../numbers/locks";
-import { byosDeviceOf, type HostedSimRow } from "../numbers/store";
+import { byosDeviceOf, type HostedSimRow, lockedByOther } from "../numbers/store";
 import { effectivePolicy, lastSendersTo, pacingLoads } from "./policy-store";
 import { sentToday } from "./sending-policy";
 
@@ -49,7 +49,7 @@ async function poolCandidates(sql: Pool, c: Caller, ids: number[], now: number):
   const active = sims.filter((s) => s.status === "active");
   if (active.length === 0) throw invalidState("No number of this sender pool is active.");
   // Another organization's lock keeps the pool off that number, as it keeps a send from it off (409).
-  const free = active.filter((s) => !(s.lock_live && s.lock_organization_id !== c.organization.id));
+  const free = active.filter((s) => !lockedByOther(s, c.organization.id));
   if (free.length === 0) throw numberLocked(active.map((s) => s.locked_until).sort()[0] ?? null);
   const loads = await pacingLoads(
     sql,

@@ -9,7 +9,7 @@ import type { JobHandler, JobQueue } from "../jobs/queue";
 import { RetryAfter } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import { clearExpiredLock, releaseLock, type TakenLock, takeLock } from "./lock-store";
-import { attachedOrganizations, findHostedSim, type HostedSimRow, notATeam, teamBelongsTo } from "./store";
+import { attachedOrganizations, findHostedSim, type HostedSimRow, lockedByOther, notATeam, teamBelongsTo } from "./store";
 
 type EventDeps = { sql: Pool; events: Pick<EventTail, "notify">; clock: Clock };
 type Deps = EventDeps & { jobs: JobQueue };
@@ -75,7 +75,7 @@ export async function unlockNumber(deps: Deps, c: Caller, id: number) {
   if (!released) {
     const now = await requireNumber(deps.sql, c, id);
     // Someone else's live lock refuses; no lock at all is already the wanted state.
-    if (now.lock_live && now.lock_organization_id !== c.organization.id) throw numberLocked(now.locked_until);
+    if (lockedByOther(now, c.organization.id)) throw numberLocked(now.locked_until);
     return now;
   }
   deps.events.notify();

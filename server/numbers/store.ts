@@ -99,6 +99,10 @@ export async function setAlias(sql: Sql, organizationId: number, hostedSimId: nu
 
 export type Attachment = { organizationId: number; teamId?: number | null; alias?: string | null };
 
+/** Whether another organization than `organizationId` holds the number's lock now: then the number is not this organization's to send from or lock. */
+export const lockedByOther = (sim: Pick<HostedSimRow, "lock_live" | "lock_organization_id">, organizationId: number) =>
+  sim.lock_live && sim.lock_organization_id !== organizationId;
+
 /** The 422 of a `team_id` that is no team of the organization (API notes: missing and foreign teams alike). */
 export const notATeam = () => validationFailed({ team_id: ["is not a team of your organization"] });
 

@@ -54,12 +54,6 @@ export async function createGrant(sql: Sql, g: { clientId: number; userId: numbe
   return row?.id;
 }
 
-/** The user's credentials epoch, their row share-locked until the transaction ends (auth/store.ts `inEpoch`); undefined for no such user. */
-export async function lockUserEpoch(tx: Sql, userId: number): Promise<number | undefined> {
-  const [row] = await tx<{ credentials_epoch: number }[]>`select credentials_epoch from users where id = ${userId} for share`;
-  return row?.credentials_epoch;
-}
-
 export async function grantRevoked(tx: Sql, grantId: string): Promise<boolean> {
   const [row] = await tx<{ revoked: boolean }[]>`select revoked_at is not null as revoked from oauth_grants where id = ${grantId}`;
   return row?.revoked ?? true;

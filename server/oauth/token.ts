@@ -1,5 +1,5 @@
 import type { Recorder, Revoker } from "../auth/revoker";
-import { deleteSession } from "../auth/store";
+import { credentialsEpoch, deleteSession } from "../auth/store";
 import { issueSession } from "../auth/tokens";
 import type { Pool, Sql } from "../db/client";
 import { invalidClient, invalidGrant, invalidRequest, OAuthError } from "./oauth-error";
@@ -82,7 +82,7 @@ export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number
       if (token.expired) return invalidGrant("The refresh token has expired.");
       // The user's row share-locked, then the grant read again: a sign-out everywhere else either
       // committed before (the grant reads revoked) or waits for this transaction and ends its token.
-      const epoch = await store.lockUserEpoch(tx, token.user_id);
+      const epoch = await credentialsEpoch(tx, token.user_id, { share: true });
       if (epoch === undefined || (await store.grantRevoked(tx, token.grant_id))) return invalidGrant("The refresh token is invalid or revoked.");
       await store.markRefreshTokenUsed(tx, token.id);
       return issue(tx, token.grant_id, token.user_id, epoch);

@@ -84,11 +84,12 @@ export function teamRoutes(services: Pick<Services, "auth" | "sql" | "clock" | "
         if (!team) throw notFound("Team");
         const user = await findOrganizationUser(sql, c.organization.id, lookup);
         const field = lookup.userId !== undefined ? "user_id" : "email";
-        if (!user) throw validationFailed({ [field]: ["must name a member of this organization"] });
+        const notAMember = () => validationFailed({ [field]: ["must name a member of this organization"] });
+        if (!user) throw notAMember();
         const added = await addTeamMember(sql, team.id, user.id);
         if (added === "gone") throw notFound("Team");
         // Removed from the organization since it was looked up.
-        if (added === "not_member") throw validationFailed({ [field]: ["must name a member of this organization"] });
+        if (added === "not_member") throw notAMember();
         set.status = added.created ? 201 : 200;
         return { data: presentMember({ ...user, added_at: added.added_at }) };
       },

@@ -40,14 +40,16 @@ export const DISPATCH_TIMING = {
 export type LiveItem = { delivery: DeliveryForAttempt; settle: () => void };
 
 type Queued = LiveItem & { since: number };
+/** What an attempt takes from its integration: the fields of a delivery that come from it. */
+type Config = Omit<IntegrationForAttempt, "id">;
 /** `config`: the integration as last read (null: deleted), at `configAt`; `reading` while a read is under way. */
 type Lane = {
   queue: Queued[];
   head: number;
   running: number;
-  config?: IntegrationForAttempt | null;
+  config?: Config | null;
   configAt: number;
-  reading?: Promise<IntegrationForAttempt | null>;
+  reading?: Promise<Config | null>;
 };
 
 /**
@@ -134,11 +136,15 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
   }
 
   /** The lane's integration as it is now: what the lane holds while at most configMaxAgeMs old (no await), else read again, one read at a time per lane. */
-  function currentConfig(integrationId: number, lane: Lane): IntegrationForAttempt | null | Promise<IntegrationForAttempt | null> {
+  function currentConfig(integrationId: number, lane: Lane): Config | null | Promise<Config | null> {
     if (lane.config !== undefined && deps.clock.now() - lane.configAt < timing.configMaxAgeMs) return lane.config;
     lane.reading ??= loadIntegrationsForAttempt(deps.sql, [integrationId], deps.disableAfterSeconds)
       .then((found) => {
-        lane.config = found.get(integrationId) ?? null;
+        const row = found.get(integrationId);
+        if (row) {
+          const { id: _, ...config } = row;
+          lane.config = config;
+        } else lane.config = null;
         lane.configAt = deps.clock.now();
         return lane.config;
       })
@@ -165,15 +171,7 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
             item.settle();
             continue;
           }
-          const d = item.delivery;
-          d.url = config.url;
-          d.headers = config.headers;
-          d.timeout_seconds = config.timeout_seconds;
-          d.retry_count = config.retry_count;
-          d.is_active = config.is_active;
-          d.secret_sealed = config.secret_sealed;
-          d.failing_too_long = config.failing_too_long;
-          done = await makeAttempt(deps, d, (endpoint) => deps.limiter.wait(endpoint), null);
+          done = await makeAttempt(deps, Object.assign(item.delivery, config), (endpoint) => deps.limiter.wait(endpoint), null);
         } catch (e) {
           deps.logger.warn({ err: (e as Error).message, event: item.delivery.event_id }, "webhook attempt failed to run; handed to the job queue");
           handOver([item]);
