@@ -1,5 +1,5 @@
 import type { Pool, Sql } from "../db/client";
-import { enqueueJobs } from "../jobs/queue";
+import { enqueuePace } from "../messages/pacer";
 import { deactivateHostedSims } from "../numbers/byos-store";
 import { appendDeviceEvents, DEVICE_NEWS, retiredEvents } from "./announce";
 import { MISSED_HEARTBEATS_TO_INACTIVE } from "./presence-store";
@@ -52,10 +52,10 @@ export async function endService(tx: Sql, cards: { hosted_sim_id: number | null;
     tx,
     cards.flatMap((c) => (c.was === "active" && c.hosted_sim_id !== null ? [c.hosted_sim_id] : [])),
   );
-  const numbers = [...new Set(cards.flatMap((c) => (c.hosted_sim_id === null ? [] : [c.hosted_sim_id])))];
-  if (numbers.length > 0) {
-    await enqueueJobs(tx, "message.outbound.pace", tx`select jsonb_build_object('hosted_sim_id', id) from unnest(${numbers}::bigint[]) as t(id)`);
-  }
+  await enqueuePace(
+    tx,
+    cards.flatMap((c) => (c.hosted_sim_id === null ? [] : [c.hosted_sim_id])),
+  );
 }
 
 /**

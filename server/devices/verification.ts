@@ -3,6 +3,7 @@ import { isUniqueViolation, type Pool } from "../db/client";
 import { event } from "../events/catalog";
 import type { EventTail } from "../events/tail";
 import type { Clock } from "../lib/clock";
+import { enqueuePace } from "../messages/pacer";
 import { linkProvenNumber, renumberProvenNumber } from "../numbers/byos-store";
 import { deviceKey, senderKey, type VerificationThrottle } from "../numbers/verification-throttle";
 import type { DeviceActors } from "./actor";
@@ -47,11 +48,18 @@ async function settle(deps: Deps, guard: Guard, outcome: VerificationOutcome): P
   return (await deps.sql.begin((tx) => guard(tx))) ? outcome : "duplicate";
 }
 
-/** The proof itself: numbers/ gives a pending card its hosted SIM, or renumbers a verified card's. */
+/**
+ * The proof itself: numbers/ gives a pending card its hosted SIM, or renumbers a verified card's.
+ * A verified card's sends still waiting were accepted from its old number, which the SIM no longer
+ * is: its pacer ends them (messages/pacer.ts), so the phone never sends them from the new one.
+ */
 async function proveNumber(tx: Tx, card: CodeCard, from: string, providerNumber: string) {
   const holder = await findActiveCardByNumber(tx, from);
   if (from === providerNumber || (holder && holder.id !== card.id)) return null;
-  return card.status === "active" ? renumberProvenNumber(tx, card.hosted_sim_id, from, card.organization_id) : linkProvenNumber(tx, from, card.organization_id);
+  if (card.status !== "active") return linkProvenNumber(tx, from, card.organization_id);
+  const hostedSimId = await renumberProvenNumber(tx, card.hosted_sim_id, from, card.organization_id);
+  if (hostedSimId !== null && card.hosted_sim_id !== null) await enqueuePace(tx, [card.hosted_sim_id]);
+  return hostedSimId;
 }
 
 async function verifyInTx(tx: Tx, code: string, from: string, now: Date, providerNumber: string) {

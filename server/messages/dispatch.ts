@@ -27,16 +27,21 @@ export async function dispatchScheduled(deps: OutboundDeps & PacerDeps, messageI
     // Moved only from `scheduled` (conditional updates): a send cancelled meanwhile stays cancelled.
     const late = due.filter((m) => m.expires_at !== null && m.expires_at.getTime() <= now);
     const onTime = due.filter((m) => m.expires_at === null || m.expires_at.getTime() > now);
-    const expired = await moveStatuses(tx, ids(late), "expired", ["scheduled"], { error: "It expired before it could be sent." });
     const queued = new Set(await moveStatuses(tx, ids(onTime), "queued", ["scheduled"]));
     const moved = onTime.filter((m) => queued.has(m.id));
     await enqueueFollowUps(tx, moved);
-    const events = await statusEventsOf(
-      tx,
-      [...expired, ...queued].sort((a, b) => a - b),
-    );
     const sims = [...new Set(moved.filter((m) => m.device_id !== null).map((m) => m.hosted_sim_id))];
-    events.push(...(await paceSimsIn(deps, tx, sims)));
+    const paced = await paceSimsIn(deps, tx, sims);
+    // Expired (a refund: the usage row locked) after the pacer has locked the sends it hands over,
+    // as every path takes message rows before usage rows (a cancel does).
+    const expired = await moveStatuses(tx, ids(late), "expired", ["scheduled"], { error: "It expired before it could be sent." });
+    const events = [
+      ...(await statusEventsOf(
+        tx,
+        [...expired, ...queued].sort((a, b) => a - b),
+      )),
+      ...paced,
+    ];
     await appendEvents(tx, events);
     return events.length > 0;
   });

@@ -37,8 +37,10 @@ const PER_SIM = 20;
  */
 export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[]): Promise<NewEvent[]> {
   if (hostedSimIds.length === 0) return [];
-  const now = deps.clock?.now() ?? Date.now();
-  const states = await lockPacings(tx, hostedSimIds);
+  const { states, databaseNow } = await lockPacings(tx, hostedSimIds);
+  // The queue claims a job once the database's clock or the instance's reaches its time (jobs/queue.ts
+  // dueBy): a pace job due at a slot runs at the slot by whichever is ahead, and judges it so too.
+  const now = Math.max(deps.clock?.now() ?? Date.now(), databaseNow);
   const waiting = await waitingSends(tx, [...states.keys()], PER_SIM);
   const policies = await effectivePolicies(tx, distinctPairs(waiting));
   const expired: number[] = [];
@@ -57,6 +59,13 @@ export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[
     states.set(sim, run.state);
   }
   const events: NewEvent[] = [];
+  // The sends handed over are locked before the moves below lock the organizations' usage rows (a
+  // refund): a cancel locks its message, then the usage row, and the other order deadlocked with it.
+  const pickUpBy = new Date(now + deps.deviceTimeoutSeconds * 1000);
+  const sent = await markDispatched(tx, handed, now, (ids) =>
+    enqueueJobs(tx, "message.outbound.device-timeout", tx`select jsonb_build_object('message_id', id) from (${ids}) as t`, { runAt: pickUpBy }),
+  );
+  for (const m of sent) events.push(deviceCommand(m.organization_id, m.device_id, m));
   const gone = await moveStatuses(tx, expired, "expired", ["queued"], { error: "No device picked up the message before it expired." });
   events.push(...(await statusEventsOf(tx, gone)));
   // Sends whose phone will never send them: a sender pool's go to another of its numbers where one
@@ -69,14 +78,12 @@ export async function paceSimsIn(deps: PacerDeps, tx: Sql, hostedSimIds: number[
     orphaned.filter((m) => !movedAway.has(m.id)).map((m) => m.id),
     "failed",
     ["queued"],
-    { error: "The phone it was to be sent from no longer serves its number (revoked, or its SIM card left service).", neverWentOut: true },
+    {
+      error: "The phone it was to be sent from no longer serves its number (revoked, its SIM card left service, or the SIM proved another number).",
+      neverWentOut: true,
+    },
   );
   events.push(...(await statusEventsOf(tx, failed)));
-  const pickUpBy = new Date(now + deps.deviceTimeoutSeconds * 1000);
-  const sent = await markDispatched(tx, handed, now, (ids) =>
-    enqueueJobs(tx, "message.outbound.device-timeout", tx`select jsonb_build_object('message_id', id) from (${ids}) as t`, { runAt: pickUpBy }),
-  );
-  for (const m of sent) events.push(deviceCommand(m.organization_id, m.device_id, m));
   await savePacings(tx, states);
   // Sends of a sender pool waiting for a phone that is away go to another phone of their pool, paced there.
   const rerouted = await rerouteStranded(tx, { hostedSimIds: stranded }, now);
@@ -129,6 +136,16 @@ function planRun(sends: WaitingSend[], before: SimPacing, policyOf: (m: WaitingS
   if (wake !== null && state.wakeAt !== null && state.wakeAt > now && state.wakeAt <= wake) wake = null;
   if (wake !== null) state = { ...state, wakeAt: wake };
   return { expired, handed, orphaned, state, wake, phoneAway };
+}
+
+/**
+ * A pace job for each of these SIMs, due at once: something changed that the sends waiting on
+ * them depend on (their cards left service, the SIM proved another number), and the pacer decides
+ * what becomes of them (handed over, failed, or moved within their sender pool).
+ */
+export async function enqueuePace(tx: Sql, hostedSimIds: number[]) {
+  const ids = [...new Set(hostedSimIds)];
+  if (ids.length > 0) await enqueueJobs(tx, "message.outbound.pace", tx`select jsonb_build_object('hosted_sim_id', id) from unnest(${ids}::bigint[]) as t(id)`);
 }
 
 /** The pace jobs of SIMs at their next slots, one statement for all. */

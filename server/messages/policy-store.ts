@@ -68,15 +68,16 @@ export type SimPacing = PacingState & { wakeAt: number | null };
 
 /**
  * SIMs' pacing states, locked for the rest of the transaction (in id order, so two dispatchers
- * of overlapping SIMs never deadlock): one dispatcher per SIM at a time, on any instance.
+ * of overlapping SIMs never deadlock): one dispatcher per SIM at a time, on any instance. With
+ * the database's time of the transaction, which the job queue also claims by (jobs/queue.ts).
  */
-export async function lockPacings(tx: Sql, hostedSimIds: number[]): Promise<Map<number, SimPacing>> {
+export async function lockPacings(tx: Sql, hostedSimIds: number[]): Promise<{ states: Map<number, SimPacing>; databaseNow: number }> {
   const ids = [...new Set(hostedSimIds)].sort((a, b) => a - b);
   await tx`insert into sim_pacing (hosted_sim_id) select unnest(${ids}::bigint[]) order by 1 on conflict do nothing`;
-  const rows = await tx<(PacingRow & { hosted_sim_id: number })[]>`
-    select hosted_sim_id, next_allowed_at, day, day_count, wake_at from sim_pacing where hosted_sim_id = any(${ids}::bigint[])
+  const rows = await tx<(PacingRow & { hosted_sim_id: number; database_now: Date })[]>`
+    select hosted_sim_id, next_allowed_at, day, day_count, wake_at, now() as database_now from sim_pacing where hosted_sim_id = any(${ids}::bigint[])
     order by hosted_sim_id for update`;
-  return new Map(rows.map((r) => [r.hosted_sim_id, toState(r)]));
+  return { states: new Map(rows.map((r) => [r.hosted_sim_id, toState(r)])), databaseNow: rows[0]?.database_now.getTime() ?? 0 };
 }
 
 /** Stores the pacing states the dispatcher left (one statement for every SIM). */
@@ -108,7 +109,11 @@ export type WaitingSend = {
   expires_at: Date | null;
   /** Online and active: the send may go now. */
   device_ready: boolean;
-  /** The phone will never send it: revoked, or it no longer holds an active card of the number (the card left service). */
+  /**
+   * The phone will never send it: revoked, or it no longer holds an active card of the number (the
+   * card left service), or the number is no longer the SIM's (a card proved another number in its
+   * place: the phone would send it from a number the send does not name).
+   */
   device_gone: boolean;
   /** Accepted through a sender pool: another number of the pool may take it (reroute.ts). */
   pooled: boolean;
@@ -123,9 +128,10 @@ export async function waitingSends(tx: Sql, hostedSimIds: number[], perSim: numb
     select w.* from unnest(${hostedSimIds}::bigint[]) as s(id) cross join lateral (
       select m.id, m.hosted_sim_id, m.organization_id, m.device_id, m.expires_at, coalesce(d.is_online and d.status = 'active', false) as device_ready,
         coalesce(d.status = 'revoked', true) or not exists (
-          select 1 from sim_cards c where c.device_id = m.device_id and c.hosted_sim_id = m.hosted_sim_id and c.status = 'active') as device_gone,
+          select 1 from sim_cards c where c.device_id = m.device_id and c.hosted_sim_id = m.hosted_sim_id and c.status = 'active')
+          or h.number is distinct from m.number as device_gone,
         m.sender_pool is not null as pooled
-      from messages m left join devices d on d.id = m.device_id
+      from messages m left join devices d on d.id = m.device_id left join hosted_sims h on h.id = m.hosted_sim_id
       where m.hosted_sim_id = s.id and m.direction = 'outbound' and m.status = 'queued' and m.device_id is not null and m.dispatched_at is null
       order by m.id limit ${perSim}) w
     order by w.hosted_sim_id, w.id`;
@@ -133,7 +139,9 @@ export async function waitingSends(tx: Sql, hostedSimIds: number[], perSim: numb
 
 /**
  * Marks waiting device sends handed to their phone at `at`, returning what their `message.send`
- * carries; a send no longer waiting (cancelled meanwhile) is left out. Sends without expires_at
+ * carries; a send no longer waiting (cancelled meanwhile) is left out. Each takes the slot its
+ * number's card is in now: the card may have moved to another slot since the send was accepted,
+ * and the phone sends from the slot it is given. Sends without expires_at
  * get their pick-up timeout job here (OUTBOUND_DEVICE_TIMEOUT_SECONDS from now): those with one
  * already have it at expires_at, from when they started waiting.
  */
@@ -143,7 +151,9 @@ export async function markDispatched(tx: Sql, messageIds: number[], at: number, 
     { id: number; organization_id: number; device_id: number; hosted_sim_id: number; number: string; to: string; text: string; sim_slot: number | null }[]
   >`
     with handed as (
-      update messages set dispatched_at = ${new Date(at)}, updated_at = now()
+      update messages m set dispatched_at = ${new Date(at)}, updated_at = now(), sim_slot = coalesce((
+          select c.sim_slot from sim_cards c where c.device_id = m.device_id and c.hosted_sim_id = m.hosted_sim_id and c.status = 'active'
+          order by c.id limit 1), m.sim_slot)
       where id = any(${messageIds}::bigint[]) and status = 'queued' and dispatched_at is null
       returning id, organization_id, device_id, hosted_sim_id, number, to_number as "to", text, sim_slot, expires_at),
     timeouts as (${timeouts(tx`select id from handed where expires_at is null`)})

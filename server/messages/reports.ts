@@ -32,7 +32,7 @@ export async function applyReport(deps: Deps, message: OutboundRow, status: stri
 }
 
 /**
- * A device's report on an outbound message it was asked to send. A duplicate or late report
+ * A device's report on an outbound message it was asked to send (handed to it: 409 before). A duplicate or late report
  * (a step the message has passed) answers the message unchanged; one that contradicts a final
  * state (e.g. `sent` after the pick-up timeout failed it) is 409. The device taking the message
  * (its first report) counts one attempt.
@@ -42,6 +42,9 @@ export async function reportDeviceStatus(deps: Deps, c: Caller, q: { deviceId: n
   const found = await findDeviceOutbound(deps.sql, { messageId: q.messageId, deviceId: q.deviceId, organizationId: org });
   if (!found) throw notFound("Message");
   assertReportsSends(found.device_status);
+  // Its phone learns of a send from message.send, once the pacer has handed it over: before that it
+  // waits on the pace (and may still be cancelled), and no report may move it past the pacer.
+  if (!found.dispatched) throw invalidState(`The message has not been handed to the device yet (it is ${found.status}).`);
   const outcome = await applyReport(deps, found, q.status, { error: q.error ?? "The device reported a failure.", attempt: true });
   const now = (await findVisibleMessage(deps.sql, org, q.messageId))!;
   if (outcome === "conflict") throw invalidState(`A ${now.status} message cannot become ${q.status}.`);

@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { moveStatus } from "../../server/messages/outbound-store";
+import { paceSims } from "../../server/messages/pacer";
+import { CANCELLABLE } from "../../server/messages/status";
 import type { Delivery as BusMessage } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
 import { registerDevice, verificationSms } from "../fixtures-devices";
 import { logRows } from "../fixtures-events";
-import { createByosNumber, createSharedNumber, eventually, randomNumber, unpaced, useQuota } from "../fixtures-numbers";
+import { createByosNumber, createSharedNumber, eventually, lockWaiters, randomNumber, unpaced, useQuota } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 
 /**
@@ -172,6 +175,7 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });
     await unpaced(ctx.sql, t.org.id);
     const id = (await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770002", text: "x" })).body.data.id;
+    await eventually(() => events.find((e) => e.event === "message.send" && (e.data as any).message.id === id));
     const res = await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, {
       token: t.token,
       body: { status: "failed", error: "RESULT_ERROR_NO_SERVICE" },
@@ -263,6 +267,95 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     const [row] = await ctx.sql`select status, dispatched_at from messages where id = ${id}`;
     expect(row).toEqual({ status: "failed", dispatched_at: null });
   });
+
+  test("a send waiting while its SIM card moves to another slot is handed over with the slot the card is in now", async () => {
+    const t = await createTenant(ctx.sql, { plan: "pro" });
+    const byos = await createByosNumber(ctx.sql, t.org.id);
+    await unpaced(ctx.sql, t.org.id);
+    const res = await send(t.token, { hosted_sim: byos.hostedSimId, to: randomNumber(), text: "from the card, wherever it is" });
+    expect(res.body.data.sim_slot).toBe(1);
+    const [card] = await ctx.sql<{ id: number }[]>`select id from sim_cards where device_id = ${byos.deviceId}`;
+    const moved = await ctx.request("PATCH", `/api/byos/devices/${byos.deviceId}/sims/${card!.id}`, { token: t.token, body: { sim_slot: 2 } });
+    expect(moved.status).toBe(200);
+    expect((await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/heartbeat`, { token: t.token, body: {} })).status).toBe(200);
+    const order = await eventually(() => events.find((e) => e.event === "message.send" && (e.data as any).message.id === res.body.data.id));
+    // The phone sends from the slot it is given: slot 1 would be another SIM, or none.
+    expect((order.data as any).message).toMatchObject({ number: byos.number, sim_slot: 2 });
+    expect((await show(t.token, res.body.data.id)).sim_slot).toBe(2);
+  });
+
+  test("a send waiting when its SIM card proves another number in its place fails, its unit given back; the phone is never handed it", async () => {
+    const t = await createTenant(ctx.sql, { plan: "pro" });
+    const byos = await createByosNumber(ctx.sql, t.org.id);
+    await unpaced(ctx.sql, t.org.id);
+    const id = (await send(t.token, { hosted_sim: byos.hostedSimId, to: randomNumber(), text: `from ${byos.number} only` })).body.data.id;
+    const used = async () => (await ctx.request("GET", "/api/usage", { token: t.token })).body.data.monthly_messages.used;
+    expect(await used()).toBe(1);
+    const [card] = await ctx.sql<{ id: number }[]>`select id from sim_cards where device_id = ${byos.deviceId}`;
+    const renumbered = randomNumber();
+    const claim = await ctx.request("PATCH", `/api/byos/devices/${byos.deviceId}/sims/${card!.id}`, { token: t.token, body: { phone_number: renumbered } });
+    expect((await verificationSms(ctx, claim.body.data.verification_code, renumbered)).status).toBe(200);
+    // The number renumbered in place: the same hosted SIM, now the new number.
+    expect((await ctx.sql`select number from hosted_sims where id = ${byos.hostedSimId}`)[0]!.number).toBe(renumbered);
+    const failed = await settled(t.token, id, "failed");
+    expect(failed.error).toContain("no longer serves its number");
+    expect(await used()).toBe(0);
+    expect((await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/heartbeat`, { token: t.token, body: {} })).status).toBe(200);
+    expect((await ctx.sql`select dispatched_at from messages where id = ${id}`)[0]!.dispatched_at).toBeNull();
+    expect(events.some((e) => e.event === "message.send" && (e.data as any).message.id === id)).toBe(false);
+  });
+
+  test("a report on a send not yet handed to the phone is refused with 409 invalid_state; it still waits and can be cancelled", async () => {
+    const t = await createTenant(ctx.sql, { plan: "pro" });
+    const byos = await createByosNumber(ctx.sql, t.org.id);
+    await unpaced(ctx.sql, t.org.id);
+    const id = (await send(t.token, { hosted_sim: byos.hostedSimId, to: randomNumber(), text: "waits for the pacer" })).body.data.id;
+    const res = await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, { token: t.token, body: { status: "sending" } });
+    expect(res.status).toBe(409);
+    expectErrorShape(res.body, "invalid_state");
+    expect((await ctx.sql`select status, attempts, dispatched_at from messages where id = ${id}`)[0]).toEqual({
+      status: "queued",
+      attempts: 0,
+      dispatched_at: null,
+    });
+    expect((await ctx.request("POST", `/api/messages/${id}/cancel`, { token: t.token })).body.data.status).toBe("cancelled");
+  });
+
+  test.skipIf(!process.env.DATABASE_URL)(
+    "a cancel racing the pacer (the cancel holds its send, the pacer refunds an expired one first) ends without a deadlock",
+    async () => {
+      const t = await createTenant(ctx.sql, { plan: "pro" });
+      const byos = await createByosNumber(ctx.sql, t.org.id);
+      await unpaced(ctx.sql, t.org.id);
+      const post = async (body: Record<string, unknown>) =>
+        (await send(t.token, { hosted_sim: byos.hostedSimId, to: randomNumber(), ...body })).body.data.id as number;
+      const expiring = await post({ text: "expires while the phone is away", expires_at: new Date(Date.now() + 1500).toISOString() });
+      // Its expiry left to the pacer (its own timeout job would expire it first).
+      await ctx.sql`delete from jobs where queue = 'message.outbound.device-timeout' and (payload->>'message_id')::bigint = ${expiring}`;
+      const held = await post({ text: "cancelled while the pacer runs" });
+      await eventually(async () => Date.now() > Date.parse((await show(t.token, expiring)).expires_at) + 100);
+      await ctx.sql`update devices set is_online = true, last_seen_at = now() where id = ${byos.deviceId}`;
+      // The cancel's order (cancelMessage): its message row, then the organization's usage row (the refund).
+      let go!: () => void;
+      const gate = new Promise<void>((r) => (go = r));
+      const cancel = ctx.sql.begin(async (tx) => {
+        await tx`select 1 from messages where id = ${held} for update`;
+        await gate;
+        return moveStatus(tx, held, "cancelled", CANCELLABLE);
+      });
+      await eventually(async () => (await ctx.sql`select 1 from pg_locks where locktype = 'transactionid' and granted`).length > 0);
+      const deps = { sql: ctx.sql, jobs: ctx.services.jobs, events: ctx.services.events, deviceTimeoutSeconds: 300 };
+      const pace = paceSims(deps, [byos.hostedSimId]);
+      await lockWaiters(ctx.sql, 1);
+      go();
+      expect(await Promise.all([cancel, pace])).toEqual([true, undefined]);
+      expect((await ctx.sql`select id, status from messages where id = any(${[expiring, held]}::bigint[]) order by id`).map((r) => r.status)).toEqual([
+        "expired",
+        "cancelled",
+      ]);
+    },
+    30_000,
+  );
 
   test("sends that waited while the phone was disabled go when it is enabled again, though it stayed online", async () => {
     const t = await createTenant(ctx.sql, { plan: "pro" });

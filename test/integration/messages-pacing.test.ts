@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type Clock, systemClock } from "../../server/lib/clock";
 import { resumeDevices } from "../../server/messages/pacer";
 import { localTime } from "../../server/messages/sending-policy";
 import { createFakeClock, type FakeClock } from "../fake-clock";
@@ -200,6 +201,35 @@ describe("a phone that is away", () => {
     expect(out[0]!.at).toBeGreaterThanOrEqual(START + 10 * 60_000);
     await c.close();
   }, 120_000);
+});
+
+describe("an instance whose clock is behind the database's", () => {
+  test("its pace jobs, claimed by the database's time, go on at every slot: no send is left waiting", async () => {
+    // Two seconds behind: the queue claims a job due at a slot once the database reaches it.
+    const behind: Clock = { ...systemClock, now: () => Date.now() - 2_000 };
+    const c = await clockedContext(base, behind, { OUTBOUND_DEVICE_TIMEOUT_SECONDS: 864_000 } as never);
+    c.services.start();
+    const t = await createTenant(base.sql, { plan: "enterprise" });
+    const byos = await createByosNumber(base.sql, t.org.id, { online: true });
+    await policy(c, t.token, "/api/sending-policy", { messages_per_minute: 60, min_delay_seconds: 1, max_delay_seconds: 1, daily_cap: 1000 });
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++)
+      ids.push(
+        (await c.request("POST", "/api/messages", { token: t.token, body: { hosted_sim: byos.hostedSimId, to: randomNumber(), text: `s${i}` } })).body.data.id,
+      );
+    const out = await eventually(
+      async () => {
+        const handed = await dispatchedOf(ids);
+        return handed.length === 3 && handed;
+      },
+      15_000,
+      "every send handed over",
+    );
+    // Paced all the same: a second between hand-overs.
+    expect(out[1]!.at - out[0]!.at).toBeGreaterThanOrEqual(1000);
+    expect(out[2]!.at - out[1]!.at).toBeGreaterThanOrEqual(1000);
+    await c.close();
+  }, 30_000);
 });
 
 describe("a fleet back at once", () => {
