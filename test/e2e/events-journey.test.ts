@@ -134,17 +134,19 @@ async function deactivatedSimCard(before?: (deviceId: number) => Promise<void>) 
 }
 
 /** A BYOS number of the mapped team; its device is created active and never heartbeats unless told. */
-async function byosNumberOfTeam() {
-  const byos = await createByosNumber(ctx.sql, tenant.org.id);
+async function byosNumberOfTeam(opts: { online?: boolean } = {}) {
+  const byos = await createByosNumber(ctx.sql, tenant.org.id, opts);
   await ctx.sql`update hosted_sim_organizations set team_id = ${team.id} where hosted_sim_id = ${byos.hostedSimId}`;
   return byos;
 }
 
 /** An outbound send through a BYOS device, which then reports `reports` (the device's status reports). */
 async function deviceSend(reports: { status: string; error?: string }[], extra: Record<string, unknown> = {}) {
-  const byos = await byosNumberOfTeam();
+  const byos = await byosNumberOfTeam({ online: reports.length > 0 });
   const body = await ok("POST", "/api/messages", { hosted_sim: byos.hostedSimId, to: "+15550008888", text: "journey via the phone", ...extra });
   const id = (body.data as { id: number }).id;
+  // A phone reports on what it was handed (message.send): its number's first send goes at once.
+  if (reports.length > 0) await eventually(async () => (await ctx.sql`select 1 from messages where id = ${id} and dispatched_at is not null`).length > 0);
   for (const report of reports) await ok("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, report);
   return (status: string) => (d: Record<string, any>) => d.message?.id === id && d.message?.status === status;
 }

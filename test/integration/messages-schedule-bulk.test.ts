@@ -353,6 +353,7 @@ describe("cancelling (POST /api/messages/{id}/cancel)", () => {
     expect(late.status).toBe(409);
     // A device that reported `sending` has the message: too late to cancel.
     const handedOver = await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770105", text: "on its way" });
+    await eventually(() => events.find((e) => e.event === "message.send" && (e.data as any).message.id === handedOver.body.data.id), 30_000);
     await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/messages/${handedOver.body.data.id}/status`, { token: t.token, body: { status: "sending" } });
     expect((await cancel(t.token, handedOver.body.data.id)).status).toBe(409);
   });
