@@ -103,6 +103,25 @@ export function createLogConsumer(deps: {
     }
   }
 
+  /**
+   * Whether what generation `gen` read is still this process's to deliver: the lease surely held
+   * (a stall past it, a paused or starved process, may have let another instance take the
+   * consumer and deliver those events). A lapse found is a loss: everything read is forgotten and
+   * read again from the durable position once the consumer is claimed again.
+   */
+  function holds(gen: number) {
+    if (gen !== generation) return false;
+    if (performance.now() < leaseUntil) return true;
+    lose("webhook consumer lease lapsed; its waiting deliveries left to the next owner");
+    return false;
+  }
+
+  function lose(why: string) {
+    deps.logger.warn({}, why);
+    reset();
+    deps.abandon();
+  }
+
   function settleOne(entry: Entry, gen: number) {
     if (gen !== generation) return;
     outstanding--;
@@ -130,9 +149,8 @@ export function createLogConsumer(deps: {
    * instead of reading it again when it starts right where the consumer stands.
    */
   async function step(given?: { from: Position; events: StoredEvent[] }): Promise<number | null> {
-    if (!owned || performance.now() >= leaseUntil) {
-      if (!(await claim())) return null;
-    }
+    if (owned && performance.now() >= leaseUntil) lose("webhook consumer lease lapsed; its waiting deliveries left to the next owner");
+    if (!owned && !(await claim())) return null;
     if (outstanding >= timing.maxOutstanding) return 0;
     const gen = generation;
     const events = (given && after(given, readAt!)) ?? (await readEvents(deps.sql, readAt!, {}, timing.batch));
@@ -144,7 +162,7 @@ export function createLogConsumer(deps: {
       const deliveries = matched.get(e.position.id) ?? [];
       const entry: Entry = { position: e.position, left: deliveries.length };
       entries.push(entry);
-      for (const delivery of deliveries) items.push({ delivery, settle: () => settleOne(entry, gen) });
+      for (const delivery of deliveries) items.push({ delivery, settle: () => settleOne(entry, gen), owned: () => holds(gen) });
     }
     readAt = events[events.length - 1]!.position;
     outstanding += items.length;
@@ -181,11 +199,7 @@ export function createLogConsumer(deps: {
         if (await renewConsumer(deps.sql, WEBHOOK_CONSUMER, deps.owner, timing.leaseSeconds, at === written ? null : (at ?? null))) {
           leaseUntil = started + (timing.leaseSeconds - 1) * 1000;
           written = at;
-        } else {
-          deps.logger.warn({}, "webhook consumer taken over by another instance; its waiting deliveries left to it");
-          reset();
-          deps.abandon();
-        }
+        } else lose("webhook consumer taken over by another instance; its waiting deliveries left to it");
       } catch (e) {
         deps.logger.warn({ err: (e as Error).message }, "webhook consumer lease not renewed");
       }

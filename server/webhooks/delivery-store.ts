@@ -85,26 +85,43 @@ export const outcomeColumns = (r: FinishedAttempt) => ({
   retry_at: r.retryAt?.toISOString() ?? null,
 });
 
-/** Each tried integration's failure run as the batch leaves it: the last attempt that reached its endpoint decides. */
+/**
+ * Each tried integration's failure run as the batch leaves it, its attempts in the order they
+ * ended: `failed` when the last that reached the endpoint failed, `broken` when one succeeded (the
+ * run it was in ended there; a failure after it starts a new one).
+ */
 export function failureRuns(attempts: FinishedAttempt[]) {
-  const runs = new Map<number, boolean>();
-  for (const r of attempts) if (r.reached) runs.set(r.integrationId, r.reached === "failed");
-  return [...runs].map(([id, failed]) => ({ id, failed }));
+  const runs = new Map<number, { failed: boolean; broken: boolean }>();
+  for (const r of attempts) {
+    if (!r.reached) continue;
+    const run = runs.get(r.integrationId) ?? { failed: false, broken: false };
+    run.failed = r.reached === "failed";
+    run.broken ||= r.reached === "succeeded";
+    runs.set(r.integrationId, run);
+  }
+  return [...runs].map(([id, run]) => ({ id, ...run }));
 }
+
+/**
+ * The statement part (a CTE body) that writes the batch's failure runs: a run starts at the first
+ * failure after the last success (the batch's time, now()) and ends at a success. The integration
+ * row is written only when that changes it, so a busy healthy endpoint never contends on it.
+ */
+export const recordFailureRuns = (sql: Sql, attempts: FinishedAttempt[]) => sql`
+      update webhook_integrations i set failing_since = case when f.failed then now() end
+      from jsonb_to_recordset(${sql.json(failureRuns(attempts) as never)}) as f(id bigint, failed boolean, broken boolean)
+      where i.id = f.id and ((f.broken and (f.failed or i.failing_since is not null)) or (f.failed and i.failing_since is null))`;
 
 /**
  * Records attempts in one statement, however many: each delivery's new state, its log record,
  * its job (removed when the delivery is done, released until `retryAt` when not), and the
- * failure run of each integration whose endpoint was tried (started by a failure, broken by a
- * success: the last attempt of the batch decides; the integration row is written only when that
- * changes, so a busy healthy endpoint never contends on it). A delivery is updated only from the
- * attempt count its worker saw, so a duplicate worker after a lost claim cannot record the same
- * attempt twice.
+ * failure run of each integration whose endpoint was tried (recordFailureRuns). A delivery is
+ * updated only from the attempt count its worker saw, so a duplicate worker after a lost claim
+ * cannot record the same attempt twice.
  */
 export async function recordAttempts(sql: Sql, attempts: FinishedAttempt[]) {
   if (attempts.length === 0) return;
   const rows = attempts.map((r) => ({ delivery_id: r.deliveryId, job_id: r.jobId, ...outcomeColumns(r) }));
-  const failing = failureRuns(attempts);
   // A record lost to a crash means the attempt is made again: at least once, as promised. So the
   // commit does not wait for the WAL flush (one disk sync per batch of webhooks otherwise).
   await sql`
@@ -124,11 +141,7 @@ export async function recordAttempts(sql: Sql, attempts: FinishedAttempt[]) {
       sql,
       sql`select job_id from r where retry_at is null and delivery_id in (select id from d)`,
       sql`select job_id, retry_at from r where retry_at is not null and delivery_id in (select id from d)`,
-    )}, f as (
-      update webhook_integrations i set failing_since = case when f.failed then now() end
-      from jsonb_to_recordset(${sql.json(failing as never)}) as f(id bigint, failed boolean)
-      where i.id = f.id and f.failed = (i.failing_since is null)
-    )
+    )}, f as (${recordFailureRuns(sql, attempts)})
     select set_config('synchronous_commit', 'off', true)`;
 }
 

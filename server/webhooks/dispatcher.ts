@@ -37,7 +37,12 @@ export const DISPATCH_TIMING = {
  * A live delivery (not stored yet) for its first attempt; `settle` is called once its outcome
  * (or its hand-over to the job path) is committed.
  */
-export type LiveItem = { delivery: DeliveryForAttempt; settle: () => void };
+/**
+ * A live delivery from the log consumer: `settle` once its attempt (or hand-over) is recorded;
+ * `owned` while the consumer that read it still surely owns it (false from the moment its lease
+ * may have passed to another instance, which reads the event again).
+ */
+export type LiveItem = { delivery: DeliveryForAttempt; settle: () => void; owned: () => boolean };
 
 type Queued = LiveItem & { since: number };
 /** What an attempt takes from its integration: the fields of a delivery that come from it. */
@@ -50,6 +55,8 @@ type Lane = {
   config?: Config | null;
   configAt: number;
   reading?: Promise<Config | null>;
+  /** When an attempt of this lane last succeeded: the failure run it read may have ended since. */
+  succeededAt?: number;
 };
 
 /**
@@ -93,6 +100,9 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
 
   /** Writes an outcome; the item is settled once it is committed. Retried while the process runs. */
   function persist(item: LiveItem, row: FirstAttempt) {
+    // Its event belongs to the consumer's next owner now, which attempts it again: a record here
+    // (a retry's job, a hand-over's) would make a second delivery of every one of them.
+    if (!item.owned()) return;
     records.submit(row).then(
       () => item.settle(),
       (e) => {
@@ -157,6 +167,7 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
       while (!stopped && waiting(lane) > 0) {
         const item = lane.queue[lane.head++]!;
         if (lane.head > 1024 && lane.head * 2 > lane.queue.length) lane.queue = takeAll(lane);
+        if (!item.owned()) continue;
         if (deps.clock.now() - item.since > timing.maxWaitMs) {
           handOver([item, ...takeAll(lane)]);
           break;
@@ -171,12 +182,17 @@ export function createDispatcher(deps: DeliveryDeps & { cap: number; timing?: Pa
             item.settle();
             continue;
           }
-          done = await makeAttempt(deps, Object.assign(item.delivery, config), (endpoint) => deps.limiter.wait(endpoint), null);
+          // A run that a success of this lane ended within the disable period is younger than it,
+          // whatever the integration read before that success (or before its record) says.
+          const runBroken = lane.succeededAt !== undefined && deps.clock.now() - lane.succeededAt < deps.disableAfterSeconds * 1000;
+          const delivery = Object.assign(item.delivery, config, runBroken ? { failing_too_long: false } : {});
+          done = await makeAttempt(deps, delivery, (endpoint) => deps.limiter.wait(endpoint), null);
         } catch (e) {
           deps.logger.warn({ err: (e as Error).message, event: item.delivery.event_id }, "webhook attempt failed to run; handed to the job queue");
           handOver([item]);
           continue;
         }
+        if (done.reached === "succeeded") lane.succeededAt = deps.clock.now();
         persist(item, recordOf(item, done));
       }
     } finally {

@@ -1,7 +1,7 @@
 import type { Sql } from "../db/client";
 import type { Position } from "../events/cursor";
 import { enqueueJobs } from "../jobs/queue";
-import { type FinishedAttempt, failureRuns, type IntegrationForAttempt, outcomeColumns } from "./delivery-store";
+import { type FinishedAttempt, type IntegrationForAttempt, outcomeColumns, recordFailureRuns } from "./delivery-store";
 
 /**
  * Storage of the log consumer's first attempts (server/webhooks/consumer.ts): nothing is written
@@ -47,7 +47,6 @@ export async function recordFirstAttempts(sql: Sql, attempts: FirstAttempt[]) {
     seen.add(key);
     rows.push({ ...outcomeColumns(r), body: r.status === "succeeded" ? null : r.body });
   }
-  const failing = failureRuns(attempts);
   // A record lost to a crash of PostgreSQL goes with the consumer position written after it (the
   // WAL is one sequence): the events are read again and attempted again under the same ids.
   // Only the attempts of integrations that still exist: one deleted meanwhile has no record to keep
@@ -84,11 +83,7 @@ export async function recordFirstAttempts(sql: Sql, attempts: FirstAttempt[]) {
       sql`select jsonb_build_object('delivery_id', d.id), r.retry_at from r join d on d.event_id = r.event_id and d.webhook_integration_id = r.integration_id
           where d.inserted and r.status in ('retrying', 'pending')`,
       { runAt: "per-row" },
-    )}), f as (
-      update webhook_integrations i set failing_since = case when f.failed then now() end
-      from jsonb_to_recordset(${sql.json(failing as never)}) as f(id bigint, failed boolean)
-      where i.id = f.id and f.failed = (i.failing_since is null)
-    )
+    )}), f as (${recordFailureRuns(sql, attempts)})
     select set_config('synchronous_commit', 'off', true)`;
 }
 

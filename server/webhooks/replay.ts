@@ -1,4 +1,4 @@
-import type { Pool } from "../db/client";
+import { isForeignKeyViolation, type Pool } from "../db/client";
 import { invalidState, notFound, validationFailed } from "../errors";
 import { type EventType, event } from "../events/catalog";
 import { decodeCursor } from "../events/cursor";
@@ -65,13 +65,16 @@ export async function replayWindow(sql: Pool, integration: IntegrationRow, body:
   // Checked again under the integration's row lock: two replays sent at once would both pass the
   // check above, and each queue its deliveries.
   const created = await sql.begin(async (tx) => {
-    await tx`select 1 from webhook_integrations where id = ${integration.id} for update`;
+    const [held] = await tx`select 1 from webhook_integrations where id = ${integration.id} for update`;
+    if (!held) throw integrationGone();
     if (await hasPendingReplay(tx, integration.id)) throw replayInProgress();
     return createReplayDeliveries(tx, events, integration.id);
   });
   const deliveries = created.length;
   return { deliveries, since: window.since.toISOString(), until: window.until.toISOString(), event_types: types ?? [ALL_EVENTS] };
 }
+
+const integrationGone = () => notFound("Webhook integration");
 
 /**
  * A new delivery of the event behind one log record of an integration: its body built again from
@@ -87,6 +90,9 @@ export async function redeliverLog(sql: Pool, integration: Pick<IntegrationRow, 
   const found = at && (await readEventAt(sql, integration.organization_id, at));
   if (!found) throw invalidState("The event of this record was removed from the event log by retention; it can no longer be redelivered.");
   const delivery = { event_id: log.event_id, event_type: log.event_type, message_id: log.message_id, body: webhookBody(found) };
-  const [created] = await insertDeliveries(sql, [{ webhook_integration_id: integration.id, ...delivery, origin: "redelivery" }], "webhook.delivery");
+  // Deleted since it was found: its deliveries would go with it (their foreign key says so).
+  const [created] = await insertDeliveries(sql, [{ webhook_integration_id: integration.id, ...delivery, origin: "redelivery" }], "webhook.delivery").catch(
+    (e) => Promise.reject(isForeignKeyViolation(e, "webhook_deliveries_webhook_integration_id_fkey") ? integrationGone() : e),
+  );
   return { delivery_id: created!.delivery_id, event_id: log.event_id, event_type: log.event_type };
 }

@@ -4,6 +4,7 @@ import { decodeCursor } from "../../server/events/cursor";
 import { appendEvents, type NewEvent } from "../../server/events/log";
 import { QUEUES } from "../../server/jobs/registry";
 import { createTenant } from "../fixtures";
+import { lockWaiters } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
 import { createHook, createTeam, deliveriesMade, fastForwardRetries, logsOf, madeDeliveries, startReceiver, waitFor } from "./webhooks-helpers";
 
@@ -245,6 +246,47 @@ describe("webhook-id is the event id", () => {
     expect(test409.status).toBe(409);
     const wrong = await ctx.request("POST", `/api/webhook-integrations/${other.id}/logs/${log.id}/redeliver`, { token: a.token });
     expect(wrong.status).toBe(404);
+    receiver.stop();
+  });
+});
+
+describe("an integration deleted meanwhile", () => {
+  test.skipIf(!process.env.DATABASE_URL)("a redelivery or a replay racing the integration's deletion answers 404, never 500", async () => {
+    const a = await createTenant(ctx.sql);
+    const receiver = startReceiver();
+    const hook = await createHook(ctx, a.token, { url: receiver.url, event_types: ["device.offline"] });
+    const since = new Date(Date.now() - 60_000).toISOString();
+    await raise([{ organizationId: a.org.id, type: "device.offline", deviceId: 9, payload: { device_id: 9, is_online: false } }]);
+    await waitFor(() => receiver.received.length === 1, 10_000, "first attempt");
+    await deliveriesMade(ctx);
+    const [log] = (await logsOf(ctx, a.token, hook.id)).data;
+    const requests = [
+      () => ctx.request("POST", `/api/webhook-integrations/${hook.id}/logs/${log.id}/redeliver`, { token: a.token }),
+      () =>
+        ctx.request("POST", `/api/webhook-integrations/${hook.id}/replay`, {
+          token: a.token,
+          body: { since, until: new Date(Date.now() + 60_000).toISOString() },
+        }),
+    ];
+    // The deletion holds its transaction open while each request finds the integration, then commits.
+    let commit!: () => void;
+    let deleted!: () => void;
+    const held = new Promise<void>((r) => (commit = r));
+    const deletedUncommitted = new Promise<void>((r) => (deleted = r));
+    const deleting = ctx.sql.begin(async (tx) => {
+      await tx`delete from webhook_integrations where id = ${hook.id}`;
+      deleted();
+      await held;
+    });
+    await deletedUncommitted;
+    const answers = requests.map((r) => r());
+    await lockWaiters(ctx.sql, 2);
+    commit();
+    await deleting;
+    for (const res of await Promise.all(answers)) {
+      expect(res.status).toBe(404);
+      expectErrorShape(res.body, "not_found");
+    }
     receiver.stop();
   });
 });

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { storeInboundMessage } from "../../server/messages/inbound";
 import type { Delivery as BusMessage } from "../../server/realtime/hub";
+import { ENDPOINT_CONCURRENCY } from "../../server/webhooks/engine";
+import { type FirstAttempt, recordFirstAttempts } from "../../server/webhooks/live-store";
 import { createTenant, createUser } from "../fixtures";
 import { createTestContext, type TestContext } from "../helpers";
 import {
@@ -218,6 +221,76 @@ describe("failing endpoints", () => {
 
     await ctx.request("PATCH", `/api/webhook-integrations/${id}`, { token: a.token, body: { name: "Flaky hook", url: receiver.url, is_active: true } });
     expect(await failingSince()).toBeNull();
+    receiver.stop();
+  }, 30_000);
+});
+
+describe("failure runs", () => {
+  const failingSinceOf = async (id: number) =>
+    (await ctx.sql<{ f: Date | null }[]>`select failing_since as f from webhook_integrations where id = ${id}`)[0]!.f;
+
+  test("one batch of records: a success ends the run, a failure after it starts a new one (not the old run going on)", async () => {
+    const a = await createTenant(ctx.sql);
+    const receiver = startReceiver();
+    const { id } = await createHook(ctx, a.token, { url: receiver.url });
+    const attempt = (reached: "succeeded" | "failed", n: number): FirstAttempt => ({
+      integrationId: id,
+      deliveryId: null,
+      eventId: `evt_run_${id}_${n}`,
+      eventType: "message.received",
+      messageId: null,
+      attempt: 1,
+      status: reached === "succeeded" ? "succeeded" : "failed",
+      httpStatus: reached === "succeeded" ? 200 : 500,
+      responseBody: null,
+      responseTimeMs: 5,
+      error: reached === "succeeded" ? null : "HTTP 500",
+      retryAt: null,
+      reached,
+      jobId: null,
+      body: "{}",
+    });
+    const recent = (f: Date | null) => f !== null && Date.now() - f.getTime() < 60_000;
+    await ctx.sql`update webhook_integrations set failing_since = now() - interval '6 days' where id = ${id}`;
+    await recordFirstAttempts(ctx.sql, [attempt("failed", 1)]);
+    expect(recent(await failingSinceOf(id))).toBe(false); // the old run goes on
+    await recordFirstAttempts(ctx.sql, [attempt("succeeded", 2), attempt("failed", 3)]);
+    expect(recent(await failingSinceOf(id))).toBe(true); // a new run, started after the success
+    await recordFirstAttempts(ctx.sql, [attempt("failed", 4), attempt("succeeded", 5)]);
+    expect(await failingSinceOf(id)).toBeNull();
+    await recordFirstAttempts(ctx.sql, [attempt("failed", 6), attempt("failed", 7)]);
+    expect(recent(await failingSinceOf(id))).toBe(true);
+    receiver.stop();
+  });
+
+  test("a failure right after a success in the same lane does not disable the integration from the run the lane read before", async () => {
+    const a = await createTenant(ctx.sql);
+    const team = await createTeam(ctx.sql, a.org.id);
+    const sim = await createNumber(ctx.sql, [{ orgId: a.org.id, teamId: team.id }]);
+    // Every slot's first request held, then answered 200; every request after them fails.
+    const held: Array<() => void> = [];
+    let failing = false;
+    const receiver = startReceiver(() =>
+      failing ? new Response("down", { status: 500 }) : new Promise<Response>((resolve) => held.push(() => resolve(new Response("ok")))),
+    );
+    const { id } = await createHook(ctx, a.token, { url: receiver.url, retry_count: 0 }, [{ teamId: team.id, mode: "always" }]);
+    await ctx.sql`update webhook_integrations set failing_since = now() - interval '6 days' where id = ${id}`;
+    const n = ENDPOINT_CONCURRENCY + 4;
+    await ctx.sql.begin(async (tx) => {
+      for (let i = 0; i < n; i++)
+        await storeInboundMessage(tx, { hostedSimId: sim.id, from: "+15550001111", text: `run ${i}`, source: "provider", receivedAt: new Date() });
+    });
+    ctx.services.events.notify();
+    await waitFor(() => held.length === ENDPOINT_CONCURRENCY, 10_000, "every slot taken");
+    failing = true;
+    for (const answer of held.splice(0)) answer();
+    const logs = await waitFor(async () => {
+      const l = (await logsOf(ctx, a.token, id)).data;
+      return l.length === n && l;
+    });
+    expect(logs.filter((l: { status: string }) => l.status === "failed")).toHaveLength(4);
+    expect(logs.some((l: { error: string | null }) => l.error?.includes("disabled"))).toBe(false);
+    expect((await ctx.sql`select is_active from webhook_integrations where id = ${id}`)[0]!.is_active).toBe(true);
     receiver.stop();
   }, 30_000);
 });
