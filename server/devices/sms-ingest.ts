@@ -6,6 +6,8 @@ import { assertAcceptsSms, type DeviceStatus } from "./transitions";
 
 const DUPLICATES_SEEN_MS = 10_000;
 
+type Refusal = DeviceStatus | null | undefined | { error: unknown };
+
 /**
  * Durable SMS intake: concurrent submissions are written together (group commit), each caller
  * resolving once the batch holding its SMS has committed. Processing jobs are created in the
@@ -28,15 +30,19 @@ export function createSmsIngest(deps: { sql: Pool; wake: () => void; maxBatch?: 
     }
   }
 
-  /** Each submission's refusal: its device's status where that device may not submit, null where there is no such device, undefined once stored. */
-  async function write(items: SmsSubmission[]): Promise<(DeviceStatus | null | undefined)[]> {
+  /**
+   * Each submission's refusal: its device's status where that device may not submit, null where
+   * there is no such device, undefined once stored, `{ error }` where its row could not be written.
+   */
+  async function write(items: SmsSubmission[]): Promise<Refusal[]> {
     let refused: { id: number; status: DeviceStatus | null }[];
     try {
       refused = await insert(items);
     } catch (e) {
-      // One bad row must not fail its neighbours: retry them one by one.
-      if (items.length === 1) throw e;
-      return Promise.all(items.map((i) => write([i]).then((r) => r[0])));
+      // One bad row must not fail its neighbours: each is written alone, and only its own caller gets its error.
+      if (items.length === 1) return [{ error: e }];
+      const alone = await Promise.all(items.map((i) => write([i])));
+      return alone.map((r) => r[0]);
     }
     deps.wake();
     const status = new Map(refused.map((r) => [r.id, r.status]));
@@ -50,6 +56,7 @@ export function createSmsIngest(deps: { sql: Pool; wake: () => void; maxBatch?: 
     async submit(item: SmsSubmission) {
       const refusal = await batcher.submit(item);
       if (refusal === null) throw notFound("Device");
+      if (typeof refusal === "object") throw refusal.error;
       if (refusal !== undefined) assertAcceptsSms(refusal);
     },
     flush: () => batcher.flush(),

@@ -55,7 +55,9 @@ const daysIn = (year: number, month: number) => new Date(Date.UTC(year, month, 0
 
 /**
  * Whether `value` is an RFC 3339 date-time with an offset, on a real calendar day and a real
- * time of day, between 1970-01-01 and 9999-12-31 (UTC).
+ * time of day, between 1970-01-01 and 9999-12-31 (UTC), as PostgreSQL stores it: an offset of at
+ * most ±15:59 (its limit; the world's reach ±14:00), and the instant rounded to microseconds
+ * (23:59:59.9999995 on 9999-12-31 is year 10000, which no later statement could write).
  */
 export function isDateTime(value: unknown): value is string {
   if (typeof value !== "string") return false;
@@ -64,8 +66,11 @@ export function isDateTime(value: unknown): value is string {
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
   if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return false;
   if (hour > 23 || minute > 59 || second > 59) return false;
-  if (m[9] !== undefined && (Number(m[9]) > 23 || Number(m[10]) > 59)) return false;
-  const ms = Date.parse(value.replace(" ", "T"));
+  if (m[9] !== undefined && (Number(m[9]) > 15 || Number(m[10]) > 59)) return false;
+  // Date.parse keeps milliseconds; the microseconds PostgreSQL rounds to may reach the next one.
+  const fraction = (m[7] ?? ".").slice(1).padEnd(9, "0");
+  const nextMs = Number(fraction.slice(3, 6)) + (Number(fraction[6]) >= 5 ? 1 : 0) === 1000 ? 1 : 0;
+  const ms = Date.parse(value.replace(" ", "T")) + nextMs;
   return ms >= DATE_TIME_MIN && ms <= DATE_TIME_MAX;
 }
 

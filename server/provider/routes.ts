@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import { findVerificationCode } from "../devices/codes";
 import { verifySimCard } from "../devices/verification";
 import { AppError, notFound, validationFailed } from "../errors";
+import { clientUrl } from "../lib/versions";
 import { storeInboundMessage } from "../messages/inbound";
 import { type ProviderReport, reportProviderStatus } from "../messages/reports";
 import { findActiveHostedSimByNumber } from "../numbers/byos-store";
@@ -56,15 +57,21 @@ export function providerRoutes(services: Deps) {
   }
 
   /** The form of a callback, once its X-Provider-Signature is checked: nothing else is read before. */
+  /**
+   * The form the provider signed, over the URL it called (`/api/v1/...` as called, not the path
+   * it is handled under). Its values then lose any NUL (U+FFFD in its place): no text column holds
+   * one, and a refusal would make the provider send the SMS again and again, never stored.
+   */
   function signedForm(request: Request, body: unknown): FormParams {
     const params = parseForm(typeof body === "string" ? body : "");
-    const { pathname, search } = new URL(request.url);
+    const { pathname, search } = new URL(clientUrl(request));
     if (
       !isValidProviderSignature(config.PROVIDER_AUTH_TOKEN, `${config.PUBLIC_URL}${pathname}${search}`, params, request.headers.get("x-provider-signature"))
     ) {
       throw new AppError(403, "invalid_signature", "The X-Provider-Signature header is missing or does not match the request.");
     }
-    return params;
+    const noNul = (v: string) => v.replaceAll("\0", "\uFFFD");
+    return Object.fromEntries(Object.entries(params).map(([k, v]) => [k, Array.isArray(v) ? v.map(noNul) : noNul(v)]));
   }
 
   return new Elysia()

@@ -156,6 +156,29 @@ describe("SMS submission idempotency", () => {
     expect(stored.map((r) => Number(r.device_id))).toEqual([active.device.id]);
   });
 
+  test("one row the database refuses fails only its own submission: the others of its batch are stored and acknowledged", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const [mine, theirs] = await Promise.all([activeDevice(ctx, a.token), activeDevice(ctx, b.token)]);
+    const ingest = createSmsIngest({ sql: ctx.sql, wake: () => {} });
+    const sms = (deviceId: number, receivedAt: string) => ({
+      deviceId,
+      messageId: crypto.randomUUID(),
+      simSlot: 1,
+      from: "+15550001111",
+      body: crypto.randomUUID(),
+      receivedAt,
+    });
+    // An offset PostgreSQL cannot hold (the route refuses it; the intake must still not let it fail others).
+    const bad = sms(mine.device.id, "2026-11-21T10:00:00+16:00");
+    const good = Array.from({ length: 5 }, () => sms(theirs.device.id, new Date().toISOString()));
+    // Submitted in one tick: one batch.
+    const outcomes = await Promise.allSettled([bad, ...good].map((item) => ingest.submit(item)));
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "fulfilled", "fulfilled", "fulfilled", "fulfilled", "fulfilled"]);
+    const [stored] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from device_sms where device_id = ${theirs.device.id}`;
+    expect(stored!.n).toBe(5);
+  });
+
   test("processing takes more SMS than one transaction holds, by id and by device, past a full page of SMS still waiting for their SIM", async () => {
     const { token } = await createTenant(ctx.sql, { plan: "enterprise" });
     const { device } = await activeDevice(ctx, token);

@@ -72,6 +72,10 @@ describe("received_at of a device SMS", () => {
     "2026-02-30T10:00:00Z",
     "2026-04-31T10:00:00Z",
     "1969-12-31T23:59:59Z",
+    // PostgreSQL would round it to microseconds, into year 10000: stored, its processing then failed for good.
+    "9999-12-31T23:59:59.9999995Z",
+    // Beyond PostgreSQL's ±15:59: the insert failed, a 500 for every SMS written with it.
+    "2026-11-21T10:00:00+16:00",
   ])("%s is refused with 422 and nothing is stored", async (receivedAt) => {
     const body = smsBody({ received_at: receivedAt });
     const res = await ctx.request("POST", `/api/byos/devices/${deviceId}/sms`, { token, body });
@@ -91,13 +95,25 @@ describe("received_at of a device SMS", () => {
 
 describe("isDateTime", () => {
   test("real calendar instants with an offset, 1970 to 9999", () => {
-    for (const ok of ["1970-01-01T00:00:00Z", "2024-02-29T12:00:00.123Z", "9999-12-31T23:59:59.999Z", "2026-06-01 08:00:00-07:00", "2026-06-01t08:00:00z"])
+    for (const ok of [
+      "1970-01-01T00:00:00Z",
+      "2024-02-29T12:00:00.123Z",
+      "9999-12-31T23:59:59.999Z",
+      "9999-12-31T23:59:59.9999994Z",
+      "2026-06-01T08:00:00.1234567Z",
+      "2026-06-01 08:00:00-07:00",
+      "2026-06-01T08:00:00+15:59",
+      "2026-06-01t08:00:00z",
+    ])
       expect(`${ok} ${isDateTime(ok)}`).toBe(`${ok} true`);
     for (const bad of [
       "2023-02-29T00:00:00Z",
       "2026-06-31T00:00:00Z",
       "2026-06-01T00:00:60Z",
       "2026-06-01T00:00:00+24:00",
+      "2026-06-01T00:00:00+16:00",
+      "2026-06-01T00:00:00-16:00",
+      "9999-12-31T23:59:59.9999995Z",
       "2026-06-01T00:00:00",
       "10000-01-01T00:00:00Z",
       "9999-12-31T23:00:00-05:00",

@@ -63,6 +63,28 @@ describe("inbound SMS to pool numbers", () => {
     expect([...rows]).toEqual([{ source: "provider", external_id: f.MessageSid, text: "pool hello" }]);
   });
 
+  test("a callback to a versioned path is signed over the URL the provider called, /api/v1/... included", async () => {
+    const pool = await createPoolNumber(ctx.sql);
+    for (const path of ["/api/v1/provider/sms", "/api/v2/provider/sms"]) {
+      const f = fields({ To: pool.number, Body: `via ${path}` });
+      expect((await providerPost(ctx, f, { path })).status).toBe(200);
+      // Signed over the path it is handled under, not the one called: refused.
+      const unversioned = providerSignature(ctx.config.PROVIDER_AUTH_TOKEN, `${ctx.config.PUBLIC_URL}/api/provider/sms`, f);
+      expect((await providerPost(ctx, { ...f, MessageSid: sid() }, { path, signature: unversioned })).status).toBe(403);
+    }
+    const stored = await ctx.sql<{ text: string }[]>`select text from messages where hosted_sim_id = ${pool.id} order by id`;
+    expect(stored.map((r) => r.text)).toEqual(["via /api/v1/provider/sms", "via /api/v2/provider/sms"]);
+  });
+
+  test("a NUL in the text or the sender is stored as U+FFFD, not refused (the provider would send the SMS again and again)", async () => {
+    const pool = await createPoolNumber(ctx.sql);
+    const f = fields({ To: pool.number, From: "Bank\u0000", Body: "code\u00001234" });
+    const res = await providerPost(ctx, f);
+    expect(res.status).toBe(200);
+    const rows = await ctx.sql<{ from_number: string; text: string }[]>`select from_number, text from messages where hosted_sim_id = ${pool.id}`;
+    expect([...rows]).toEqual([{ from_number: "Bank\uFFFD", text: "code\uFFFD1234" }]);
+  });
+
   test("an SMS to a number nobody hosts is accepted and dropped", async () => {
     const res = await providerPost(ctx, fields({ To: randomSimNumber() }));
     expect(res.status).toBe(200);
