@@ -14,8 +14,8 @@ import type { SecretBox } from "./secret-box";
  * true`) without doing the work; the same key with another request answers 422
  * `idempotency_key_reused`; a request arriving while the first is still running answers 409
  * `request_in_progress`. Keys belong to the caller (organization and user or API key), so two
- * callers never see each other's answers. Answers of 5xx and 429 are not kept: a retry does the
- * work. A kept answer is stored sealed (AES-256-GCM under SECRETS_KEY, lib/secret-box.ts): the
+ * callers never see each other's answers. Answers of 5xx and 429 are not kept (a retry does the
+ * work), nor refusals of the request itself (`kept`). A kept answer is stored sealed (AES-256-GCM under SECRETS_KEY, lib/secret-box.ts): the
  * answers of creates that show a secret once (API keys, webhook secrets, device tokens) are
  * replayed like any other, and never rest in plain text.
  */
@@ -53,6 +53,15 @@ function canonical(value: unknown): string {
 
 export const fingerprintOf = (method: string, path: string, body: unknown) => sha256(`${method} ${path}\n${canonical(body)}`).toString("hex");
 
+/**
+ * Whether an answer is kept under its key. Not a 5xx or 429 (a retry does the work), nor a
+ * refusal of the request itself: a validation error (422 `validation_failed`) or an authorization
+ * one (401, 403) from the route's own checks answers as those found before the key is looked at
+ * do, so the corrected request, or the same one once allowed, goes through under the same key.
+ */
+const kept = (status: number, body: unknown) =>
+  status < 500 && status !== 429 && status !== 401 && status !== 403 && (body as { code?: unknown } | null)?.code !== "validation_failed";
+
 const principalOf = (c: Caller) => (c.apiKey ? `api_key:${c.apiKey.id}` : `user:${c.user?.id ?? 0}`);
 
 const inProgress = () =>
@@ -82,7 +91,7 @@ export function idempotencyPlugin(deps: { sql: Pool; clock: Clock; secrets: Secr
   }
 
   async function keep(h: Held, status: number, body: unknown) {
-    if (status >= 500 || status === 429) return release(h);
+    if (!kept(status, body)) return release(h);
     await sql`
       update idempotency_keys set status = ${status}, response_sealed = ${await deps.secrets.seal(JSON.stringify(body))}
       where organization_id = ${h.organizationId} and principal = ${h.principal} and key = ${h.key}`;

@@ -85,10 +85,18 @@ describe("Idempotency-Key", () => {
     const deviceAgain = await post("/api/byos/devices/register", deviceBody, "device-1");
     expect(deviceAgain.headers.get("idempotent-replayed")).toBe("true");
     expect(deviceAgain.body).toEqual(device.body);
+    // v2's register (a route of its own) takes the key as v1's does: a retry gets its codes again, not a 409.
+    const v2Body = { ...deviceBody, android_id: "a1b2c3d4e5f60719" };
+    const v2 = await post("/api/v2/byos/devices/register", v2Body, "device-2");
+    expect(v2.status).toBe(201);
+    const v2Again = await post("/api/v2/byos/devices/register", v2Body, "device-2");
+    expect(v2Again.status).toBe(201);
+    expect(v2Again.headers.get("idempotent-replayed")).toBe("true");
+    expect(v2Again.body).toEqual(v2.body);
 
     const kept = await ctx.sql<{ key: string; response: unknown; response_sealed: string }[]>`
       select key, response, response_sealed from idempotency_keys where organization_id = ${t.org.id} order by key`;
-    expect(kept.map((k) => k.key)).toEqual(["device-1", "hook-1", "key-1"]);
+    expect(kept.map((k) => k.key)).toEqual(["device-1", "device-2", "hook-1", "key-1"]);
     for (const k of kept) {
       expect(k.response).toBeNull();
       expect(k.response_sealed).toStartWith("v1:");
@@ -138,6 +146,23 @@ describe("Idempotency-Key", () => {
     const unreadable = await send(t.token, { hosted_sim: 999_999_999, to, text: "x" }, "missing-number");
     expect(unreadable.status).toBe(409);
     expectErrorShape(unreadable.body, "idempotency_answer_unreadable");
+  });
+
+  test("a refusal of the request by the route's own checks (422 validation_failed) is not kept: the corrected request goes through under the key", async () => {
+    const t = await createTenant(ctx.sql, { plan: "pro" });
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const [r1, r2] = [randomNumber(), randomNumber()];
+    // A recipient twice: refused by the send's own rules (after the schema, after the key is claimed).
+    const twice = await send(t.token, { hosted_sim: sim.id, to: [r1, r2, r1], text: "dup" }, "fix-me");
+    expect(twice.status).toBe(422);
+    expectErrorShape(twice.body, "validation_failed");
+    expect((await ctx.sql`select 1 from idempotency_keys where organization_id = ${t.org.id} and key = 'fix-me'`).length).toBe(0);
+    const fixed = await send(t.token, { hosted_sim: sim.id, to: [r1, r2], text: "dup" }, "fix-me");
+    expect(fixed.status).toBe(202);
+    expect(await outboundCount(sim.id)).toBe(2);
+    const again = await send(t.token, { hosted_sim: sim.id, to: [r1, r2], text: "dup" }, "fix-me");
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await outboundCount(sim.id)).toBe(2);
   });
 
   test("an expired key (over 24 h) does the work again", async () => {
