@@ -54,13 +54,17 @@ export const DEFAULT_LIMITS: RealtimeLimits = {
 
 /** Frames above this close the connection with 1009 (Bun, before our handler sees them). */
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
-/** Unsent bytes per connection; past it Bun drops further events for that client. */
+/**
+ * Unsent bytes per connection; an event past it closes the connection at once (Bun, before the
+ * event is queued). Dropping it instead, and handing the client the events after it once it read
+ * a little, left holes before the last event_id it saw, which its catch-up (`?after=`) never filled.
+ */
 export const BACKPRESSURE_LIMIT_BYTES = 1024 * 1024;
 
 /** Bun's `websocket` server settings; app.ts passes them to Elysia so `app.listen` uses them. */
 export const websocketServerOptions = {
   maxPayloadLength: MAX_PAYLOAD_BYTES,
   backpressureLimit: BACKPRESSURE_LIMIT_BYTES,
-  closeOnBackpressureLimit: false,
+  closeOnBackpressureLimit: true,
   perMessageDeflate: false,
 };

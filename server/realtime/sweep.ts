@@ -5,7 +5,7 @@ import { CloseCode, eventFrame } from "./protocol";
 /**
  * One pass over an instance's sockets: pings clients that have been silent, closes the ones that
  * did not answer (4201), and closes clients that stopped reading their events (4100, reconnect
- * after a pause). Bun already drops events past the backpressure limit, so memory is bounded
+ * after a pause). Bun closes a client at once past the backpressure limit, so memory is bounded
  * meanwhile; a client still behind at the next pass did not read the close frame either and is cut.
  */
 export function sweepSockets(sockets: Iterable<Socket>, limits: RealtimeLimits, now: number, onSlowClose: () => void) {

@@ -158,5 +158,5 @@ export async function stalledClient(port: number, path: string) {
     const masked = payload.map((b, i) => b ^ mask[i % 4]!);
     socket.write(Buffer.concat([header, mask, masked]));
   };
-  return { socket, socketId, send, waitFor };
+  return { socket, socketId, send, waitFor, text: () => text };
 }

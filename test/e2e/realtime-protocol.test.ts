@@ -210,16 +210,15 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     expect((await raw.closed()).code).toBe(4007);
   });
 
-  test("a client that stops reading: events past 1 MiB are dropped for it, then it is closed (4100) and cut", async () => {
+  test("a client 1 MiB behind is disconnected at once, never handed an event after one it missed: ?after= its last event_id gives it the rest", async () => {
     const tenant = await createTenant(ctx.sql);
-    const { org } = tenant;
-    const channel = `private-organization.${org.id}`;
+    const channel = `private-organization.${tenant.org.id}`;
     const slow = await stalledClient(ctx.port, new URL(url).pathname + new URL(url).search);
     slow.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(slow.socketId, channel, tenant) } });
     await slow.waitFor("pusher_internal:subscription_succeeded");
     slow.socket.pause(); // from here on the kernel buffers fill and the server's queue grows
     const before = ctx.services.realtime.connections();
-    const payload = { pad: "x".repeat(10_000) };
+    const total = 3000;
     // The hub hands events to the sockets in log order: once it delivers the marker, every event
     // before it has been handed to the sockets.
     const delivered = awaitCallback(
@@ -233,15 +232,69 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
       },
       30_000,
     ); // 30 MB of events go through the log first
-    const row = events.deviceUpdated({ organizationId: org.id }, payload as never);
-    await raiseEvents(ctx.services, [...Array.from({ length: 3000 }, () => row), events.numberUnlocked({ organizationId: org.id }, {} as never)]);
+    const rows = Array.from({ length: total }, (_, n) => events.deviceUpdated({ organizationId: tenant.org.id }, { n, pad: "x".repeat(10_000) } as never));
+    await raiseEvents(ctx.services, [...rows, events.numberUnlocked({ organizationId: tenant.org.id }, {} as never)]);
     await delivered;
-    for (let i = 0; i < 3; i++) ctx.services.realtime.sweep();
+    // Closed by the limit itself, no sweep needed.
+    expect(ctx.services.realtime.connections()).toBe(before - 1);
+    const closed = awaitCallback("the slow client's socket to close", (done) => slow.socket.once("close", () => done(undefined)));
+    slow.socket.resume();
+    await closed;
+    // What it received: events 0..k-1, each once, in order, no hole, and not all of them.
+    const seen = [...slow.text().matchAll(/\\"n\\":(\d+),\\"pad\\":\\"x+\\",\\"event_id\\":\\"([\w-]+)\\"/g)].map((m) => ({ n: Number(m[1]), id: m[2]! }));
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.length).toBeLessThan(total);
+    expect(seen.map((e) => e.n)).toEqual(seen.map((_, i) => i));
+    // The documented catch-up from the last event it saw: every later event, none missing.
+    const rest: number[] = [];
+    for (let after = seen.at(-1)!.id; ; ) {
+      const res = await fetch(`${ctx.baseUrl}/api/events?after=${after}&per_page=500&type=device.updated`, {
+        headers: { authorization: `Bearer ${tenant.token}` },
+      });
+      const page = (await res.json()) as { data: { data: { n: number } }[]; meta: { next_cursor: string; has_more: boolean } };
+      rest.push(...page.data.map((e) => e.data.n));
+      after = page.meta.next_cursor;
+      if (!page.meta.has_more) break;
+    }
+    expect(rest).toEqual(Array.from({ length: total - seen.length }, (_, i) => seen.length + i));
+  }, 60_000);
+
+  test("a client that stays behind at two sweeps is closed with 4100, counted, and cut at the next", async () => {
+    const tenant = await createTenant(ctx.sql);
+    const channel = `private-organization.${tenant.org.id}`;
+    const slow = await stalledClient(ctx.port, new URL(url).pathname + new URL(url).search);
+    slow.send({ event: "pusher:subscribe", data: { channel, auth: await authorize(slow.socketId, channel, tenant) } });
+    await slow.waitFor("pusher_internal:subscription_succeeded");
+    slow.socket.pause();
+    const before = ctx.services.realtime.connections();
+    const limits = ctx.services.realtime.limits;
+    const slowBytes = limits.slowClientBytes;
+    // Behind by a little (far below the 1 MiB limit) counts as slow here.
+    limits.slowClientBytes = 1024;
+    try {
+      const row = events.deviceUpdated({ organizationId: tenant.org.id }, { pad: "x".repeat(10_000) } as never);
+      // Batches of 100 KB until the kernel's buffers are full and the server's queue holds some:
+      // two sweeps in a row then find it behind.
+      for (let i = 0; i < 300 && ctx.services.realtime.connections() === before; i++) {
+        await raiseEvents(
+          ctx.services,
+          Array.from({ length: 10 }, () => row),
+        );
+        ctx.services.realtime.sweep();
+        ctx.services.realtime.sweep();
+      }
+    } finally {
+      limits.slowClientBytes = slowBytes;
+    }
     expect(ctx.services.realtime.connections()).toBe(before - 1);
     const metrics = await (await fetch(`${ctx.baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
     expect(metrics).toMatch(/^simhost_ws_slow_clients_closed_total [1-9]/m);
+    const closed = awaitCallback("the slow client's socket to close", (done) => slow.socket.once("close", () => done(undefined)));
     slow.socket.resume();
-    await awaitCallback("the slow client's socket to close", (done) => slow.socket.once("close", () => done(undefined)));
+    await closed;
+    // Its close frame (opcode 8) with 4100, after what was queued before it.
+    expect(slow.text()).toContain("\x88");
+    expect(slow.text()).toContain("Client too slow");
   }, 60_000);
 
   // Last: it stops this server's realtime for good.
