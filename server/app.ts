@@ -145,13 +145,12 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
       }
       return answer;
     })
-    .onTransform(({ body, query, request, route }) => {
+    .onTransform(({ body, request, route }) => {
       // First: every walk of the body below may recurse.
       const deep = tooDeep(body);
       if (deep !== null) throw validationFailed({ [deep]: [`must not nest objects and arrays more than ${MAX_BODY_DEPTH} levels deep`] });
       if (body !== undefined) parsedBodies.set(request, body);
       dropAbsentNulls(bodies.schema(request.method, route), body);
-      if (hasNul(body) || hasNul(query)) throw validationFailed(nulFields(query, "query", nulFields(body, "body", {})));
     })
     // Typed, so the app's type does not depend on itself through `app.handle`.
     .onError(({ code, error, request, route, set, params }): Response | Promise<Response> => {
@@ -191,8 +190,10 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
         () => errorResponse(appError, id),
       );
     })
-    // A body that passed validation may still be of a type the route does not take (form data on a JSON route).
-    .onBeforeHandle(({ request, route }) => {
+    // After authorization (a caller the route refuses is told so, whatever the input holds) and validation.
+    .onBeforeHandle(({ body, query, request, route }) => {
+      if (hasNul(body) || hasNul(query)) throw validationFailed(nulFields(query, "query", nulFields(body, "body", {})));
+      // A body that passed validation may still be of a type the route does not take (form data on a JSON route).
       const refused = bodies.refusal(request, route, parsedBodies.get(request));
       if (refused) throw refused;
       // After authorization and validation, like any other field error (SPEC.md 9.2: gone only in a later version).

@@ -59,11 +59,14 @@ export function createCallerCache(opts: { ttlMs: number; max: number; clock: Pic
       return e.caller;
     },
     generation: () => generation,
-    /** Stores a lookup that began at generation `since`; false (nothing stored) if a revocation came in between. */
-    set(key: string, caller: Caller, since: number): boolean {
+    /**
+     * Stores a lookup that began at generation `since`, until its credential expires at the latest
+     * (`expiresAt`, null: it does not); false (nothing stored) if a revocation came in between.
+     */
+    set(key: string, caller: Caller, since: number, expiresAt: number | null = null): boolean {
       if (since !== generation) return false;
       if (entries.size >= opts.max) entries.delete(entries.keys().next().value as string);
-      entries.set(key, { caller, until: opts.clock.now() + opts.ttlMs });
+      entries.set(key, { caller, until: Math.min(opts.clock.now() + opts.ttlMs, expiresAt ?? Number.POSITIVE_INFINITY) });
       return true;
     },
     forget(r: Revocation) {

@@ -11,7 +11,7 @@ import { type BUS_TIMING, createRevocationBus } from "./revocation-bus";
 import { createRevocationFeed, type FEED_TIMING } from "./revocation-feed";
 import type { LoggedInvalidation } from "./revocation-log";
 import { createRevoker } from "./revoker";
-import { deleteSession, deleteUserSessions, type SessionChoice } from "./store";
+import { deleteUserSessions, type SessionChoice } from "./store";
 import { API_KEY_PREFIX_LENGTH, newApiKey } from "./tokens";
 
 export type Credentials = ReturnType<typeof createCredentials>;
@@ -90,8 +90,8 @@ export function createCredentials(opts: CredentialOptions) {
     const cached = usable ? cache.get(key) : undefined;
     if (cached) return cached;
     const since = cache.generation();
-    return lookUp(token, Buffer.from(digest, "base64"), orgHeader).then((caller) => {
-      if (usable) cache.set(key, caller, since);
+    return lookUp(token, Buffer.from(digest, "base64"), orgHeader).then(({ caller, expiresAt }) => {
+      if (usable) cache.set(key, caller, since, expiresAt);
       return caller;
     });
   }
@@ -109,11 +109,6 @@ export function createCredentials(opts: CredentialOptions) {
     revoke: revoker.revoke,
     change: revoker.change,
     ...apiKeyOperations(revoker),
-    logout: (sessionId: number) =>
-      revoker.change(async (tx, record) => {
-        await deleteSession(tx, sessionId);
-        record.revoke({ sessionId });
-      }),
     /**
      * Ends some of a user's session and OAuth tokens (one, or all but one) on every instance
      * before it resolves; `alongside` runs in the same transaction (a password change).

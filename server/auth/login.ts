@@ -4,7 +4,7 @@ import type { Clock } from "../lib/clock";
 import { randomString, sha256 } from "../lib/crypto";
 import type { RateLimiter } from "../lib/rate-limit";
 import type { UserRow } from "./caller";
-import { rateLimited } from "./limits";
+import { rateLimited, totpUserKey } from "./limits";
 import { createLoginLimits } from "./login-limits";
 import { presentUser } from "./present";
 import { acceptTotpStep, claimChallengeAttempt, completeChallenge, findTotpUser, findUserByEmail, insertChallenge } from "./store";
@@ -70,7 +70,8 @@ export function createLoginFlow(deps: LoginDeps) {
     await byAddress.release();
     const user = await findTotpUser(sql, challenge.user_id);
     if (!user) throw invalidTwoFactor();
-    const attempt = await limits.tryReserve(user.email, address);
+    // The sign-in page's code step counts on the same per-user cap (oauth/sign-in.ts).
+    const attempt = await limits.tryReserve(user.email, address, [totpUserKey(user.id)]);
     if (attempt.retryIn) throw rateLimited(attempt.retryIn);
     const step =
       user.totp_enabled && user.totp_secret

@@ -8,10 +8,10 @@ export function createCallerLookup(opts: { sql: Pool; sessionTtlDays: number; cl
   const { sql } = opts;
 
   /** A session or OAuth token (by its digest) → its user; sliding expiry, written at most once a minute. */
-  async function userFromToken(digest: Buffer): Promise<UserContext | null> {
-    const [row] = await sql<(UserRow & { session_id: number; kind: "session" | "oauth"; last_used_at: Date | null })[]>`
+  async function userFromToken(digest: Buffer): Promise<(UserContext & { expiresAt: number }) | null> {
+    const [row] = await sql<(UserRow & { session_id: number; kind: "session" | "oauth"; last_used_at: Date | null; expires_at: Date })[]>`
       select u.id, u.name, u.email, u.email_verified_at, u.totp_enabled, u.created_at, u.updated_at,
-             s.id as session_id, s.kind, s.last_used_at
+             s.id as session_id, s.kind, s.last_used_at, s.expires_at
       from sessions s join users u on u.id = s.user_id
       where s.token_hash = ${digest} and s.expires_at > now()`;
     if (!row) return null;
@@ -19,8 +19,8 @@ export function createCallerLookup(opts: { sql: Pool; sessionTtlDays: number; cl
       const slide = row.kind === "session" ? sql`, expires_at = now() + make_interval(days => ${opts.sessionTtlDays})` : sql``;
       await sql`update sessions set last_used_at = now() ${slide} where id = ${row.session_id}`;
     }
-    const { session_id, kind, last_used_at: _, ...user } = row;
-    return { user, kind, sessionId: session_id };
+    const { session_id, kind, last_used_at: _, expires_at, ...user } = row;
+    return { user, kind, sessionId: session_id, expiresAt: expires_at.getTime() };
   }
 
   async function fromApiKey(digest: Buffer): Promise<Caller | null> {
@@ -63,16 +63,20 @@ export function createCallerLookup(opts: { sql: Pool; sessionTtlDays: number; cl
     return { organization, role, readScope: orgHeader !== null ? [row.id] : rows.map((r) => r.id) };
   }
 
-  /** `digest`: the token's sha256, which the caller has computed already (its cache key). */
-  return async function lookUp(token: string, digest: Buffer, orgHeader: string | null): Promise<Caller> {
+  /**
+   * `digest`: the token's sha256, which the caller has computed already (its cache key). With when
+   * the token expires (a session's or OAuth token's `expires_at` as read; null for API keys, which
+   * do not): no answer may be used past it.
+   */
+  return async function lookUp(token: string, digest: Buffer, orgHeader: string | null): Promise<{ caller: Caller; expiresAt: number | null }> {
     if (token.startsWith("sk_")) {
       const caller = await fromApiKey(digest);
       if (!caller) throw unauthenticated();
-      return caller;
+      return { caller, expiresAt: null };
     }
     const ctx = await userFromToken(digest);
     if (!ctx) throw unauthenticated();
     const { organization, role, readScope } = await membership(ctx.user.id, orgHeader);
-    return { kind: ctx.kind, organization, readScope, user: ctx.user, role, apiKey: null, sessionId: ctx.sessionId };
+    return { caller: { kind: ctx.kind, organization, readScope, user: ctx.user, role, apiKey: null, sessionId: ctx.sessionId }, expiresAt: ctx.expiresAt };
   };
 }

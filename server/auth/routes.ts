@@ -58,7 +58,9 @@ export function authRoutes(services: Deps) {
     .post(
       "/api/auth/logout",
       async ({ caller: c, set }) => {
-        if (c.sessionId !== null) await services.auth.logout(c.sessionId);
+        // As DELETE /api/auth/sessions/{current} does: an OAuth token ends with its grant, or the
+        // extension's refresh token would mint a new one.
+        if (c.sessionId !== null) await services.auth.endUserSessions(c.user!.id, { only: c.sessionId });
         set.status = 204;
         return new Response(null, { status: 204 });
       },

@@ -18,8 +18,16 @@ export const Organization = t.Object({ id: Type.Integer(), name: t.String(), cre
 
 const TotpCode = Type.String({ pattern: "^[0-9]{6}$", description: "a 6-digit code", examples: ["123456"] });
 
+/**
+ * An email address a user signs in with, on the API and the sign-in page alike: ASCII, on which
+ * the throttles' keys (lower-cased in JavaScript, auth/limits.ts) and the account's lookup
+ * (`lower()` in PostgreSQL) agree. `İ` is `i` to one and `i̇` to the other: an address spelt with
+ * it found the account under fresh throttle counters.
+ */
+export const SignInEmail = Type.String({ format: "email", maxLength: 255, description: "an email address" });
+
 export const LoginBody = Type.Object({
-  email: Type.String({ format: "email", maxLength: 255, description: "an email address" }),
+  email: SignInEmail,
   password: Text({ minLength: 1, maxLength: 1024 }),
 });
 

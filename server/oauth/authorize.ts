@@ -115,8 +115,9 @@ export function createAuthorizeFlow(deps: AuthorizeDeps) {
   async function signInStep(ctx: FormContext, rq: string, fields: Record<string, string>, address: string): Promise<Outcome> {
     const email = (fields.email ?? "").trim();
     const errors: SignInErrors = {};
-    if (firstInvalidField(SignInForm, fields) || !email) errors.email = "Enter your email address.";
-    else if (!/^[^\s@]+@[^\s@]+$/.test(email)) errors.email = "Enter an email address like name@example.com.";
+    const invalid = firstInvalidField(SignInForm, { ...fields, email });
+    if (!email || (invalid !== null && invalid !== "email")) errors.email = "Enter your email address.";
+    else if (invalid === "email") errors.email = "Enter an email address like name@example.com.";
     if (!fields.password) errors.password = "Enter your password.";
     if (errors.email || errors.password) return { status: 422, html: signInPage(ctx, { email, errors }) };
     const result = await deps.signIn.checkPassword(email, fields.password!, address);

@@ -1,5 +1,6 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import { SignInEmail } from "../auth/schema";
 
 const Text = (description: string, max = 2048) => Type.String({ minLength: 1, maxLength: max, description });
 
@@ -54,7 +55,7 @@ export const OAuthErrorBody = Type.Object({ error: Type.String(), error_descript
 
 /** The sign-in page's forms; all carry the signed authorization request and the CSRF value. */
 const PageForm = { request: Type.String({ minLength: 1 }), csrf: Type.String({ minLength: 1 }) };
-export const SignInForm = Type.Object({ ...PageForm, step: Type.Literal("sign_in"), email: Type.String(), password: Type.String() });
+export const SignInForm = Type.Object({ ...PageForm, step: Type.Literal("sign_in"), email: SignInEmail, password: Type.String() });
 export const TotpForm = Type.Object({ ...PageForm, step: Type.Literal("totp"), ticket: Type.String({ minLength: 1 }), code: Type.String() });
 export const ConsentForm = Type.Object({
   ...PageForm,

@@ -35,7 +35,9 @@ export function createSignIn(deps: { sql: Sql; limiter: RateLimiter; clock: Cloc
       return { ok: false };
     }
     await attempt.release();
-    await limits.signedIn(email, address);
+    // With 2FA on, only a correct code clears the failures (checkCode), as the API login does:
+    // wrong codes there must add up however often the password is given here.
+    if (!user.totp_enabled) await limits.signedIn(email, address);
     return { ok: true, userId: user.id, epoch: user.credentials_epoch, needsCode: user.totp_enabled };
   }
 
@@ -55,6 +57,7 @@ export function createSignIn(deps: { sql: Sql; limiter: RateLimiter; clock: Cloc
       return { ok: false };
     }
     await attempt.release();
+    await limits.signedIn(user.email, address);
     return { ok: true };
   }
 

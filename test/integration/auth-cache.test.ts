@@ -1,8 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import type { Caller } from "../../server/auth/caller";
 import { createCallerCache } from "../../server/auth/caller-cache";
+import { credentialsEpoch } from "../../server/auth/store";
+import { issueSession } from "../../server/auth/tokens";
 import { createFakeClock } from "../fake-clock";
 import { createApiKey, createTenant } from "../fixtures";
+import { eventually } from "../fixtures-numbers";
 import { sharedTestContext, twoInstances } from "../helpers";
 
 const caller = (over: Partial<Caller>): Caller =>
@@ -36,6 +39,16 @@ describe("caller cache", () => {
     expect(cache.set("a|", caller({}), cache.generation())).toBe(true);
   });
 
+  test("an entry lives no longer than its credential: until its expiry when that comes first", () => {
+    const clock = createFakeClock(0);
+    const cache = createCallerCache({ ttlMs: 10_000, max: 10, clock });
+    cache.set("e|", caller({}), cache.generation(), 3_000);
+    clock.advance(2_999);
+    expect(cache.get("e|")).toBeDefined();
+    clock.advance(1);
+    expect(cache.get("e|")).toBeUndefined();
+  });
+
   test("bounded: past max entries the oldest go", () => {
     const cache = createCallerCache({ ttlMs: 10_000, max: 2, clock: createFakeClock(0) });
     for (const k of ["x", "y", "z"]) cache.set(k, caller({}), 0);
@@ -50,6 +63,16 @@ describe("revocations take effect at once", () => {
     expect((await ctx.request("GET", "/api/me", { token })).status).toBe(200);
     expect((await ctx.request("POST", "/api/auth/logout", { token })).status).toBe(204);
     expect((await ctx.request("GET", "/api/me", { token })).status).toBe(401);
+  });
+
+  test("a cached token that expires answers 401 from its expiry on, not up to the cache's 10 s later", async () => {
+    const ctx = await sharedTestContext();
+    const { user } = await createTenant(ctx.sql);
+    const session = await issueSession(ctx.sql, user.id, { kind: "oauth", ttlSeconds: 2, epoch: (await credentialsEpoch(ctx.sql, user.id))! });
+    expect(ctx.services.auth.cacheInUse()).toBe(true);
+    expect((await ctx.request("GET", "/api/me", { token: session!.token })).status).toBe(200);
+    await eventually(async () => Date.now() > session!.expiresAt.getTime(), 10_000, "the token's expiry");
+    expect((await ctx.request("GET", "/api/me", { token: session!.token })).status).toBe(401);
   });
 
   test.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)(

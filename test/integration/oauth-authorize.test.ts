@@ -189,6 +189,36 @@ describe("POST /oauth/authorize (the page's steps)", () => {
     expect(res.text).not.toContain("Allow");
   }, 30_000);
 
+  test("an email spelt with İ (lower() finds the account, JavaScript's lower case does not) is refused: no fresh throttle counters", async () => {
+    const { page, post, user } = await start();
+    let res = page;
+    for (let i = 0; i < 10; i++) res = await post({ ...hiddenInputs(res.text), email: user.email, password: `wrong ${i}` });
+    expect((await post({ ...hiddenInputs(res.text), email: user.email, password: user.password })).status).toBe(429);
+    const spelt = user.email.replace(/^[^@]*/, (local) => `${local}i`.replace(/i/g, "\u0130"));
+    const other = await post({ ...hiddenInputs(page.text), email: spelt, password: user.password });
+    expect(other.status).toBe(422);
+    expect(other.text).toContain("Enter an email address like name@example.com.");
+  }, 30_000);
+
+  test("with 2FA on, a right password on the page does not clear the wrong codes given through the API", async () => {
+    const { page, post, user } = await start();
+    await enableTotp(ctx.sql, user.id);
+    const near = new Set([-1, 0, 1].map((o) => totpCode(TEST_TOTP_SECRET, Date.now() + o * 30_000)));
+    const wrong = ["000000", "111111", "222222"].find((c) => !near.has(c))!;
+    const tmpToken = async () => (await ctx.request("POST", "/api/auth/login", { body: { email: user.email, password: user.password } })).body.tmp_token;
+    const statuses: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      // 8 wrong codes over two tmp_tokens (5 attempts each at most), then the password on the page.
+      for (const token of [await tmpToken(), await tmpToken()])
+        for (let i = 0; i < 4; i++) statuses.push((await ctx.request("POST", "/api/auth/2fa/verify", { body: { tmp_token: token, code: wrong } })).status);
+      // The right password (it cleared every failure before, wrong codes included).
+      await post({ ...hiddenInputs(page.text), email: user.email, password: user.password });
+    }
+    // Past the free failures every further code waits, however often the page took the password.
+    expect(statuses.slice(0, 10).every((s) => s === 401)).toBe(true);
+    expect(statuses.slice(11)).toContain(429);
+  }, 60_000);
+
   test("a TOTP code works once: the same code on a second sign-in is refused", async () => {
     const { page, post, user } = await start();
     await enableTotp(ctx.sql, user.id);

@@ -317,6 +317,14 @@ describe("OAuth refresh and revocation", () => {
     expect((await me(session)).status).toBe(200);
   });
 
+  test("POST /api/auth/logout with an OAuth access token ends its grant as DELETE /api/auth/sessions/{current} does", async () => {
+    const { f, tokens } = await issued();
+    expect((await ctx.request("POST", "/api/auth/logout", { token: tokens.access_token })).status).toBe(204);
+    expect((await me(tokens.access_token)).status).toBe(401);
+    // The extension's refresh token mints nothing: it was signed out.
+    expect(await rfcError(await refresh(f, tokens.refresh_token!))).toBe("invalid_grant");
+  });
+
   test("a refresh token of another client: invalid_grant", async () => {
     const { tokens } = await issued();
     const other = await newFlow();
