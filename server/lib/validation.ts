@@ -45,6 +45,20 @@ function outOfBounds(schema: SchemaLike, value: unknown): string | null {
   return null;
 }
 
+/** The JSON type of a value as a schema names it. */
+const jsonType = (value: unknown) =>
+  Array.isArray(value) ? "array" : value === null ? "null" : typeof value === "number" ? (Number.isInteger(value) ? "integer" : "number") : typeof value;
+
+/**
+ * The member of a union of types (`to`: a number or a list of them) that a value of its type
+ * meant: the value is judged by that one ("abc" for `to` is not an E.164 number, not "not an
+ * array"). Not the text form of a numeric parameter: "abc" for a page is "not an integer".
+ */
+function memberOfItsType(schema: SchemaLike, value: unknown): SchemaLike | undefined {
+  const t = jsonType(value);
+  return schema.anyOf?.find((s) => s.format !== "numeric" && (s.type === t || (t === "integer" && s.type === "number")));
+}
+
 /** A sentence fragment a person can read, e.g. "must be at most 100". */
 export function describeIssue({ value, schema, message }: Issue): string {
   if (!schema) return message ?? "is invalid";
@@ -54,6 +68,10 @@ export function describeIssue({ value, schema, message }: Issue): string {
   if (schema.errorMessage) return schema.errorMessage;
   const options = schema.anyOf?.map((s) => s.const).filter((c) => c !== undefined) ?? [];
   if (options.length > 0 && options.length === schema.anyOf?.length) return `must be one of: ${options.join(", ")}`;
+  const member = memberOfItsType(schema, value);
+  if (member) return describeIssue({ path: "", value, schema: member, message });
+  const kinds = [...new Set(schema.anyOf?.filter((s) => s.type !== "null" && s.format !== "numeric").map((s) => String(s.type)) ?? [])];
+  if (kinds.length > 1) return `must be ${kinds.map(article).join(" or ")}`;
   const base = schema.anyOf?.find((s) => s.type !== "null" && s.format !== "numeric" && s.type !== "string") ?? schema.anyOf?.[0] ?? schema;
   const merged = { ...base, ...schema, type: typeName(schema) };
   const t = merged.type;

@@ -475,5 +475,11 @@ describe("POST /api/messages rules", () => {
       expectErrorShape(res.body, "validation_failed");
     }
     expect((await send(t.token, { hosted_sim: sim.id, to: "+15551234567", text: "x".repeat(1600) })).status).toBe(202);
+    // `to` is a number or a list of them (SPEC.md 4.2: a string): each is told what was wrong with it.
+    const why = async (to: unknown) => (await send(t.token, { hosted_sim: sim.id, to, text: "x" })).body.errors.to;
+    expect(await why("abc")).toEqual(["must be an E.164 phone number"]);
+    expect(await why("+1555")).toEqual(["must be an E.164 phone number"]);
+    expect(await why(15551234567)).toEqual(["must be a string or an array"]);
+    expect(await why([])).toEqual(["must hold 1 to 1000 recipients"]);
   });
 });
