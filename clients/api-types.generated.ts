@@ -5754,6 +5754,10 @@ export interface operations {
                     csrf: string;
                     /** @enum {string} */
                     step: "sign_in";
+                    /**
+                     * Format: email
+                     * @description an email address
+                     */
                     email: string;
                     password: string;
                 };
