@@ -61,38 +61,28 @@ describe("Idempotency-Key", () => {
   test("creates that show a secret once replay it to their caller (API key, webhook integration, device); the kept answer is sealed", async () => {
     const t = await createTenant(ctx.sql);
     const post = (path: string, body: unknown, key: string) => ctx.request("POST", path, { token: t.token, body, headers: { "idempotency-key": key } });
-    const keyBody = { name: "CI", permissions: ["messages.read"] };
-    const first = await post("/api/api-keys", keyBody, "key-1");
-    expect(first.status).toBe(201);
-    const again = await post("/api/api-keys", keyBody, "key-1");
-    expect(again.status).toBe(201);
-    expect(again.headers.get("idempotent-replayed")).toBe("true");
-    expect(again.body).toEqual(first.body);
+    /** The request twice under one key: the second answers the first's answer again, marked replayed. */
+    const twice = async (path: string, body: unknown, key: string, status: number) => {
+      const first = await post(path, body, key);
+      expect(first.status).toBe(status);
+      const again = await post(path, body, key);
+      expect(again.status).toBe(status);
+      expect(again.headers.get("idempotent-replayed")).toBe("true");
+      expect(again.body).toEqual(first.body);
+      return first;
+    };
+    const first = await twice("/api/api-keys", { name: "CI", permissions: ["messages.read"] }, "key-1", 201);
     expect((await ctx.request("GET", "/api/api-keys", { token: t.token })).body.data).toHaveLength(1);
     // The replayed key works: it is the one key that was made.
-    expect((await ctx.request("GET", "/api/usage", { token: again.body.plain_text_key })).status).toBe(200);
+    expect((await ctx.request("GET", "/api/usage", { token: first.body.plain_text_key })).status).toBe(200);
 
-    const hookBody = { name: "receiver", url: "https://hooks.example.test/in" };
-    const hook = await post("/api/webhook-integrations", hookBody, "hook-1");
-    expect(hook.status).toBe(201);
-    const hookAgain = await post("/api/webhook-integrations", hookBody, "hook-1");
-    expect(hookAgain.body.data.secret).toBe(hook.body.data.secret);
+    const hook = await twice("/api/webhook-integrations", { name: "receiver", url: "https://hooks.example.test/in" }, "hook-1", 201);
     expect((await ctx.request("GET", "/api/webhook-integrations", { token: t.token })).body.data).toHaveLength(1);
 
     const deviceBody = { android_id: "a1b2c3d4e5f60718", sim_slots: [1], device_model: "Pixel 8", app_version: "1.4.2", device_name: "retried" };
-    const device = await post("/api/byos/devices/register", deviceBody, "device-1");
-    expect(device.status).toBe(201);
-    const deviceAgain = await post("/api/byos/devices/register", deviceBody, "device-1");
-    expect(deviceAgain.headers.get("idempotent-replayed")).toBe("true");
-    expect(deviceAgain.body).toEqual(device.body);
+    await twice("/api/byos/devices/register", deviceBody, "device-1", 201);
     // v2's register (a route of its own) takes the key as v1's does: a retry gets its codes again, not a 409.
-    const v2Body = { ...deviceBody, android_id: "a1b2c3d4e5f60719" };
-    const v2 = await post("/api/v2/byos/devices/register", v2Body, "device-2");
-    expect(v2.status).toBe(201);
-    const v2Again = await post("/api/v2/byos/devices/register", v2Body, "device-2");
-    expect(v2Again.status).toBe(201);
-    expect(v2Again.headers.get("idempotent-replayed")).toBe("true");
-    expect(v2Again.body).toEqual(v2.body);
+    await twice("/api/v2/byos/devices/register", { ...deviceBody, android_id: "a1b2c3d4e5f60719" }, "device-2", 201);
 
     const kept = await ctx.sql<{ key: string; response: unknown; response_sealed: string }[]>`
       select key, response, response_sealed from idempotency_keys where organization_id = ${t.org.id} order by key`;
