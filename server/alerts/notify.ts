@@ -4,10 +4,16 @@ import type { Logger } from "../lib/logger";
 
 export type Mailer = { send(to: string[], subject: string, text: string): Promise<void> } | null;
 
+/**
+ * How long a mail server may take: to connect, to greet, and between two answers (nodemailer's
+ * defaults are 2 min, 30 s and 10 min). A mail no server took within them is noted as failed.
+ */
+const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
+
 /** SMTP through nodemailer when SMTP_URL is set; otherwise null (alerts are recorded and logged only). */
 export function createMailer(smtpUrl: string | undefined, from: string): Mailer {
   if (!smtpUrl) return null;
-  const transport = nodemailer.createTransport(smtpUrl);
+  const transport = nodemailer.createTransport({ url: smtpUrl, ...SMTP_TIMEOUTS });
   return {
     async send(to, subject, text) {
       await transport.sendMail({ from, to, subject, text });
@@ -19,7 +25,10 @@ export type Alert = { organizationId: number; kind: string; subjectId: number | 
 
 /**
  * Records an alert and mails it to the organization's owners and admins. The record is kept
- * whether or not mail is configured or delivery works; a failed send is noted on it.
+ * whether or not mail is configured or delivery works; a failed send is noted on it. The mail goes
+ * out after the alert is recorded, without the caller waiting for it: callers are a device's work
+ * queue (its heartbeats and SMS wait behind it) and a webhook attempt (its record waits), which a
+ * slow or hung mail server held for minutes.
  */
 export async function notifyOrganizationAdmins(deps: { sql: Sql; mailer: Mailer; logger: Logger }, alert: Alert) {
   const recipients = (
@@ -31,14 +40,17 @@ export async function notifyOrganizationAdmins(deps: { sql: Sql; mailer: Mailer;
     insert into alerts (organization_id, kind, subject_id, subject, recipients)
     values (${alert.organizationId}, ${alert.kind}, ${alert.subjectId}, ${alert.subject}, ${recipients}) returning id`;
   deps.logger.info({ alert: row!.id, kind: alert.kind, organization: alert.organizationId, recipients: recipients.length }, alert.subject);
-  if (!deps.mailer || recipients.length === 0) return row!.id;
+  if (deps.mailer && recipients.length > 0) void mail(deps, deps.mailer, row!.id, recipients, alert);
+  return row!.id;
+}
+
+async function mail(deps: { sql: Sql; logger: Logger }, mailer: NonNullable<Mailer>, alertId: number, recipients: string[], alert: Alert) {
   try {
-    await deps.mailer.send(recipients, alert.subject, alert.text);
-    await deps.sql`update alerts set sent_at = now() where id = ${row!.id}`;
+    await mailer.send(recipients, alert.subject, alert.text);
+    await deps.sql`update alerts set sent_at = now() where id = ${alertId}`;
   } catch (e) {
     const message = (e as Error).message.slice(0, 500);
-    deps.logger.warn({ alert: row!.id, err: message }, "alert mail failed");
-    await deps.sql`update alerts set error = ${message} where id = ${row!.id}`;
+    deps.logger.warn({ alert: alertId, err: message }, "alert mail failed");
+    await deps.sql`update alerts set error = ${message} where id = ${alertId}`.catch(() => {});
   }
-  return row!.id;
 }

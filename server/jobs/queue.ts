@@ -362,7 +362,8 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     async stats() {
       const [row] = await sql<{ backlog: number; dead: number; oldest_seconds: number | null }[]>`
         select count(*) filter (where not dead) as backlog, count(*) filter (where dead) as dead,
-               extract(epoch from ${dueBy(sql)} - min(run_at) filter (where not dead and run_at <= ${dueBy(sql)}))::float8 as oldest_seconds
+               extract(epoch from ${dueBy(sql)} - min(run_at) filter (
+                 where not dead and run_at <= ${dueBy(sql)} and (locked_until is null or locked_until < now())))::float8 as oldest_seconds
         from jobs`;
       return { backlog: row?.backlog ?? 0, dead: row?.dead ?? 0, oldestSeconds: Math.max(0, row?.oldest_seconds ?? 0) };
     },

@@ -35,8 +35,10 @@ const deleted = async (q: PromiseLike<{ count: number }>) => (await q).count;
 
 /**
  * Removes what nobody can use any more:
- * - webhook delivery log records, and finished deliveries (their frozen event bodies), older than
- *   `logRetentionDays`; walked from the oldest id, so no index on the time columns is needed;
+ * - webhook delivery log records older than `logRetentionDays`, and finished deliveries (their
+ *   frozen event bodies) last attempted longer ago than that (by their first attempt, a delivery
+ *   retried for hours took its last log records with it early: they cascade); walked from the
+ *   oldest id, so no index on the time columns is needed;
  * - sessions and OAuth access tokens expired for more than a day (a day of grace keeps the
  *   answer to a just-expired token "expired", not merely "unknown", in logs and tests);
  * - OAuth authorization codes and refresh tokens expired for more than a day (a rotated refresh
@@ -55,7 +57,7 @@ export async function removeExpired(sql: Sql, o: { logRetentionDays: number; eve
   const deliveries = await inChunks(() =>
     deleted(sql`
       delete from webhook_deliveries where id in (
-        select id from webhook_deliveries where created_at < ${cutoff} and status in ('succeeded', 'failed') order by id limit ${CHUNK})`),
+        select id from webhook_deliveries where updated_at < ${cutoff} and status in ('succeeded', 'failed') order by id limit ${CHUNK})`),
   );
   const sessions = await inChunks(() =>
     deleted(sql`

@@ -79,7 +79,8 @@ describe("online and offline with a fake clock", () => {
     const alerts = await alertsOf(device.id);
     expect(alerts).toHaveLength(1);
     expect(alerts[0]!.recipients).toEqual([user.email]);
-    expect(alerts[0]!.sent_at).not.toBeNull();
+    // Mailed after it was recorded, off the device's work queue.
+    expect(await waitFor(async () => (await alertsOf(device.id))[0]!.sent_at !== null)).toBe(true);
     expect(mails.filter((m) => m.to.includes(user.email))).toHaveLength(1);
     expect(mails.find((m) => m.to.includes(user.email))!.raw).toContain("Device offline");
     await advance(3600 * S);
@@ -140,6 +141,45 @@ describe("online and offline with a fake clock", () => {
     await ctx.sql`update devices set status = 'active' where id = ${device.id}`;
     expect(await claimOfflineAlert(ctx.sql, device.id, row!.offline_since.getTime(), clock.now())).toBe(true);
   });
+});
+
+describe("a mail server that never answers", () => {
+  test("holds up none of the device's work: its heartbeat and SMS answer while the offline alert's mail waits", async () => {
+    // Greets, then reads and never answers: nodemailer waits for the next reply.
+    const stalled: import("node:net").Socket[] = [];
+    const hung = (await import("node:net")).createServer((socket) => {
+      stalled.push(socket);
+      socket.write("220 hung ESMTP\r\n");
+      socket.on("data", () => {});
+    });
+    await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", () => resolve()));
+    const clock = createFakeClock(Date.now());
+    const c = await clockedContext(ctx, clock, { SMTP_URL: `smtp://127.0.0.1:${(hung.address() as { port: number }).port}` });
+    try {
+      const { token } = await createTenant(ctx.sql);
+      const { device } = await activeDevice(c, token);
+      const heartbeat = () => c.request("POST", `/api/byos/devices/${device.id}/heartbeat`, { token, body: {} });
+      expect((await heartbeat()).status).toBe(200);
+      await c.services.devices.settle();
+      clock.advance(361 * S);
+      await c.services.devices.settle();
+      clock.advance(121 * S);
+      expect(await waitFor(() => stalled.length > 0, 10_000)).toBe(true);
+      // The alert is recorded and its mail under way (no answer will come): the device is served at once.
+      expect(await alertsOf(device.id)).toHaveLength(1);
+      expect((await heartbeat()).status).toBe(200);
+      const sms = await c.request("POST", `/api/byos/devices/${device.id}/sms`, {
+        token,
+        body: { message_id: crypto.randomUUID(), from: "+15550001111", body: "while the mail waits", sim_slot: 1 },
+      });
+      expect(sms.status).toBe(202);
+      expect((await alertsOf(device.id))[0]!.sent_at).toBeNull();
+    } finally {
+      for (const socket of stalled) socket.destroy();
+      hung.close();
+      await c.close();
+    }
+  }, 30_000);
 });
 
 describe("two instances on one database", () => {

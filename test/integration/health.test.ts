@@ -33,6 +33,19 @@ describe("health and errors", () => {
     expect((await ctx.request("GET", "/api/health")).status).toBe(200);
   });
 
+  test("a job running (held by a worker) is not waiting: a long one leaves the queue check ok", async () => {
+    const [job] = await ctx.sql<{ id: number }[]>`
+      insert into jobs (queue, payload, run_at, attempts, locked_by, locked_until)
+      values ('nobody-works-this', '{}', now() - interval '6 minutes', 1, 'another-instance', now() + interval '1 minute') returning id`;
+    try {
+      const res = await ctx.request("GET", "/api/health");
+      expect(res.status).toBe(200);
+      expect(res.body.checks.queue.status).toBe("ok");
+    } finally {
+      await ctx.sql`delete from jobs where id = ${job!.id}`;
+    }
+  });
+
   test("unknown route answers 404 in the error shape", async () => {
     const res = await ctx.request("GET", "/api/does-not-exist");
     expect(res.status).toBe(404);

@@ -17,19 +17,24 @@ describe("retention (hourly clean-up)", () => {
     const [integration] = await ctx.sql<{ id: number }[]>`
       insert into webhook_integrations (organization_id, name, url, secret_sealed)
       values (${t.org.id}, 'retention', 'https://example.com/hook', 'sealed') returning id`;
-    const delivery = (status: string, daysAgo: number) => ctx.sql<{ id: number }[]>`
-      insert into webhook_deliveries (webhook_integration_id, event_id, event_type, body, status, created_at)
-      values (${integration!.id}, ${`evt_${crypto.randomUUID()}`}, 'message.received', '{}', ${status}, now() - make_interval(days => ${daysAgo}))
+    /** A delivery first attempted `daysAgo`, last `lastDaysAgo` (its retries ran on since). */
+    const delivery = (status: string, daysAgo: number, lastDaysAgo = daysAgo) => ctx.sql<{ id: number }[]>`
+      insert into webhook_deliveries (webhook_integration_id, event_id, event_type, body, status, created_at, updated_at)
+      values (${integration!.id}, ${`evt_${crypto.randomUUID()}`}, 'message.received', '{}', ${status},
+              now() - make_interval(days => ${daysAgo}), now() - make_interval(days => ${lastDaysAgo}))
       returning id`;
     const [oldDone] = await delivery("succeeded", 40);
     const [oldRetrying] = await delivery("retrying", 40);
     const [recent] = await delivery("failed", 2);
+    // Begun 31 days ago, failed for good 29 days ago: kept with its last records (they are 29 days old).
+    const [longRetried] = await delivery("failed", 31, 29);
     const log = (deliveryId: number | null, daysAgo: number) => ctx.sql<{ id: number }[]>`
       insert into webhook_delivery_logs (webhook_integration_id, delivery_id, event_id, event_type, attempt, status, created_at)
       values (${integration!.id}, ${deliveryId}, 'evt_x', 'webhook.test', 1, 'failed', now() - make_interval(days => ${daysAgo}))
       returning id`;
     const [oldLog] = await log(null, 31);
     const [recentLog] = await log(recent!.id, 29);
+    const [lastOfLongRetried] = await log(longRetried!.id, 29);
     const [expired] = await ctx.sql<{ id: number }[]>`
       insert into sessions (user_id, token_hash, expires_at) values (${t.user.id}, ${Buffer.from(crypto.randomUUID())}, now() - interval '2 days') returning id`;
     const [justExpired] = await ctx.sql<{ id: number }[]>`
@@ -46,8 +51,12 @@ describe("retention (hourly clean-up)", () => {
 
     const ids = async (table: "webhook_deliveries" | "webhook_delivery_logs" | "sessions", list: number[]) =>
       (await ctx.sql<{ id: number }[]>`select id from ${ctx.sql(table)} where id = any(${list}::bigint[]) order by id`).map((r) => r.id);
-    expect(await ids("webhook_deliveries", [oldDone!.id, oldRetrying!.id, recent!.id])).toEqual([oldRetrying!.id, recent!.id]);
-    expect(await ids("webhook_delivery_logs", [oldLog!.id, recentLog!.id])).toEqual([recentLog!.id]);
+    expect(await ids("webhook_deliveries", [oldDone!.id, oldRetrying!.id, recent!.id, longRetried!.id])).toEqual([
+      oldRetrying!.id,
+      recent!.id,
+      longRetried!.id,
+    ]);
+    expect(await ids("webhook_delivery_logs", [oldLog!.id, recentLog!.id, lastOfLongRetried!.id])).toEqual([recentLog!.id, lastOfLongRetried!.id]);
     expect(await ids("sessions", [expired!.id, justExpired!.id])).toEqual([justExpired!.id]);
     const keys = await ctx.sql<{ key: string }[]>`select key from idempotency_keys where organization_id = ${t.org.id}`;
     expect(keys.map((k) => k.key)).toEqual(["today"]);
