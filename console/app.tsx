@@ -147,7 +147,7 @@ function LiveState() {
   const live = state === "connected";
   return (
     <span class={live ? "live on" : "live"} role="status" aria-live="polite">
-      {live ? "Live" : state === "initialized" ? "" : "Reconnecting…"}
+      {live ? "Live" : state === "initialized" ? "" : state === "disconnected" || state === "failed" ? "Disconnected" : "Reconnecting…"}
     </span>
   );
 }

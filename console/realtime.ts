@@ -1,6 +1,6 @@
 import { useEffect } from "preact/hooks";
 import Pusher, { type Channel } from "pusher-js";
-import { api, ok } from "./api";
+import { api, fetchIdentity, ok } from "./api";
 import { token } from "./session";
 
 /**
@@ -39,6 +39,10 @@ async function connect(): Promise<Pusher> {
     for (const fn of stateListeners) fn(current);
     if (current === "connected" && dropped) for (const fn of reconnectListeners) fn();
     if (current === "unavailable" || current === "connecting" || current === "disconnected") dropped = true;
+    // Disconnected without our asking: the server ended the connection for good (pusher-js does
+    // not come back after 4000-4099), as it does when the session is revoked (4009). Asking who
+    // we are answers 401 then, which signs this tab out; otherwise the header says "Disconnected".
+    if (current === "disconnected" && client === pusher) void fetchIdentity().catch(() => {});
   });
   return pusher;
 }
@@ -88,8 +92,9 @@ export function onConnectionState(fn: (state: string) => void): () => void {
 }
 
 export function disconnect() {
-  client?.disconnect();
+  const ending = client;
   client = null;
   connecting = null;
   state = "disconnected";
+  ending?.disconnect();
 }

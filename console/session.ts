@@ -37,7 +37,12 @@ export function forget(broadcast = true) {
 }
 
 channel?.addEventListener("message", (e) => {
-  if (e.data === "signed-out") forget(false);
+  if (e.data !== "signed-out") return;
+  // This tab's own session (a tab signed in by itself has one) ends on the server too: forgotten
+  // here only, it would stay valid with no browser holding it.
+  const mine = token();
+  if (mine) void fetch("/api/auth/logout", { method: "POST", headers: { authorization: `Bearer ${mine}` }, keepalive: true }).catch(() => {});
+  forget(false);
 });
 
 export function onSessionChange(fn: () => void): () => void {

@@ -98,20 +98,30 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]) {
   return { data, error, loading, reload: () => setTick((t) => t + 1), setData };
 }
 
+/**
+ * Copies `text`; says "Copied" only when the clipboard took it. Where it cannot (denied, or no
+ * clipboard: a page served over plain HTTP to another machine), it says so, and the text stays
+ * on the page to select.
+ */
 export function CopyButton({ text, label }: { text: string; label: string }) {
-  const [done, setDone] = useState(false);
+  const [outcome, setOutcome] = useState<"copied" | "failed" | null>(null);
   return (
     <button
       type="button"
       class="copy"
       aria-label={label}
       onClick={async () => {
-        await navigator.clipboard.writeText(text).catch(() => {});
-        setDone(true);
-        setTimeout(() => setDone(false), 1500);
+        const copied = navigator.clipboard
+          ? await navigator.clipboard.writeText(text).then(
+              () => true,
+              () => false,
+            )
+          : false;
+        setOutcome(copied ? "copied" : "failed");
+        setTimeout(() => setOutcome(null), 2500);
       }}
     >
-      {done ? "Copied" : "Copy"}
+      {outcome === "copied" ? "Copied" : outcome === "failed" ? "Copy failed: select the code" : "Copy"}
     </button>
   );
 }

@@ -12,7 +12,15 @@ const DEVICE_EVENTS = ["device.status_changed", "device.updated", "sim.verified"
 export function DevicesPage() {
   const { orgId } = useSession();
   const admin = useIsAdmin();
-  const devices = useLoad(async () => (await ok(api.GET("/api/byos/devices", { params: { query: { per_page: 100 } } }))).data, [orgId]);
+  // Every page: a plan allows up to a thousand phones, and the newest come last.
+  const devices = useLoad(async () => {
+    const all = [];
+    for (let page = 1; ; page++) {
+      const res = await ok(api.GET("/api/byos/devices", { params: { query: { per_page: 100, page } } }));
+      all.push(...res.data);
+      if (page >= res.meta.last_page) return all;
+    }
+  }, [orgId]);
   const [codes, setCodes] = useState<Code[]>([]);
   const action = useAction();
 

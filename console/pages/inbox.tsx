@@ -25,6 +25,12 @@ export function InboxPage() {
     history.replaceState(null, "", id ? `/inbox?number=${id}` : "/inbox");
   };
   const list = numbers.data ?? [];
+  // A number of the address (`?number=`) that this organization does not have (another one's,
+  // after switching): every number instead.
+  const shown = numberId !== null && numbers.data && !list.some((n) => n.id === numberId) ? null : numberId;
+  useEffect(() => {
+    if (shown === null && numberId !== null && numbers.data) choose(null);
+  }, [shown, numberId, numbers.data]);
   if (!numbers.loading && list.length === 0)
     return (
       <>
@@ -50,7 +56,7 @@ export function InboxPage() {
       >
         <div class="field">
           <label for="inbox-number">Number</label>
-          <select id="inbox-number" value={numberId ? String(numberId) : ""} onChange={(e) => choose(Number((e.target as HTMLSelectElement).value) || null)}>
+          <select id="inbox-number" value={shown ? String(shown) : ""} onChange={(e) => choose(Number((e.target as HTMLSelectElement).value) || null)}>
             <option value="">All numbers</option>
             {list.map((n) => (
               <option key={n.id} value={String(n.id)}>
@@ -84,15 +90,7 @@ export function InboxPage() {
         </div>
         <button type="submit">Filter</button>
       </form>
-      {numbers.data && (
-        <Messages
-          key={`${orgId}:${numberId}:${JSON.stringify(filters)}`}
-          numberIds={numberId ? [numberId] : list.map((n) => n.id)}
-          single={numberId !== null}
-          filters={filters}
-          orgId={orgId}
-        />
-      )}
+      {numbers.data && <Messages key={`${orgId}:${shown}:${JSON.stringify(filters)}`} numberId={shown} filters={filters} orgId={orgId} />}
     </section>
   );
 }
@@ -155,8 +153,12 @@ function merge(a: Message[], b: Message[]): Message[] {
   return [...byId.values()].sort((x, y) => time(y) - time(x) || y.id - x.id);
 }
 
-function matches(m: Message, numberIds: number[], f: Filters) {
-  if (m.direction !== "inbound" || m.hosted_sim_id === null || !numberIds.includes(m.hosted_sim_id)) return false;
+/**
+ * Whether a live message belongs in the list: one number's, or every number's (`numberId` null:
+ * the organization's channel scopes them, numbers it gained since the page loaded included).
+ */
+function matches(m: Message, numberId: number | null, f: Filters) {
+  if (m.direction !== "inbound" || m.hosted_sim_id === null || (numberId !== null && m.hosted_sim_id !== numberId)) return false;
   if (f.q && !m.text.toLowerCase().includes(f.q.toLowerCase())) return false;
   if (f.from && m.from !== f.from) return false;
   return !(f.hasCode && !m.code);
@@ -166,8 +168,8 @@ function matches(m: Message, numberIds: number[], f: Filters) {
  * The message list, virtualised: however many messages were loaded, only the rows in view are in
  * the page, and the next page is fetched when the last loaded rows come into view.
  */
-function Messages(props: { numberIds: number[]; single: boolean; filters: Filters; orgId: number }) {
-  const source = useMemo(() => (props.single ? numberSource(props.numberIds[0]!, props.filters) : inboxSource(props.filters)), []);
+function Messages(props: { numberId: number | null; filters: Filters; orgId: number }) {
+  const source = useMemo(() => (props.numberId !== null ? numberSource(props.numberId, props.filters) : inboxSource(props.filters)), []);
   const [messages, setMessages] = useState<Message[]>([]);
   const [loaded, setLoaded] = useState(false);
   const [total, setTotal] = useState<number | null>(null);
@@ -205,7 +207,7 @@ function Messages(props: { numberIds: number[]; single: boolean; filters: Filter
 
   useEffect(() => {
     const off = listen<{ message: Message }>(`private-organization.${props.orgId}`, "message.received", ({ message }) => {
-      if (!matches(message, props.numberIds, props.filters)) return;
+      if (!matches(message, props.numberId, props.filters)) return;
       setMessages((old) => merge([message], old));
       setTotal((t) => (t === null ? t : t + 1));
       setLatest(`New message from ${message.from}${message.code ? ` with code ${message.code}` : ""}.`);
@@ -236,7 +238,7 @@ function Messages(props: { numberIds: number[]; single: boolean; filters: Filter
       {loaded && messages.length === 0 && (
         <Empty>
           <p>No messages yet{filtered ? " matching these filters" : ""}.</p>
-          <p>They appear here as soon as an SMS arrives on {props.single ? "the number" : "one of your numbers"}; leave this page open.</p>
+          <p>They appear here as soon as an SMS arrives on {props.numberId !== null ? "the number" : "one of your numbers"}; leave this page open.</p>
         </Empty>
       )}
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region takes focus so that a keyboard can scroll it (axe scrollable-region-focusable) */}

@@ -125,6 +125,8 @@ function Hook(props: { hook: Integration; admin: boolean; teams: Team[]; onChang
       props.onChange();
     });
   const unmapped = props.teams.filter((t) => !h.mappings.some((m) => m.team_id === t.id));
+  // The team chosen while it is still unmapped, else the first unmapped one (the one just mapped leaves the list).
+  const chosen = unmapped.some((t) => String(t.id) === team) ? team : String(unmapped[0]?.id ?? "");
 
   return (
     <li class="card">
@@ -204,14 +206,14 @@ function Hook(props: { hook: Integration; admin: boolean; teams: Team[]; onChang
               ok(
                 api.POST("/api/webhook-integrations/{webhook_integration}/mappings", {
                   params: { path },
-                  body: { team_id: Number(team || unmapped[0]!.id), forwarding_mode: mode },
+                  body: { team_id: Number(chosen), forwarding_mode: mode },
                 }),
               ),
             );
           }}
         >
           <label for={`team-${h.id}`}>Team</label>
-          <select id={`team-${h.id}`} value={team} onChange={(e) => setTeam((e.target as HTMLSelectElement).value)}>
+          <select id={`team-${h.id}`} value={chosen} onChange={(e) => setTeam((e.target as HTMLSelectElement).value)}>
             {unmapped.map((t) => (
               <option key={t.id} value={String(t.id)}>
                 {t.name}
@@ -228,16 +230,18 @@ function Hook(props: { hook: Integration; admin: boolean; teams: Team[]; onChang
       )}
       {props.admin && props.teams.length === 0 && <p class="meta">Create a team on the Teams page to map this webhook to it.</p>}
       <div class="actions">
-        <button
-          type="button"
-          disabled={action.busy}
-          onClick={() => {
-            setTest(null);
-            action.run(async () => setTest(await ok(api.POST("/api/webhook-integrations/{webhook_integration}/test", { params: { path } }))));
-          }}
-        >
-          Send a test
-        </button>
+        {props.admin && (
+          <button
+            type="button"
+            disabled={action.busy}
+            onClick={() => {
+              setTest(null);
+              action.run(async () => setTest(await ok(api.POST("/api/webhook-integrations/{webhook_integration}/test", { params: { path } }))));
+            }}
+          >
+            Send a test
+          </button>
+        )}
         <button type="button" aria-expanded={showLogs} onClick={() => setShowLogs(!showLogs)}>
           {showLogs ? "Hide deliveries" : "Deliveries"}
         </button>
