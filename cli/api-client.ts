@@ -15,6 +15,18 @@ export type TypedClient = Client<paths, Json>;
 type Outcome<D> = { data?: D; error?: unknown; response: Response };
 
 /**
+ * How long a request may go unanswered: SIMHOST_REQUEST_TIMEOUT_SECONDS (30), plus the time a
+ * long-poll asks the server to hold it (`wait` of `GET /api/events`, `timeout` of
+ * `messages/next`). A server that accepts and never answers fails the command ("Could not reach
+ * ...") instead of hanging it for good.
+ */
+export function requestTimeoutMs(url: string): number {
+  const q = new URL(url).searchParams;
+  const held = Math.max(Number(q.get("wait")) || 0, Number(q.get("timeout")) || 0);
+  return ((Number(process.env.SIMHOST_REQUEST_TIMEOUT_SECONDS) || 30) + held) * 1000;
+}
+
+/**
  * The CLI's HTTP client: `api.GET("/api/numbers/{id}", ...)` and the other methods are
  * openapi-fetch's, typed from the OpenAPI document; `api.ok(...)` unwraps an answer. Token:
  * --token, else SIMHOST_TOKEN, else the one `simhost login` saved for this server (asked for on
@@ -36,6 +48,7 @@ export function createApiClient(opts: GlobalOptions) {
     c.use({
       onRequest: ({ request }) => {
         if (withToken) request.headers.set("authorization", `Bearer ${token()}`);
+        return new Request(request, { signal: AbortSignal.timeout(requestTimeoutMs(request.url)) });
       },
       onError: ({ error }) => new CliError(`Could not reach ${base}: ${(error as Error).message}`),
     });

@@ -105,7 +105,11 @@ async function tail(api: ApiClient, o: TailOptions, print: (e: Event) => void): 
   process.stderr.write(`Following events${cursor === "now" ? " from now on" : ` after ${cursor}`}; Ctrl-C to stop.\n`);
   while (!stopped) {
     const outcome = await Promise.race([
-      api.GET("/api/events", { params: { query: { ...filters, after: cursor, wait: o.wait, per_page: 500 } } }).catch((e: Error) => ({ failed: e.message })),
+      // "From now on" is answered at once the first time: the position it names is saved before
+      // any wait, so a tail stopped during its first wait resumes there instead of at a later "now".
+      api
+        .GET("/api/events", { params: { query: { ...filters, after: cursor, wait: cursor === "now" ? undefined : o.wait, per_page: 500 } } })
+        .catch((e: Error) => ({ failed: e.message })),
       stop.stopped.then(() => null),
     ]);
     if (outcome === null) break;

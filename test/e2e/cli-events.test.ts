@@ -113,4 +113,19 @@ describe("simhost events tail", () => {
     expect(await again.exited(), again.out.stderr).toBe(0);
     expect(printed(again.out.stdout)).toEqual([5, 6]);
   }, 90_000);
+
+  test("a first tail stopped during its first wait resumes from where it started, not from a later 'now'", async () => {
+    const t = await createTenant(ctx.sql);
+    const cursorFile = join(mkdtempSync(join(tmpdir(), "simhost-tail-")), "cursor");
+    const args = ["--url", url, "--token", t.token, "events", "tail", "--json", "--cursor-file", cursorFile, "--wait", "20"];
+    const first = spawnCli(args, env);
+    await eventually(() => ctx.services.eventWaiters.size() >= 1, 20_000, "the tail's wait");
+    first.proc.kill("SIGTERM");
+    expect(await first.exited()).toBe(0);
+    // Appended while no tail runs: the next one prints it.
+    await append(ctx, [testEvent(t.org.id, 7)]);
+    const again = spawnCli([...args, "--count", "1"], env);
+    expect(await again.exited(), again.out.stderr).toBe(0);
+    expect(JSON.parse(again.out.stdout.trim()).data.n).toBe(7);
+  }, 60_000);
 });

@@ -40,6 +40,19 @@ describe("simhost health", () => {
     expect(r.stderr).toContain("Could not reach http://127.0.0.1:9");
   });
 
+  test("a server that accepts and never answers: exit 1 once SIMHOST_REQUEST_TIMEOUT_SECONDS has passed, not a hang", async () => {
+    const hung = Bun.serve({ port: 0, hostname: "127.0.0.1", idleTimeout: 0, fetch: () => new Promise<Response>(() => {}) });
+    try {
+      const started = Date.now();
+      const r = await runCli(["health", "--url", `http://127.0.0.1:${hung.port}`], { env: { ...cliEnv(ctx), SIMHOST_REQUEST_TIMEOUT_SECONDS: "1" } });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`Could not reach http://127.0.0.1:${hung.port}`);
+      expect(Date.now() - started).toBeLessThan(20_000);
+    } finally {
+      hung.stop(true);
+    }
+  }, 30_000);
+
   test("a failing check: exit 1 and the failing check named", async () => {
     // A server whose health answers 503, as when its database is down.
     const down = Bun.serve({
