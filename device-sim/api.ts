@@ -132,6 +132,8 @@ export function createApi(opts: ApiOptions) {
     messages: (query: { hosted_sim: number; per_page?: number; page?: number; direction?: "inbound" | "outbound" }) =>
       call("messages", () => client.GET("/api/messages", { params: { query } })),
     connection: () => call("connection", () => client.GET("/api/broadcasting/connection")),
+    /** GET /api/events: the durable log after a cursor ("now": where it ends), what a reconnecting client catches up from. */
+    events: (query: ApiQuery<"/api/events", "get">) => call("events", () => client.GET("/api/events", { params: { query } })),
     authorizeChannel: (socket_id: string, channel_name: string) =>
       call("channel_auth", () => client.POST("/api/broadcasting/auth", { body: { socket_id, channel_name } })),
   };

@@ -267,6 +267,8 @@ export function createDevice(o: DeviceOptions) {
     /** `message.cancelled` on the device channel (a `message.send_cancelled` event): drop the order if not yet on air. */
     cancelOutbound: (id: number) => sender.cancel(id),
     refreshConfig,
+    /** Asks the server whether the device was revoked (it may have been through the API), and stops serving it if so. */
+    checkRevoked,
     /** Data network up or down; SMS keep arriving into the outbox meanwhile. */
     setNetwork(up: boolean) {
       if (networkUp === up) return;

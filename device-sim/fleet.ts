@@ -67,9 +67,12 @@ export async function runFleet(o: FleetOptions): Promise<FleetReport> {
   const stopProgress = showProgress(o, members, stats, started);
 
   await startAll(o, members, stats, listeners);
-  const stopLoad = startLoad(o, rng, members, started);
+  // The run's duration is its load's, from when every phone is up: a fleet slow to start would
+  // otherwise lose the scenario's last steps (never run) and vary its SMS count with the start.
+  const loadStarted = Date.now();
+  const stopLoad = startLoad(o, rng, members, loadStarted);
   const stopSends = outbound.start({ rate: o.sendRate ?? 0, expiresInMs: o.sendExpiresInMs }, rng.fork("sends"), () => liveMembers(members));
-  await Bun.sleep(Math.max(0, started + o.durationMs - Date.now()));
+  await Bun.sleep(Math.max(0, loadStarted + o.durationMs - Date.now()));
   stopSends();
   stopLoad();
   const report = await settle(o, members, tracked, stats, started, outbound);
@@ -237,7 +240,15 @@ async function perform(step: ScenarioStep, rng: Random, members: Member[], live:
     }
     case "revoke": {
       const active = live().filter((m) => m.device.snapshot().state === "active");
-      for (const m of shuffled(rng, active).slice(0, step.devices)) await m.api.revoke(m.device.id()!).catch(() => undefined);
+      // The phone learns it at once (the app does on its next request): its report counts it revoked.
+      for (const m of shuffled(rng, active).slice(0, step.devices))
+        if (
+          await m.api.revoke(m.device.id()!).then(
+            () => true,
+            () => false,
+          )
+        )
+          await m.device.checkRevoked();
       break;
     }
     case "doze":

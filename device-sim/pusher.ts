@@ -34,16 +34,42 @@ export async function listenDeviceChannel(api: Api, deviceId: number, handlers: 
       },
     },
   });
-  const channel = pusher.subscribe(`private-device.${deviceId}`);
-  channel.bind_global((event: string, data: unknown) => {
+  // Where this phone stands in the event log: the last event it saw (the position of its first
+  // subscription before any). A subscription after a dropped connection catches up from there
+  // (docs/events.md), as the app does: orders sent while the socket was down are not lost.
+  let seen: string | null = null;
+  const deliver = (event: string, data: unknown) => {
+    const id = (data as { event_id?: unknown } | null)?.event_id;
+    if (typeof id === "string") seen = id;
     // The server sends each event's catalog payload on its realtime name (docs/events.md).
     if (event === "message.send") handlers.onSend?.(data as SendEvent);
     else if (event === "message.cancelled") handlers.onCancel?.((data as RealtimePayload<"message.send_cancelled">).message.id);
     else if (event === "config.changed") handlers.onConfigChanged?.(data as RealtimePayload<"config.changed">);
     else if (!event.startsWith("pusher:")) handlers.onOther?.(event, data);
-  });
+  };
+  async function catchUp() {
+    if (seen === null) return;
+    for (;;) {
+      const page = await api.events({ after: seen, device: deviceId, types: "message.send,message.send_cancelled", per_page: 100 });
+      for (const e of page.data) deliver(e.type === "message.send_cancelled" ? "message.cancelled" : e.type, { ...(e.data as object), event_id: e.id });
+      seen = page.meta.next_cursor;
+      if (!page.meta.has_more) return;
+    }
+  }
+  const channel = pusher.subscribe(`private-device.${deviceId}`);
+  channel.bind_global(deliver);
+  let subscribedOnce = false;
   const subscribed = new Promise<void>((resolve, reject) => {
-    channel.bind("pusher:subscription_succeeded", () => resolve());
+    channel.bind("pusher:subscription_succeeded", () => {
+      if (subscribedOnce) void catchUp().catch(() => {});
+      else
+        void api.events({ after: "now" }).then(
+          (page) => (seen ??= page.meta.next_cursor),
+          () => {},
+        );
+      subscribedOnce = true;
+      resolve();
+    });
     channel.bind("pusher:subscription_error", (e: unknown) => reject(new Error(`subscription to private-device.${deviceId} refused: ${JSON.stringify(e)}`)));
   });
   return { pusher, subscribed, close: () => pusher.disconnect() };

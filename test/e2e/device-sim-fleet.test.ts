@@ -139,4 +139,33 @@ describe("device-sim fleet against the real server", () => {
       throw e;
     }
   }, 180_000);
+
+  test("a scenario's revoke counts the phone revoked and passes; its last step, due just before the end, still runs", async () => {
+    if (!s.available) return;
+    const tenant = await createTenant(s.server.sql, { plan: "enterprise" });
+    const report = await runFleet({
+      serverUrl: s.server.url,
+      accounts: [{ email: tenant.user.email, password: TEST_PASSWORD }],
+      devices: 3,
+      smsRate: 0,
+      dozeRatio: 0,
+      churn: 0,
+      durationMs: 4_000,
+      seed: 202,
+      // The burst is due 0.3 s before the end of the run's load, once every phone is up.
+      scenario: parseScenario({
+        steps: [
+          { at: "1s", action: "revoke", devices: 1 },
+          { at: "3.7s", action: "burst", sms: 5 },
+        ],
+      }),
+      providerToken: PROVIDER_TOKEN,
+      providerNumber: PROVIDER_NUMBER,
+      publicUrl: s.server.url,
+      settleMs: 15_000,
+    });
+    expect(report.failures).toEqual([]);
+    expect(report.devices).toMatchObject({ revoked: 1, online: 2 });
+    expect(report.sms.received).toBe(5);
+  }, 60_000);
 });
