@@ -190,7 +190,9 @@ export function createDevice(o: DeviceOptions) {
   /** An SMS arrives on the phone (GSM works without data): into the outbox first, then submitted. */
   function receive(input: Partial<ReceivedSms> = {}): ReceivedSms {
     const sms: ReceivedSms = {
-      message_id: input.message_id ?? o.rng.uuid(),
+      // Unique per run, not drawn from the seed: a run repeated with its seed on the same account
+      // would send the same ids, which the server rightly takes as repeats of the first run's.
+      message_id: input.message_id ?? crypto.randomUUID(),
       from: input.from ?? randomSender(o.rng),
       body: input.body ?? randomText(o.rng),
       received_at: input.received_at ?? new Date().toISOString(),

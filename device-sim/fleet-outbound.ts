@@ -47,7 +47,9 @@ export function createOutboundTracker(stats: Stats) {
     const card = from.device.snapshot().cards.find((c) => c.status === "active" && hostedSimOf(c) !== null);
     const hostedSim = card ? hostedSimOf(card) : null;
     if (hostedSim === null) return;
-    const key = rng.uuid();
+    // Unique per run, not drawn from the seed: a run repeated with its seed would send the first
+    // run's keys, and the server would answer its sends with the first run's (sending nothing).
+    const key = crypto.randomUUID();
     const body = {
       hosted_sim: hostedSim,
       to: phoneNumber(rng),

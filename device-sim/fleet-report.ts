@@ -39,21 +39,17 @@ export async function checkVisibility(acknowledged: Tracked[], deadline: number)
   return { visible: total - missing.length, missing, unattributed };
 }
 
+/** The SMS of `wanted` not among the number's messages, matched by the id the phone gave each (the message's external_id). */
 async function missingOn(api: Api, hostedSim: number, wanted: Tracked[]): Promise<Tracked[]> {
-  const seen = new Map<string, number>();
+  const seen = new Set<string>();
   for (let page = 1; page <= 100; page++) {
     const res = await api.messages({ hosted_sim: hostedSim, per_page: 100, page, direction: "inbound" }).catch(() => null);
     if (!res) return wanted;
-    for (const m of res.data) seen.set(`${m.from}\n${m.text}`, (seen.get(`${m.from}\n${m.text}`) ?? 0) + 1);
+    for (const m of res.data) if (m.external_id) seen.add(m.external_id.toLowerCase());
     const last = Number(res.meta?.last_page ?? (res.data.length < 100 ? page : page + 1));
     if (page >= last || res.data.length === 0) break;
   }
-  return wanted.filter((t) => {
-    const key = `${t.sms.from}\n${t.sms.body}`;
-    const left = seen.get(key) ?? 0;
-    if (left > 0) seen.set(key, left - 1);
-    return left === 0;
-  });
+  return wanted.filter((t) => !seen.has(t.sms.message_id.toLowerCase()));
 }
 
 export type FleetReport = {

@@ -13,7 +13,6 @@ export type Random = {
   /** Exponentially distributed wait with the given mean: the gap between Poisson arrivals. */
   exponential(mean: number): number;
   hex(length: number): string;
-  uuid(): string;
   /** An independent stream for a named part (a device, a scenario step) that does not shift when others draw more. */
   fork(label: string): Random;
 };
@@ -61,11 +60,6 @@ export function createRandom(seed: number): Random {
     normal: () => Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next()),
     exponential: (mean) => -Math.log(1 - next()) * mean,
     hex,
-    uuid: () => {
-      const h = hex(32);
-      const variant = ((int(0, 15) & 0x3) | 0x8).toString(16);
-      return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
-    },
     fork: (label) => createRandom(hashSeed(seed, label)),
   };
 }

@@ -140,6 +140,40 @@ describe("device-sim fleet against the real server", () => {
     }
   }, 180_000);
 
+  test("a run repeated with its seed on the same account sends new SMS, each stored: none taken for the first run's", async () => {
+    if (!s.available) return;
+    const tenant = await createTenant(s.server.sql, { plan: "enterprise" });
+    const stored = async () =>
+      (
+        await s.server.sql<{ n: number }[]>`
+          select count(*)::int as n from messages m join hosted_sim_organizations o on o.hosted_sim_id = m.hosted_sim_id
+          where o.organization_id = ${tenant.org.id} and m.direction = 'inbound'`
+      )[0]!.n;
+    const run = () =>
+      runFleet({
+        serverUrl: s.server.url,
+        accounts: [{ email: tenant.user.email, password: TEST_PASSWORD }],
+        devices: 2,
+        smsRate: 0,
+        dozeRatio: 0,
+        churn: 0,
+        durationMs: 2_000,
+        seed: 42,
+        scenario: parseScenario({ steps: [{ at: "0.5s", action: "burst", sms: 6 }] }),
+        providerToken: PROVIDER_TOKEN,
+        providerNumber: PROVIDER_NUMBER,
+        publicUrl: s.server.url,
+        settleMs: 15_000,
+      });
+    const first = await run();
+    expect(first.failures).toEqual([]);
+    expect(await stored()).toBe(6);
+    const again = await run();
+    expect(again.failures).toEqual([]);
+    expect(again.sms).toMatchObject({ received: 6, visible: 6 });
+    expect(await stored()).toBe(12);
+  }, 90_000);
+
   test("a scenario's revoke counts the phone revoked and passes; its last step, due just before the end, still runs", async () => {
     if (!s.available) return;
     const tenant = await createTenant(s.server.sql, { plan: "enterprise" });
