@@ -103,7 +103,8 @@ provider
     const r = await forwardToServer(target, { from: opts.from, to: opts.to, body: opts.body }, sid);
     const ok = r.status >= 200 && r.status < 300;
     if (opts.json) console.log(JSON.stringify({ sid: r.sid, status: r.status, ok }));
-    else if (ok) console.log(`delivered ${r.sid} (${r.status})`);
+    // The server takes every signed callback (an SMS to a number it does not host is dropped): say what is known.
+    else if (ok) console.log(`accepted by the server: ${r.sid} (${r.status})`);
     if (!ok) {
       console.error(`the server answered ${r.status || "nothing"}: ${errorMessage(r.body)}`);
       process.exit(1);
@@ -172,8 +173,8 @@ program
   .option("--totp-secret <base32>", "single account: TOTP secret")
   .addOption(new Option("--devices <n>", "number of devices").argParser(num("devices", 1)))
   .addOption(new Option("--sms-rate <r>", "incoming SMS per second across the fleet").argParser(num("sms-rate")))
-  .addOption(new Option("--doze-ratio <d>", "share of devices in doze mode (0..1)").argParser(num("doze-ratio")))
-  .addOption(new Option("--churn <c>", "share of devices dropping off the network per minute (0..1)").argParser(num("churn")))
+  .addOption(new Option("--doze-ratio <d>", "share of devices in doze mode (0..1)").argParser(share("doze-ratio")))
+  .addOption(new Option("--churn <c>", "share of devices dropping off the network per minute (0..1)").argParser(share("churn")))
   .addOption(new Option("--duration <t>", "how long to run (e.g. 60s, 5m)").argParser(duration))
   .option("--seed <seed>", "seed for a repeatable run")
   .option("--scenario <file>", "timed steps (JSON); its options are defaults for the flags")
@@ -200,6 +201,11 @@ program
     const so = scenario?.options ?? {};
     const accounts: Credentials[] =
       opts.account ?? (opts.email && opts.password ? [{ email: opts.email, password: opts.password, totpSecret: opts.totpSecret }] : []);
+    if (accounts.length === 0) {
+      // A usage error (exit 2), as commander's own: nothing was run.
+      console.error("error: a fleet needs an account: --email and --password, or --account email:password");
+      process.exit(2);
+    }
     const tty = process.stderr.isTTY;
     const report = await runFleet({
       serverUrl: opts.server,

@@ -72,9 +72,23 @@ describe("device-sim device and provider inject as subprocesses", () => {
     await waitFor(async () => (texts = await inboundTexts(tenant.token, pool.id)).length >= 1, 15_000, 300);
     expect(texts).toEqual(["hello from QA"]);
 
+    // What it knows: the server took the callback (an SMS to a number nobody hosts is taken and dropped).
+    const human = await sim([...common, "--token", PROVIDER_TOKEN, "--body", "said plainly"]);
+    expect(human.stdout).toMatch(/^accepted by the server: SM\w+ \(200\)$/m);
     const bad = await sim([...common, "--token", "not-the-provider-token", "--body", "forged"]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/403/);
-    expect(await inboundTexts(tenant.token, pool.id)).toEqual(["hello from QA"]);
+    expect((await inboundTexts(tenant.token, pool.id)).sort()).toEqual(["hello from QA", "said plainly"]);
+  }, 30_000);
+
+  test("fleet usage errors exit 2: no account, a share above 1", async () => {
+    const noAccount = await sim(["fleet", "--server", "http://127.0.0.1:9", "--email", "qa@example.test", "--duration", "1s"]);
+    expect(noAccount.code).toBe(2);
+    expect(noAccount.stderr).toContain("a fleet needs an account");
+    for (const option of ["--churn", "--doze-ratio"]) {
+      const tooMuch = await sim(["fleet", "--server", "http://127.0.0.1:9", "--account", "qa@example.test:pw", option, "7"]);
+      expect([option, tooMuch.code]).toEqual([option, 2]);
+      expect(tooMuch.stderr).toContain("must be a share between 0 and 1");
+    }
   }, 30_000);
 });
