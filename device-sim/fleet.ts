@@ -241,14 +241,13 @@ async function perform(step: ScenarioStep, rng: Random, members: Member[], live:
     case "revoke": {
       const active = live().filter((m) => m.device.snapshot().state === "active");
       // The phone learns it at once (the app does on its next request): its report counts it revoked.
-      for (const m of shuffled(rng, active).slice(0, step.devices))
-        if (
-          await m.api.revoke(m.device.id()!).then(
-            () => true,
-            () => false,
-          )
-        )
-          await m.device.checkRevoked();
+      for (const m of shuffled(rng, active).slice(0, step.devices)) {
+        const revoked = await m.api.revoke(m.device.id()!).then(
+          () => true,
+          () => false,
+        );
+        if (revoked) await m.device.checkRevoked();
+      }
       break;
     }
     case "doze":

@@ -15,9 +15,9 @@ import type { SecretBox } from "./secret-box";
  * `idempotency_key_reused`; a request arriving while the first is still running answers 409
  * `request_in_progress`. Keys belong to the caller (organization and user or API key), so two
  * callers never see each other's answers. Answers of 5xx and 429 are not kept (a retry does the
- * work), nor refusals of the request itself (`kept`). A kept answer is stored sealed (AES-256-GCM under SECRETS_KEY, lib/secret-box.ts): the
- * answers of creates that show a secret once (API keys, webhook secrets, device tokens) are
- * replayed like any other, and never rest in plain text.
+ * work), nor refusals of the request itself (`kept`). A kept answer is stored sealed (AES-256-GCM
+ * under SECRETS_KEY, lib/secret-box.ts): the answers of creates that show a secret once (API
+ * keys, webhook secrets, device tokens) are replayed like any other, and never rest in plain text.
  */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** A first request still "running" after this is taken as dead (its process stopped): the key is free again. */

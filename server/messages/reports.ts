@@ -32,10 +32,10 @@ export async function applyReport(deps: Deps, message: OutboundRow, status: stri
 }
 
 /**
- * A device's report on an outbound message it was asked to send (handed to it: 409 before). A duplicate or late report
- * (a step the message has passed) answers the message unchanged; one that contradicts a final
- * state (e.g. `sent` after the pick-up timeout failed it) is 409. The device taking the message
- * (its first report) counts one attempt.
+ * A device's report on an outbound message it was asked to send (handed to it: 409 before). A
+ * duplicate or late report (a step the message has passed) answers the message unchanged; one
+ * that contradicts a final state (e.g. `sent` after the pick-up timeout failed it) is 409. The
+ * device taking the message (its first report) counts one attempt.
  */
 export async function reportDeviceStatus(deps: Deps, c: Caller, q: { deviceId: number; messageId: number; status: string; error?: string }): Promise<Message> {
   const org = c.organization.id;

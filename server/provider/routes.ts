@@ -56,11 +56,11 @@ export function providerRoutes(services: Deps) {
     if (stored) services.events.notify();
   }
 
-  /** The form of a callback, once its X-Provider-Signature is checked: nothing else is read before. */
   /**
-   * The form the provider signed, over the URL it called (`/api/v1/...` as called, not the path
-   * it is handled under). Its values then lose any NUL (U+FFFD in its place): no text column holds
-   * one, and a refusal would make the provider send the SMS again and again, never stored.
+   * The form of a callback, once its X-Provider-Signature is checked (nothing else is read before),
+   * over the URL the provider called (`/api/v1/...` as called, not the path it is handled under).
+   * Its values then lose any NUL (U+FFFD in its place): no text column holds one, and a refusal
+   * would make the provider send the SMS again and again, never stored.
    */
   function signedForm(request: Request, body: unknown): FormParams {
     const params = parseForm(typeof body === "string" ? body : "");

@@ -25,6 +25,8 @@ export const CONSUMER_TIMING = {
   maxOutstanding: 50_000,
 };
 
+const LEASE_LAPSED = "webhook consumer lease lapsed; its waiting deliveries left to the next owner";
+
 const sameAs = (a: Position, b: Position) => a.id === b.id && a.txid === b.txid;
 
 /**
@@ -112,7 +114,7 @@ export function createLogConsumer(deps: {
   function holds(gen: number) {
     if (gen !== generation) return false;
     if (performance.now() < leaseUntil) return true;
-    lose("webhook consumer lease lapsed; its waiting deliveries left to the next owner");
+    lose(LEASE_LAPSED);
     return false;
   }
 
@@ -149,7 +151,7 @@ export function createLogConsumer(deps: {
    * instead of reading it again when it starts right where the consumer stands.
    */
   async function step(given?: { from: Position; events: StoredEvent[] }): Promise<number | null> {
-    if (owned && performance.now() >= leaseUntil) lose("webhook consumer lease lapsed; its waiting deliveries left to the next owner");
+    if (owned && performance.now() >= leaseUntil) lose(LEASE_LAPSED);
     if (!owned && !(await claim())) return null;
     if (outstanding >= timing.maxOutstanding) return 0;
     const gen = generation;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sendThroughProvider } from "../../device-sim/provider";
 import { sessionFor } from "../fixtures";
-import { attachNumber, createPoolNumber, createTeam, receiveSms } from "../fixtures-numbers";
+import { createSharedNumber, createTeam, eventually, receiveSms } from "../fixtures-numbers";
 import { CHROMIUM, warnIfNoChromium } from "./browser";
 import { type ConsoleWorld, createMember, newContext, signIn, startConsoleWorld, stopConsoleWorld, tokenOf } from "./console-helpers";
 
@@ -23,8 +23,7 @@ const status = async (token: string) => (await fetch(`${w.base}/api/me`, { heade
 describe.skipIf(!CHROMIUM)("an open console", () => {
   test("a session revoked elsewhere: the tab goes back to sign-in, not 'Reconnecting…' for good", async () => {
     const { orgId, user } = await createMember(w.ctx.sql);
-    const sim = await createPoolNumber(w.ctx.sql);
-    await attachNumber(w.ctx.sql, sim.id, orgId);
+    const sim = await createSharedNumber(w.ctx.sql, [orgId]);
     const context = await newContext(w);
     const page = await context.newPage();
     await signIn(page, user.email, undefined, "/inbox");
@@ -45,8 +44,7 @@ describe.skipIf(!CHROMIUM)("an open console", () => {
 
   test("all numbers: a message to a number the organization gained after the page loaded shows live", async () => {
     const { orgId, user } = await createMember(w.ctx.sql);
-    const first = await createPoolNumber(w.ctx.sql);
-    await attachNumber(w.ctx.sql, first.id, orgId);
+    const first = await createSharedNumber(w.ctx.sql, [orgId]);
     await receiveSms(w.ctx.sql, first.id, { text: "before the page" });
     const context = await newContext(w);
     const page = await context.newPage();
@@ -54,8 +52,7 @@ describe.skipIf(!CHROMIUM)("an open console", () => {
     const messages = page.getByRole("list", { name: "Messages" });
     await messages.getByText("before the page").waitFor();
     await page.getByText("Live", { exact: true }).waitFor();
-    const gained = await createPoolNumber(w.ctx.sql);
-    await attachNumber(w.ctx.sql, gained.id, orgId);
+    const gained = await createSharedNumber(w.ctx.sql, [orgId]);
     await sendThroughProvider(w.provider.url, { from: "+15550003333", to: gained.number, body: "Your code is 654321" });
     await messages.getByText("654321", { exact: true }).waitFor({ timeout: 10_000 });
     await context.close();
@@ -65,10 +62,8 @@ describe.skipIf(!CHROMIUM)("an open console", () => {
     const { orgId, user } = await createMember(w.ctx.sql, { orgName: "Alpha inbox" });
     const { orgId: otherId } = await createMember(w.ctx.sql, { orgName: "Bravo inbox" });
     await w.ctx.sql`insert into memberships (user_id, organization_id, role) values (${user.id}, ${otherId}, 'owner')`;
-    const alpha = await createPoolNumber(w.ctx.sql);
-    await attachNumber(w.ctx.sql, alpha.id, orgId);
-    const bravo = await createPoolNumber(w.ctx.sql);
-    await attachNumber(w.ctx.sql, bravo.id, otherId);
+    const alpha = await createSharedNumber(w.ctx.sql, [orgId]);
+    const bravo = await createSharedNumber(w.ctx.sql, [otherId]);
     await receiveSms(w.ctx.sql, bravo.id, { text: "bravo's message" });
     const context = await newContext(w);
     const page = await context.newPage();
@@ -94,16 +89,13 @@ describe.skipIf(!CHROMIUM)("an open console", () => {
     await a.getByRole("button", { name: "Sign out", exact: true }).click();
     await b.getByRole("button", { name: "Sign in" }).waitFor();
     expect(await status(ta)).toBe(401);
-    const deadline = Date.now() + 10_000;
-    while ((await status(tb)) !== 401 && Date.now() < deadline) await Bun.sleep(50);
-    expect(await status(tb)).toBe(401);
+    await eventually(async () => (await status(tb)) === 401, 10_000, "the other tab's session ended on the server");
     await context.close();
   }, 60_000);
 
   test("a copy the clipboard refuses says so; the devices page lists every device, past the first hundred", async () => {
     const { orgId, user } = await createMember(w.ctx.sql);
-    const sim = await createPoolNumber(w.ctx.sql);
-    await attachNumber(w.ctx.sql, sim.id, orgId);
+    const sim = await createSharedNumber(w.ctx.sql, [orgId]);
     await receiveSms(w.ctx.sql, sim.id, { text: "Your code is 424242" });
     await w.ctx.sql`
       insert into devices (organization_id, android_id, device_model, app_version, status, device_name)
@@ -124,8 +116,7 @@ describe.skipIf(!CHROMIUM)("an open console", () => {
 
   test("data others wrote: a sender's right-to-left override stays inside it; one-word names do not widen a phone's page", async () => {
     const { orgId, user } = await createMember(w.ctx.sql);
-    const sim = await createPoolNumber(w.ctx.sql);
-    await attachNumber(w.ctx.sql, sim.id, orgId);
+    const sim = await createSharedNumber(w.ctx.sql, [orgId]);
     await receiveSms(w.ctx.sql, sim.id, { from: "+1555\u202Eevil", text: "sender with an override" });
     await createTeam(w.ctx.sql, orgId, "W".repeat(200));
     const context = await newContext(w, 375);
