@@ -1,5 +1,5 @@
 import type postgres from "postgres";
-import type { Pool, Sql } from "../db/client";
+import { isDatabaseUnavailable, type Pool, type Sql } from "../db/client";
 import { type Clock, systemClock, type Timer } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import { singleFlight } from "../lib/single-flight";
@@ -35,7 +35,10 @@ export class RetryAfter extends Error {
 /** Thrown by a handler whose job can never succeed: it is marked dead at once. */
 export class GiveUp extends Error {}
 
-/** A handler of several jobs of its queue at once; they succeed or fail together. */
+/**
+ * A handler of several jobs of its queue at once. A call that throws fails all of them; the
+ * queue then runs them again in halves (see `attempt`), so one job that cannot succeed fails alone.
+ */
 export type BatchHandler<P = Record<string, unknown>> = (jobs: Job<P>[]) => Promise<void>;
 
 type Registration = {
@@ -53,6 +56,15 @@ type RegisterOptions = { backoff?: (attempt: number) => number };
 
 /** `runAt` (an absolute due time, e.g. a scheduled send's send_at) wins over `delayMs`. */
 export type EnqueueOptions = { delayMs?: number; runAt?: Date; dedupeKey?: string; maxAttempts?: number };
+
+/** What one run of a handler came to: done (or removed by the handler itself), or failed. */
+type Outcome = { jobs: Job[]; removed?: boolean; failed?: { error: unknown } };
+
+/** Failures recorded alike: the same kind (give up, retry after a delay, other) and message. */
+function describeFailure(error: unknown): string {
+  const kind = error instanceof GiveUp ? "give-up" : error instanceof RetryAfter ? `after ${error.delayMs}` : "error";
+  return `${kind}:${error instanceof Error ? error.message : String(error)}`;
+}
 
 const defaultBackoff = (attempt: number) => Math.min(5_000 * 2 ** (attempt - 1), 600_000) * (0.8 + Math.random() * 0.4);
 
@@ -233,18 +245,49 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     }
   }
 
+  /**
+   * Runs claimed jobs. A batch that fails is run again in halves, down to single jobs, so a job
+   * that can never succeed fails alone: before, its batch's other jobs failed with it, were
+   * claimed again with it (one `run_at`), and were dead with it after their last attempt. Not when
+   * the database is away (every part would fail alike), not for a RetryAfter (the batch's own
+   * answer), not while stopping, and not once half the queue's visibility timeout is spent (leases
+   * are renewed only up to it): what is left then fails as it is.
+   */
+  async function attempt(jobs: Job[], reg: Registration, since: number): Promise<Outcome[]> {
+    try {
+      return [{ jobs, removed: (await reg.run(jobs)) === JOB_REMOVED }];
+    } catch (error) {
+      const split =
+        jobs.length > 1 && running && !(error instanceof RetryAfter) && !isDatabaseUnavailable(error) && real.now() - since < reg.visibilitySeconds * 500;
+      if (!split) return [{ jobs, failed: { error } }];
+      const half = Math.ceil(jobs.length / 2);
+      const first = await attempt(jobs.slice(0, half), reg, since);
+      return [...first, ...(await attempt(jobs.slice(half), reg, since))];
+    }
+  }
+
+  /** Records what `attempt` found: the jobs done in one statement, the failed ones by error (one statement where all failed alike). */
+  async function settleAll(outcomes: Outcome[], reg: Registration) {
+    const done = outcomes.flatMap((o) => (o.removed || o.failed ? [] : o.jobs));
+    if (done.length > 0) await settle(done, reg, undefined);
+    const failures = Map.groupBy(
+      outcomes.filter((o) => o.failed),
+      (o) => describeFailure(o.failed!.error),
+    );
+    for (const group of failures.values())
+      await settle(
+        group.flatMap((o) => o.jobs),
+        reg,
+        group[0]!.failed!.error,
+      );
+  }
+
   async function run(jobs: Job[], reg: Registration) {
     reg.running++;
-    for (const job of jobs) held.set(job.id, { since: real.now(), reg });
+    const since = real.now();
+    for (const job of jobs) held.set(job.id, { since, reg });
     try {
-      let error: unknown;
-      let removed = false;
-      try {
-        removed = (await reg.run(jobs)) === JOB_REMOVED;
-      } catch (e) {
-        error = e;
-      }
-      if (!removed) await settle(jobs, reg, error);
+      await settleAll(await attempt(jobs, reg, since), reg);
     } catch (e) {
       logger.error({ jobs: jobs.map((j) => j.id), err: (e as Error).message }, "job bookkeeping failed; it will be claimed again");
     } finally {
@@ -330,7 +373,8 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     /**
      * Handles `queue` in batches of up to the registry's `batchSize` jobs per handler call (up to
      * `concurrency` calls at once): for jobs whose work is cheaper done together (one transaction
-     * for many small payloads). A batch succeeds, or fails and is retried, as a whole.
+     * for many small payloads). A batch that fails is run again in halves, so only the jobs that
+     * fail alone are retried (`attempt`).
      */
     registerBatch<P>(queue: Q, handler: BatchHandler<P>, o: RegisterOptions = {}) {
       registrations.set(

@@ -41,7 +41,34 @@ describe("job queue batches", () => {
     expect(batches.flat().sort((a, b) => a - b)).toEqual(Array.from({ length: 25 }, (_, i) => i));
   });
 
-  test("a failing batch is retried as a whole: every job keeps its attempt and error, none is lost", async () => {
+  /** The jobs of a queue as the test reads them after its failures. */
+  const failedJobs = (name: string) =>
+    ctx.sql<{ n: number; attempts: number; last_error: string | null; locked_by: string | null; later: boolean; dead: boolean }[]>`
+      select (payload->>'n')::int as n, attempts, last_error, locked_by, run_at > now() + interval '30 seconds' as later, dead
+      from jobs where queue = ${name} order by id`;
+
+  test("a batch whose one job cannot succeed: the batch is run again in halves, the others are done and that one alone is retried", async () => {
+    const q = queue({ batchSize: 10, concurrency: 1 });
+    for (let i = 0; i < 10; i++) await q.jobs.enqueue(q.name, { n: i });
+    const calls: number[][] = [];
+    q.jobs.registerBatch<{ n: number }>(
+      q.name,
+      async (jobs) => {
+        calls.push(jobs.map((j) => j.payload.n));
+        if (jobs.some((j) => j.payload.n === 6)) throw new Error("job 6 is poison");
+      },
+      { backoff: () => 60_000 },
+    );
+    q.jobs.start();
+    started.push(q.jobs);
+    expect(await waitFor(async () => (await q.left()) === 1 && (await failedJobs(q.name))[0]?.locked_by === null)).toBe(true);
+    await q.jobs.stop();
+    expect([...(await failedJobs(q.name))]).toEqual([{ n: 6, attempts: 1, last_error: "job 6 is poison", locked_by: null, later: true, dead: false }]);
+    // The whole batch, then halves down to job 6; the jobs beside it are done in the halves that pass.
+    expect(calls).toEqual([[0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [5, 6, 7], [5, 6], [5], [6], [7], [8, 9]]);
+  });
+
+  test("a batch failing for every job: each fails alone, with its attempt and error, none is lost", async () => {
     const q = queue({ batchSize: 10, concurrency: 1 });
     for (let i = 0; i < 3; i++) await q.jobs.enqueue(q.name, { n: i });
     let calls = 0;
@@ -55,13 +82,29 @@ describe("job queue batches", () => {
     );
     q.jobs.start();
     started.push(q.jobs);
-    const failed = async () =>
-      ctx.sql<{ attempts: number; last_error: string | null; locked_by: string | null; later: boolean }[]>`
-        select attempts, last_error, locked_by, run_at > now() + interval '30 seconds' as later from jobs where queue = ${q.name}`;
-    expect(await waitFor(async () => (await failed()).every((j) => j.last_error === "boom"))).toBe(true);
+    expect(await waitFor(async () => (await failedJobs(q.name)).every((j) => j.last_error === "boom" && j.locked_by === null))).toBe(true);
+    await q.jobs.stop();
+    expect(calls).toBe(5);
+    expect([...(await failedJobs(q.name))]).toEqual([0, 1, 2].map((n) => ({ n, attempts: 1, last_error: "boom", locked_by: null, later: true, dead: false })));
+  });
+
+  test("a batch failing because the database is away is retried as a whole, not in halves", async () => {
+    const q = queue({ batchSize: 10, concurrency: 1 });
+    for (let i = 0; i < 4; i++) await q.jobs.enqueue(q.name, { n: i });
+    let calls = 0;
+    q.jobs.registerBatch(
+      q.name,
+      async () => {
+        calls++;
+        throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+      },
+      { backoff: () => 60_000 },
+    );
+    q.jobs.start();
+    started.push(q.jobs);
+    expect(await waitFor(async () => (await failedJobs(q.name)).every((j) => j.last_error !== null && j.locked_by === null))).toBe(true);
     await q.jobs.stop();
     expect(calls).toBe(1);
-    expect([...(await failed())]).toEqual(Array.from({ length: 3 }, () => ({ attempts: 1, last_error: "boom", locked_by: null, later: true })));
   });
 
   test("a handler that removed its own job returns JOB_REMOVED; the queue leaves it at that", async () => {
