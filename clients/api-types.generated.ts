@@ -808,7 +808,7 @@ export interface paths {
         };
         /**
          * List events after a cursor, or wait for the next
-         * @description The events of your organizations (`X-Organization-Id` narrows them to one) in log order, after `after`. Call again with `after=meta.next_cursor` to catch up; `has_more` tells whether the next page follows at once. With `wait`, an answer that would be empty waits up to that many seconds for the first matching event. An API key reads the event families its permissions cover (message.*: messages.read; number.*, device.*, sim.*, config.*: numbers.read; webhook.*: webhooks.receive); naming in `types` a type it may not read answers 403. 422 for a cursor this server did not issue; 429 when too many calls of your organization wait on one server; 503 when the server shuts down meanwhile (call again).
+         * @description The events of your organizations (`X-Organization-Id` narrows them to one) in log order, after `after`. Call again with `after=meta.next_cursor` to catch up; `has_more` tells whether the next page follows at once. With `wait`, an answer that would be empty waits up to that many seconds for the first matching event. An API key reads the event families its permissions cover (message.*: messages.read; number.*, device.*, sim.*, config.*: numbers.read; webhook.*: webhooks.receive); naming in `types` a type it may not read answers 403. 422 for a cursor this server did not issue; 410 `cursor_expired` for one older than the log's retention (events after it were removed: read again without `after`); 429 when too many calls of your organization wait on one server; 503 when the server shuts down meanwhile (call again).
          */
         get: operations["getApiEvents"];
         put?: never;
@@ -5680,6 +5680,21 @@ export interface operations {
                             per_page: number;
                             /** @description true when more events follow at once (the page is full); false: the list has caught up */
                             has_more: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        code: string;
+                        errors?: {
+                            [key: string]: string[];
                         };
                     };
                 };

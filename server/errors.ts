@@ -1,3 +1,11 @@
+import { Type } from "@sinclair/typebox";
+/** API.md §1, for the error answers a route adds to the OpenAPI document. */
+export const ErrorBody = Type.Object({
+  message: Type.String(),
+  code: Type.String(),
+  errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
+});
+
 /** The one error type of the server. Everything a client sees as non-2xx is rendered from it (API.md §1). */
 export class AppError extends Error {
   constructor(

@@ -122,6 +122,10 @@ async function tail(api: ApiClient, o: TailOptions, print: (e: Event) => void): 
       pause = Math.min(pause * 2, 15_000);
       continue;
     }
+    if (outcome.response.status === 410)
+      throw new CliError(
+        `The events after ${cursor} are gone: the server keeps events for EVENT_RETENTION_DAYS days. Start again without --after${o.cursorFile ? ` and without the cursor in ${o.cursorFile}` : ""} (from the oldest event kept), or with --after now.`,
+      );
     if (!outcome.response.ok) throw new CliError(printable((outcome.error as Partial<ApiErrorBody> | undefined)?.message ?? `HTTP ${outcome.response.status}`));
     pause = 500;
     const page = api.forPrinting(outcome.data!);

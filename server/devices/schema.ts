@@ -1,5 +1,6 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { t } from "elysia";
+import { ErrorBody } from "../errors";
 import { DateTime, IdParam, IntegerParam, Optional, Text } from "../lib/fields";
 import { PageOf } from "../lib/pagination";
 
@@ -68,12 +69,6 @@ export const UpdateSimCard = Type.Object({
 });
 export type UpdateSimCard = Static<typeof UpdateSimCard>;
 
-/** API.md §1, for the error answers a route adds to the OpenAPI document. */
-export const ErrorBody = Type.Object({
-  message: Type.String(),
-  code: Type.String(),
-  errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
-});
 /**
  * The answers of a PATCH that may claim a phone_number (docs/api-notes.md "Numbers change only by
  * proof"): 409 number_in_use (active on another SIM card, or a pool number) or invalid_state, 422

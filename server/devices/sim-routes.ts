@@ -1,12 +1,13 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
+import { ErrorBody } from "../errors";
 import { idempotencyPlugin } from "../lib/idempotency";
 import type { Services } from "../services";
 import { deactivateSimCard, updateSimCard } from "./management";
 import { presentClaimingSimCard, presentIssuedSimCard, presentSimCard } from "./present";
 import { addSimCard, reissueCode } from "./registration";
-import { AddSimCard, DeviceParams, ErrorBody, IssuedSimCard, numberClaimAnswers, SimCard, SimCardParams, UpdateSimCard } from "./schema";
+import { AddSimCard, DeviceParams, IssuedSimCard, numberClaimAnswers, SimCard, SimCardParams, UpdateSimCard } from "./schema";
 
 type Deps = Pick<Services, "auth" | "sql" | "clock" | "config" | "devices" | "events" | "bus" | "secrets">;
 const tags = ["BYOS devices"];

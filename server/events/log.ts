@@ -139,9 +139,29 @@ export async function highWaterPosition(sql: Sql): Promise<Position> {
 }
 
 /** Retention: removes events older than `before`, at most `chunk` per call; returns how many went. */
+/**
+ * Removes up to `chunk` events created before `before`, and moves the log's horizon (the newest
+ * position removed, `event_log_horizon`) past them in the same statement, so no cursor before
+ * a removed event is taken for a complete one (`removedAfter`).
+ */
 export async function deleteEventsBefore(sql: Sql, before: Date, chunk = 5000): Promise<number> {
-  const rows = await sql`delete from events where id in (select id from events where created_at < ${before} limit ${chunk})`;
-  return rows.count;
+  const [row] = await sql<{ n: number }[]>`
+    with gone as (
+      delete from events where id in (select id from events where created_at < ${before} limit ${chunk}) returning txid, id),
+    horizon as (
+      insert into event_log_horizon (txid, id)
+      select txid, id from gone order by txid desc, id desc limit 1
+      on conflict (only_row) do update set txid = excluded.txid, id = excluded.id
+      where (event_log_horizon.txid, event_log_horizon.id) < (excluded.txid, excluded.id))
+    select count(*)::int as n from gone`;
+  return row?.n ?? 0;
+}
+
+/** Whether retention removed an event after `p`: a read resuming there would skip it unseen. */
+export async function removedAfter(sql: Sql, p: Position): Promise<boolean> {
+  const [row] = await sql<{ gone: boolean }[]>`
+    select exists (select 1 from event_log_horizon where (txid, id) > (${p.txid}::xid8, ${p.id}::bigint)) as gone`;
+  return row?.gone ?? false;
 }
 
 /** One event of an organization by its position (its cursor), or null when it is not there (another organization's, or past retention). */

@@ -1,11 +1,12 @@
 import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
+import { AppError, ErrorBody } from "../errors";
 import { answerRevokedWait, refusedError, shuttingDown } from "../lib/waiters";
 import type { Services } from "../services";
 import { EVENT_PERMISSIONS, readableTypes, refuseUnheldTypes } from "./access";
-import { decodeCursor, encodeCursor, ORIGIN, type Position } from "./cursor";
+import { decodeCursor, encodeCursor, isAfter, ORIGIN, type Position } from "./cursor";
 import { readEventPage } from "./list-store";
-import { highWaterPosition, type StoredEvent } from "./log";
+import { highWaterPosition, removedAfter, type StoredEvent } from "./log";
 import { EventPage, EventsQuery } from "./schema";
 
 const DEFAULT_PER_PAGE = 100;
@@ -60,6 +61,13 @@ function wokenBody(events: StoredEvent[], perPage: number): Uint8Array<ArrayBuff
 const wokenAnswer = (events: StoredEvent[], perPage: number) =>
   new Response(wokenBody(events, perPage), { headers: { "content-type": "application/json;charset=utf-8" } });
 
+const cursorExpired = () =>
+  new AppError(
+    410,
+    "cursor_expired",
+    "Events after this cursor were removed: the log keeps them EVENT_RETENTION_DAYS days (30 by default). Read again without `after` to start at the oldest event kept.",
+  );
+
 /** `GET /api/events`: the caller's events after a cursor, optionally waiting for the first (issue 16, docs/events.md "Catching up and waiting"). */
 export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWaiters">) {
   const { sql, eventWaiters } = services;
@@ -70,6 +78,9 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
       // Schema-checked: `now` or a cursor that decodes. A cursor of another organization's event only positions the read.
       const start: Position | null = query.after === undefined ? null : query.after === "now" ? await highWaterPosition(sql) : decodeCursor(query.after)!;
       const after = start ?? ORIGIN;
+      // Events after the cursor were removed by retention: resuming there would skip them unseen.
+      // The log's start (the cursor of an empty first read) means "from the oldest kept", as no `after` does.
+      if (start && isAfter(start, ORIGIN) && (await removedAfter(sql, start))) throw cursorExpired();
       const types = readableTypes(c, query.types);
       const perPage = query.per_page ?? DEFAULT_PER_PAGE;
       const filter = { organizations: c.readScope, types: types ?? undefined, hostedSimId: query.hosted_sim, deviceId: query.device };
@@ -105,12 +116,12 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
     {
       auth: { apiKey: EVENT_PERMISSIONS, refine: refuseUnheldTypes },
       query: EventsQuery,
-      response: { 200: EventPage },
+      response: { 200: EventPage, 410: ErrorBody },
       detail: {
         tags: ["Events"],
         summary: "List events after a cursor, or wait for the next",
         description:
-          "The events of your organizations (`X-Organization-Id` narrows them to one) in log order, after `after`. Call again with `after=meta.next_cursor` to catch up; `has_more` tells whether the next page follows at once. With `wait`, an answer that would be empty waits up to that many seconds for the first matching event. An API key reads the event families its permissions cover (message.*: messages.read; number.*, device.*, sim.*, config.*: numbers.read; webhook.*: webhooks.receive); naming in `types` a type it may not read answers 403. 422 for a cursor this server did not issue; 429 when too many calls of your organization wait on one server; 503 when the server shuts down meanwhile (call again).",
+          "The events of your organizations (`X-Organization-Id` narrows them to one) in log order, after `after`. Call again with `after=meta.next_cursor` to catch up; `has_more` tells whether the next page follows at once. With `wait`, an answer that would be empty waits up to that many seconds for the first matching event. An API key reads the event families its permissions cover (message.*: messages.read; number.*, device.*, sim.*, config.*: numbers.read; webhook.*: webhooks.receive); naming in `types` a type it may not read answers 403. 422 for a cursor this server did not issue; 410 `cursor_expired` for one older than the log's retention (events after it were removed: read again without `after`); 429 when too many calls of your organization wait on one server; 503 when the server shuts down meanwhile (call again).",
       },
     },
   );

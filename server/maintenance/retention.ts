@@ -44,8 +44,8 @@ const deleted = async (q: PromiseLike<{ count: number }>) => (await q).count;
  * - OAuth authorization codes and refresh tokens expired for more than a day (a rotated refresh
  *   token is kept until then: presenting it again still revokes its family);
  * - Idempotency-Key records older than their 24 h window (server/lib/idempotency.ts);
- * - events of the log older than `eventRetentionDays` (EVENT_RETENTION_DAYS): a cursor older than
- *   that resumes at the oldest event kept.
+ * - events of the log older than `eventRetentionDays` (EVENT_RETENTION_DAYS): a cursor before a
+ *   removed event answers 410 cursor_expired (events/log.ts `deleteEventsBefore` moves the horizon).
  */
 export async function removeExpired(sql: Sql, o: { logRetentionDays: number; eventRetentionDays?: number; now?: number }): Promise<Removed> {
   const cutoff = sql`now() - make_interval(days => ${o.logRetentionDays})`;

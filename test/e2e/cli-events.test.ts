@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildApp } from "../../server/app";
+import { deleteEventsBefore } from "../../server/events/log";
 import { createTenant } from "../fixtures";
 import { append, testEvent } from "../fixtures-events";
 import { eventually } from "../fixtures-numbers";
@@ -127,5 +128,20 @@ describe("simhost events tail", () => {
     const again = spawnCli([...args, "--count", "1"], env);
     expect(await again.exited(), again.out.stderr).toBe(0);
     expect(JSON.parse(again.out.stdout.trim()).data.n).toBe(7);
+  }, 60_000);
+
+  test("a tail whose saved cursor retention has overtaken stops with what to do, exit 1, instead of skipping the removed events", async () => {
+    const t = await createTenant(ctx.sql);
+    await append(ctx, [testEvent(t.org.id, 1), testEvent(t.org.id, 2)]);
+    const [first] = (await run(t.token, ["events", "list", "--json"])).json().data as { id: string }[];
+    const cursorFile = join(mkdtempSync(join(tmpdir(), "simhost-tail-")), "cursor");
+    writeFileSync(cursorFile, `${first!.id}\n`);
+    await ctx.sql`update events set created_at = now() - interval '40 days' where organization_id = ${t.org.id}`;
+    await deleteEventsBefore(ctx.sql, new Date(Date.now() - 30 * 86_400_000));
+    const tail = spawnCli(["--url", url, "--token", t.token, "events", "tail", "--json", "--cursor-file", cursorFile, "--wait", "1"], env);
+    expect(await tail.exited()).toBe(1);
+    expect(tail.out.stdout).toBe("");
+    expect(tail.out.stderr).toContain(`The events after ${first!.id} are gone`);
+    expect(tail.out.stderr).toContain(`without the cursor in ${cursorFile}`);
   }, 60_000);
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { encodeCursor } from "../../server/events/cursor";
+import { deleteEventsBefore } from "../../server/events/log";
 import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
 import { append, type EventPageBody, testEvent } from "../fixtures-events";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
@@ -198,5 +199,34 @@ describe("bad input answers 422 in the API's shape", () => {
     const ahead = encodeCursor({ txid: "9999999999999999999", id: 1 });
     const res = await list(a.token, `after=${ahead}`);
     expect(res.body).toEqual({ data: [], meta: { next_cursor: ahead, per_page: 100, has_more: false } });
+  });
+});
+
+describe("a cursor that retention has overtaken", () => {
+  test("answers 410 cursor_expired instead of skipping the removed events; a cursor at or past the newest removed, the log's start, now and no cursor still read", async () => {
+    const t = await createTenant(ctx.sql);
+    const empty = await list(t.token);
+    for (let n = 0; n < 5; n++) await append(ctx, [testEvent(t.org.id, n)]);
+    const cursors = (await list(t.token)).body.data.map((e) => e.id);
+    expect(cursors).toHaveLength(5);
+    // Events 0..2 are past retention, and the hourly clean-up removes them: event 2 in one run, 0
+    // and 1 in a later one (which leaves the horizon at event 2).
+    const retire = async (which: number[]) => {
+      await ctx.sql`update events set created_at = now() - interval '40 days' where organization_id = ${t.org.id} and (payload->>'n')::int = any(${which})`;
+      return deleteEventsBefore(ctx.sql, new Date(Date.now() - 30 * 86_400_000));
+    };
+    expect(await retire([2])).toBe(1);
+    expect(await retire([0, 1])).toBe(2);
+
+    for (const query of [`after=${cursors[0]}`, `after=${cursors[1]}`, `after=${cursors[1]}&wait=1`]) {
+      const res = await list(t.token, query);
+      expect([query, res.status]).toEqual([query, 410]);
+      expect(expectErrorShape(res.body, "cursor_expired").message).toContain("without `after`");
+    }
+    expect(ns((await list(t.token, `after=${cursors[2]}`)).body)).toEqual([3, 4]);
+    expect(ns((await list(t.token, `after=${cursors[3]}`)).body)).toEqual([4]);
+    expect(ns((await list(t.token)).body)).toEqual([3, 4]);
+    expect(ns((await list(t.token, `after=${empty.body.meta.next_cursor}`)).body)).toEqual([3, 4]);
+    expect((await list(t.token, "after=now")).status).toBe(200);
   });
 });
