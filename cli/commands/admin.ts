@@ -1,8 +1,40 @@
 import { Argument, type Command, Option } from "commander";
-import { PLANS, type Plan, ROLES, type Role } from "../../server/admin/operations";
+import { type DeadJob, type DeadJobSelection, PLANS, type Plan, type QueueCounts, ROLES, type Role } from "../../server/admin/operations";
 import { withAdminOps } from "../admin-db";
-import { email, globals, positiveInt } from "../args";
-import { emit } from "../output";
+import { each, email, globals, positiveInt } from "../args";
+import { CliError, colors, emit, printable, table } from "../output";
+
+const queueColumns = [
+  { header: "QUEUE", value: (q: QueueCounts) => q.queue },
+  { header: "WAITING", value: (q: QueueCounts) => q.waiting },
+  { header: "RUNNING", value: (q: QueueCounts) => q.running },
+  { header: "DEAD", value: (q: QueueCounts) => q.dead, color: (s: string) => (s.trim() === "0" ? s : colors.red(s)) },
+  { header: "OLDEST DUE", value: (q: QueueCounts) => (q.oldest_due_seconds === null ? "-" : `${Math.round(q.oldest_due_seconds)} s`) },
+];
+
+const deadColumns = [
+  { header: "ID", value: (j: DeadJob) => j.id },
+  { header: "QUEUE", value: (j: DeadJob) => j.queue },
+  { header: "ATTEMPTS", value: (j: DeadJob) => j.attempts },
+  { header: "DIED", value: (j: DeadJob) => j.died_at.toISOString() },
+  { header: "LAST ERROR", value: (j: DeadJob) => printable((j.last_error ?? "-").slice(0, 120)) },
+];
+
+type SelectOptions = { queue?: string; all?: boolean };
+
+/** The one selection of a retry or discard: ids, --queue or --all (none, or two at once, is a usage error). */
+function deadSelection(ids: number[], o: SelectOptions, cmd: Command): DeadJobSelection {
+  const given = [ids.length > 0, o.queue !== undefined, o.all === true].filter(Boolean).length;
+  if (given !== 1) cmd.error("error: name the dead jobs by id, or give --queue <name> or --all (one of them)", { exitCode: 2 });
+  return ids.length > 0 ? { ids } : o.queue !== undefined ? { queue: o.queue } : { all: true };
+}
+
+/** What a retry or discard did; ids that were not dead jobs (unknown, or not dead) make it exit 1 after saying so. */
+function reportSelection(o: SelectOptions & { json?: boolean }, ids: number[], done: number[], verb: string) {
+  emit(o, { data: done }, () => `${verb} ${done.length} dead job${done.length === 1 ? "" : "s"}${done.length > 0 ? `: ${done.join(", ")}` : ""}.`);
+  const missed = ids.filter((id) => !done.includes(id));
+  if (missed.length > 0) throw new CliError(`Not dead jobs (unknown, or not dead): ${missed.join(", ")}.`);
+}
 
 /** The `admin` group; command modules adding admin subcommands (oauth-client, ...) attach here. */
 export function adminGroup(program: Command): Command {
@@ -68,5 +100,51 @@ export function registerAdmin(program: Command): void {
       const o = globals(cmd);
       const org = await withAdminOps((a) => a.setPlan(id, plan));
       emit(o, org, () => `Organization ${org.id} "${org.name}" is now on plan ${org.plan}.`);
+    });
+
+  const jobs = admin
+    .command("jobs")
+    .description("the job queue: what waits per queue, and dead jobs (work that gave up after its last attempt) to inspect, retry or discard");
+  jobs
+    .command("stats")
+    .description("jobs per queue: waiting, running, dead, and how long the oldest due one has waited")
+    .action(async (_opts, cmd: Command) => {
+      const o = globals(cmd);
+      const counts = await withAdminOps((a) => a.jobCounts());
+      emit(o, { data: counts }, () => table(counts, queueColumns));
+    });
+  jobs
+    .command("dead")
+    .description("dead jobs, oldest first (--json adds each one's payload)")
+    .option("--queue <name>", "only this queue")
+    .option("--limit <n>", "at most this many", positiveInt, 100)
+    .action(async (_opts, cmd: Command) => {
+      const o = globals<{ queue?: string; limit: number }>(cmd);
+      const dead = await withAdminOps((a) => a.deadJobs({ queue: o.queue, limit: o.limit }));
+      emit(o, { data: dead }, () => table(dead, deadColumns));
+    });
+  jobs
+    .command("retry")
+    .description("run dead jobs again from their first attempt (the running servers take them within a second), once their cause is fixed")
+    .argument("[id...]", "dead job ids", each(positiveInt))
+    .option("--queue <name>", "every dead job of this queue")
+    .option("--all", "every dead job")
+    .action(async (ids: number[] | undefined, _opts, cmd: Command) => {
+      const o = globals<SelectOptions>(cmd);
+      const selection = deadSelection(ids ?? [], o, cmd);
+      const done = await withAdminOps((a) => a.retryDeadJobs(selection));
+      reportSelection(o, ids ?? [], done, "Retrying");
+    });
+  jobs
+    .command("discard")
+    .description("remove dead jobs for good (the work they stood for is not done)")
+    .argument("[id...]", "dead job ids", each(positiveInt))
+    .option("--queue <name>", "every dead job of this queue")
+    .option("--all", "every dead job")
+    .action(async (ids: number[] | undefined, _opts, cmd: Command) => {
+      const o = globals<SelectOptions>(cmd);
+      const selection = deadSelection(ids ?? [], o, cmd);
+      const done = await withAdminOps((a) => a.discardDeadJobs(selection));
+      reportSelection(o, ids ?? [], done, "Discarded");
     });
 }

@@ -1,9 +1,11 @@
 import { randomBytes } from "node:crypto";
 import type { Revoker } from "../auth/revoker";
 import type { Pool, Sql } from "../db/client";
+import { countJobs, type DeadJobSelection, discardDeadJobs, listDeadJobs, retryDeadJobs } from "../jobs/dead-jobs";
 import { randomString } from "../lib/crypto";
 import { findPoolNumbers, findTakenNumbers, insertPoolNumbers, type NewPoolNumbers } from "../numbers/pool";
 
+export type { DeadJob, DeadJobSelection, QueueCounts } from "../jobs/dead-jobs";
 export type { PoolNumber } from "../numbers/pool";
 export type { OAuthClientRow } from "./store";
 
@@ -105,6 +107,12 @@ export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
         if (!sessions) throw new AdminError(`No OAuth client ${clientId}.`);
         for (const sessionId of sessions) record.revoke({ sessionId });
       }),
+    /** The job queue per queue (waiting, running, dead), and its dead jobs (server/jobs/dead-jobs.ts). */
+    jobCounts: () => countJobs(deps.sql),
+    deadJobs: (o: { queue?: string; limit: number }) => listDeadJobs(deps.sql, o),
+    /** Dead jobs due again at once, attempts from zero: the running servers take them at their next poll. */
+    retryDeadJobs: (s: DeadJobSelection) => retryDeadJobs(deps.sql, s),
+    discardDeadJobs: (s: DeadJobSelection) => discardDeadJobs(deps.sql, s),
     /**
      * On a database without any user: an organization "My organization" (plan free) and its
      * owner with a random password. Returns the credentials, or null when users exist. Only the

@@ -209,7 +209,7 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     }
     await sql`
       update jobs set locked_until = null, locked_by = null, last_error = ${message.slice(0, 1000)}, dead = ${giveUp} or attempts >= max_attempts,
-        run_at = ${at(delay)}
+        run_at = case when ${giveUp} or attempts >= max_attempts then ${at(0)} else ${at(delay)} end
       where id = any(${ids}::bigint[]) and locked_by = ${workerId}`;
   }
 

@@ -269,3 +269,68 @@ describe("an organization keeps an owner", () => {
     expect(await ctx.sql`select 1 from memberships where organization_id = ${org.id}`).toHaveLength(0);
   });
 });
+
+describe("simhost admin jobs", () => {
+  /** Dead jobs of a queue of the test's own (no server runs it), as the queue leaves them. */
+  async function deadJobs(queue: string, n: number) {
+    const rows = await ctx.sql<{ id: number }[]>`
+      insert into jobs (queue, payload, attempts, max_attempts, dead, last_error, run_at)
+      select ${queue}, jsonb_build_object('n', i), 10, 10, true, 'boom ' || i, now() - interval '1 hour' from generate_series(1, ${n}) i
+      returning id`;
+    return rows.map((r) => r.id);
+  }
+  const jobRows = (queue: string) =>
+    ctx.sql<{ id: number; dead: boolean; attempts: number; due: boolean }[]>`
+      select id, dead, attempts, run_at <= now() as due from jobs where queue = ${queue} order by id`;
+
+  test("stats and dead show the queue's dead jobs; retry makes the named ones due from their first attempt; discard removes them", async () => {
+    const queue = `test.${crypto.randomUUID()}`;
+    const [a, b, c] = await deadJobs(queue, 3);
+    await ctx.sql`insert into jobs (queue, payload) values (${queue}, '{}')`;
+
+    const stats = await admin("admin", "jobs", "stats", "--json");
+    expect(stats.code, stats.stderr).toBe(0);
+    expect(stats.json().data.find((q: { queue: string }) => q.queue === queue)).toMatchObject({ queue, waiting: 1, running: 0, dead: 3 });
+    const listed = await admin("admin", "jobs", "dead", "--queue", queue, "--json");
+    expect(listed.json().data.map((j: { id: number; last_error: string; payload: object }) => [j.id, j.last_error, j.payload])).toEqual([
+      [a, "boom 1", { n: 1 }],
+      [b, "boom 2", { n: 2 }],
+      [c, "boom 3", { n: 3 }],
+    ]);
+    const human = await admin("admin", "jobs", "dead", "--queue", queue, "--limit", "1");
+    expect(human.stdout).toContain("LAST ERROR");
+    expect(human.stdout).toContain("boom 1");
+    expect(human.stdout).not.toContain("boom 2");
+
+    const retried = await admin("admin", "jobs", "retry", String(a), "--json");
+    expect([retried.code, retried.json()]).toEqual([0, { data: [a] }]);
+    const rows = await jobRows(queue);
+    expect(rows.find((r) => r.id === a)).toEqual({ id: a!, dead: false, attempts: 0, due: true });
+    expect(rows.filter((r) => r.dead).map((r) => r.id)).toEqual([b!, c!]);
+
+    // An id that is no dead job (the one just retried, an unknown one) is said, exit 1; the others are done.
+    const partly = await admin("admin", "jobs", "discard", String(b), String(a), "987654321");
+    expect(partly.code).toBe(1);
+    expect(partly.stdout).toBe(`Discarded 1 dead job: ${b}.\n`);
+    expect(partly.stderr).toBe(`Not dead jobs (unknown, or not dead): ${a}, 987654321.\n`);
+    const all = await admin("admin", "jobs", "retry", "--queue", queue);
+    expect([all.code, all.stdout]).toEqual([0, `Retrying 1 dead job: ${c}.\n`]);
+    expect((await jobRows(queue)).map((r) => [r.id, r.dead])).toEqual([
+      [a!, false],
+      [c!, false],
+      [expect.any(Number), false],
+    ]);
+  });
+
+  test("retry and discard need exactly one of ids, --queue, --all (usage error, exit 2, nothing changed)", async () => {
+    const queue = `test.${crypto.randomUUID()}`;
+    const [id] = await deadJobs(queue, 1);
+    for (const args of [[], ["--queue", queue, "--all"], [String(id), "--all"], ["zero"]]) {
+      for (const verb of ["retry", "discard"]) {
+        const r = await admin("admin", "jobs", verb, ...args);
+        expect([verb, args, r.code]).toEqual([verb, args, 2]);
+      }
+    }
+    expect((await jobRows(queue)).map((r) => r.dead)).toEqual([true]);
+  });
+});

@@ -88,6 +88,24 @@ describe("job queue batches", () => {
     expect([...(await failedJobs(q.name))]).toEqual([0, 1, 2].map((n) => ({ n, attempts: 1, last_error: "boom", locked_by: null, later: true, dead: false })));
   });
 
+  test("a job past its last attempt is dead, and dates its death (run_at) at that attempt, not a backoff later", async () => {
+    const q = queue({ maxAttempts: 1 });
+    await q.jobs.enqueue(q.name, { n: 1 });
+    q.jobs.register(
+      q.name,
+      async () => {
+        throw new Error("never");
+      },
+      { backoff: () => 3_600_000 },
+    );
+    q.jobs.start();
+    started.push(q.jobs);
+    expect(await waitFor(async () => (await failedJobs(q.name))[0]?.dead === true)).toBe(true);
+    await q.jobs.stop();
+    const [row] = await ctx.sql<{ age: number }[]>`select extract(epoch from now() - run_at)::float8 as age from jobs where queue = ${q.name}`;
+    expect(Math.abs(row!.age)).toBeLessThan(60);
+  });
+
   test("a batch failing because the database is away is retried as a whole, not in halves", async () => {
     const q = queue({ batchSize: 10, concurrency: 1 });
     for (let i = 0; i < 4; i++) await q.jobs.enqueue(q.name, { n: i });
