@@ -29,7 +29,14 @@ const asRow = (i: SmsSubmission) => ({
  * where `on conflict` first probes every unique index and then inserts (docs/benchmarks.md).
  *
  * The batch's devices are read once, by primary key, whatever the plan cache holds: a join of the
- * batch with devices was planned as a hash join over a sequential scan of every device.
+ * batch with devices was planned as a hash join over a sequential scan of every device. They are
+ * read `for key share`, the weakest lock that conflicts with the `for update` a revocation (and
+ * every device operation, management.ts `onDevice`) takes first: a revocation either waits for
+ * this statement's commit and then turns these SMS into messages with the device's other waiting
+ * ones, or commits first and this statement reads the device revoked and refuses them. Before, an
+ * intake whose snapshot predated a revocation stored its SMS after the revocation had processed
+ * the device's waiting ones: acknowledged to the phone, and never a message. Heartbeats' updates
+ * (no key change) do not conflict with it.
  */
 export async function insertSmsBatch(sql: Sql, items: SmsSubmission[], o: { skipDuplicates: boolean }) {
   return sql<{ id: number; status: DeviceStatus | null }[]>`
@@ -38,7 +45,7 @@ export async function insertSmsBatch(sql: Sql, items: SmsSubmission[], o: { skip
         as v(device_id bigint, message_id uuid, sim_slot int, from_number text, body text, received_at timestamptz)),
     d as (
       select id, status, status = any(${SMS_ACCEPTING_STATUSES as DeviceStatus[]}::text[]) as accepts
-      from devices where id = any(array(select distinct device_id from v))),
+      from devices where id = any(array(select distinct device_id from v)) for key share),
     inserted as (
       insert into device_sms (device_id, message_id, sim_slot, from_number, body, received_at)
       select v.device_id, v.message_id, v.sim_slot, v.from_number, v.body, v.received_at

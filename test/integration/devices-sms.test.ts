@@ -2,8 +2,10 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import type { Sql } from "../../server/db/client";
 import { createSmsIngest } from "../../server/devices/sms-ingest";
 import { PROCESS_CHUNK, processDeviceSms } from "../../server/devices/sms-process";
+import { insertSmsBatch } from "../../server/devices/sms-store";
 import { createTenant } from "../fixtures";
 import { activeDevice, smsBody } from "../fixtures-devices";
+import { eventually } from "../fixtures-numbers";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 
 let ctx: TestContext;
@@ -223,6 +225,45 @@ describe("SMS submission idempotency", () => {
     expect(after.status).toBe(409);
     expectErrorShape(after.body, "invalid_state");
   });
+
+  // The embedded database runs one transaction at a time, so the race exists on PostgreSQL only.
+  test.skipIf(!process.env.DATABASE_URL)(
+    "an intake that read the device before its revocation and commits after it: the revocation waits for it and turns its SMS into messages",
+    async () => {
+      const { token } = await createTenant(ctx.sql, { plan: "enterprise" });
+      const { device } = await activeDevice(ctx, token);
+      const sms = smsBody({ body: "stored while the revocation ran" });
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let stored!: () => void;
+      const inTransaction = new Promise<void>((resolve) => (stored = resolve));
+      const intake = ctx.sql.begin(async (tx) => {
+        const refused = await insertSmsBatch(
+          tx,
+          [{ deviceId: device.id, messageId: sms.message_id, simSlot: sms.sim_slot, from: sms.from, body: sms.body, receivedAt: sms.received_at }],
+          { skipDuplicates: true },
+        );
+        expect([...refused]).toEqual([]);
+        stored();
+        await released;
+      });
+      await inTransaction;
+      let revoked = false;
+      const revocation = ctx.request("DELETE", `/api/byos/devices/${device.id}`, { token }).finally(() => (revoked = true));
+      // Until the revocation waits on the intake's lock (or, without it, has finished).
+      const waiting = async () =>
+        (await ctx.sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)[0]!
+          .n > 0;
+      await eventually(async () => revoked || (await waiting()), 10_000, "the revocation to wait on the intake");
+      release();
+      await intake;
+      expect((await revocation).status).toBe(204);
+      const rows = await ctx.sql<{ processed: boolean }[]>`
+        select message_row_id is not null as processed from device_sms where device_id = ${device.id} and message_id = ${sms.message_id}`;
+      expect([...rows]).toEqual([{ processed: true }]);
+    },
+    30_000,
+  );
 
   test("deleting a device (by hand: the application only revokes them) deletes its stored SMS, as the foreign key's cascade did", async () => {
     const { token } = await createTenant(ctx.sql);
