@@ -43,23 +43,39 @@ async function takeSeat(tx: Sql, c: Caller, id: number, body: ClaimBody, require
 }
 
 /**
- * POST /api/numbers/order: a free pool number (no organization yet) for the caller's organization.
- * Each candidate is tried in its own short transaction, so a request never holds two number rows
- * at once (no deadlock between concurrent orders); one taken meanwhile is skipped.
+ * The first candidate `take` gets, trying each in its own short transaction (a request never holds
+ * two number rows at once: no deadlock between concurrent claims), and reading candidates again
+ * while a read finds any not tried yet: concurrent requests read the same first candidates, and
+ * when those were all taken the pool may still have room (before, the 21st of 25 concurrent orders
+ * answered pool_exhausted with numbers free). Each candidate is tried once, so this ends.
  */
+async function firstTaken(read: (tried: number[]) => Promise<number[]>, take: (id: number) => Promise<boolean>): Promise<number | null> {
+  const tried: number[] = [];
+  for (let ids = await read(tried); ids.length > 0; ids = await read(tried)) {
+    for (const id of ids) {
+      if (await take(id)) return id;
+      tried.push(id);
+    }
+  }
+  return null;
+}
+
+/** POST /api/numbers/order: a free pool number (no organization yet) for the caller's organization; one taken meanwhile is skipped. */
 export async function orderNumber(sql: Pool, c: Caller, body: ClaimBody): Promise<number> {
   await checkTeam(sql, c, body.team_id);
-  for (const id of await freePoolCandidates(sql, 20)) {
-    const taken = await sql.begin(async (tx) => {
-      const sim = await lockHostedSimRow(tx, id);
-      if (sim?.type !== "shared" || sim.status !== "active") return false;
-      if ((await seatsOf(tx, id, c.organization.id)).taken > 0) return false;
-      await attachOrganization(tx, id, attachment(c, body));
-      return true;
-    });
-    if (taken) return id;
-  }
-  throw poolExhausted("No free number is left in the pool.");
+  const id = await firstTaken(
+    (tried) => freePoolCandidates(sql, 20, tried),
+    (id) =>
+      sql.begin(async (tx) => {
+        const sim = await lockHostedSimRow(tx, id);
+        if (sim?.type !== "shared" || sim.status !== "active") return false;
+        if ((await seatsOf(tx, id, c.organization.id)).taken > 0) return false;
+        await attachOrganization(tx, id, attachment(c, body));
+        return true;
+      }),
+  );
+  if (id === null) throw poolExhausted("No free number is left in the pool.");
+  return id;
 }
 
 /** POST /api/numbers/claim-shared: a named shared number, or the one with the fewest organizations that has room. */
@@ -73,10 +89,12 @@ export async function claimShared(sql: Pool, c: Caller, body: ClaimBody): Promis
     if (outcome === "full") throw sharedFull();
     return named;
   }
-  for (const id of await sharedCandidates(sql, c.organization.id, 20)) {
-    if ((await sql.begin((tx) => takeSeat(tx, c, id, body, true))) === "ok") return id;
-  }
-  throw poolExhausted("No shared number has room for another organization.");
+  const id = await firstTaken(
+    (tried) => sharedCandidates(sql, c.organization.id, 20, tried),
+    async (id) => (await sql.begin((tx) => takeSeat(tx, c, id, body, true))) === "ok",
+  );
+  if (id === null) throw poolExhausted("No shared number has room for another organization.");
+  return id;
 }
 
 /** POST /api/numbers/claim-virtual: the organization's own verified BYOS number, assigned to a team. */

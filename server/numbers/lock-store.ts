@@ -1,5 +1,5 @@
-import type { Sql } from "../db/client";
-import { isoColumn } from "./store";
+import { isForeignKeyViolation, type Sql } from "../db/client";
+import { isoColumn, notATeam } from "./store";
 
 export type LockRequest = {
   hostedSimId: number;
@@ -23,6 +23,8 @@ export type TakenLock = {
   release_on_message: boolean;
   sender: string | null;
   extended: boolean;
+  /** The lock replaced had run out without its expiry job having ended it yet (that job will find it gone). */
+  ran_out: boolean;
 };
 
 /**
@@ -65,13 +67,17 @@ export async function takeLock(sql: Sql, r: LockRequest): Promise<TakenLock | nu
     from (
       select id, lock_team_id, lock_user_id, lock_api_key_id, locked_until, lock_release_on_message, lock_sender,
              (lock_organization_id = ${r.organizationId} and locked_until > ${now}) is true as own,
-             (lock_organization_id is not null and locked_until > ${now}) is true as live
+             (lock_organization_id is not null and locked_until > ${now}) is true as live,
+             lock_organization_id is not null and not (locked_until > ${now}) is true as ran_out
       from hosted_sims where id = ${r.hostedSimId} for update
     ) old
     where h.id = old.id and (old.own or not old.live)
       and exists (select 1 from hosted_sim_organizations a where a.hosted_sim_id = h.id and a.organization_id = ${r.organizationId})
     returning ${isoColumn(sql, "h.locked_until")} as locked_until, h.lock_team_id as team_id, h.lock_user_id as user_id,
-      h.lock_release_on_message as release_on_message, h.lock_sender as sender, old.own as extended`;
+      h.lock_release_on_message as release_on_message, h.lock_sender as sender, old.own as extended, old.ran_out`.catch((e) =>
+    // A team deleted since the route checked it (the foreign key of migration 0300): the same 422 as a team never there.
+    Promise.reject(isForeignKeyViolation(e, "hosted_sims_lock_team_id_fkey") ? notATeam() : e),
+  );
   if (!row) return null;
   await recordLock(sql, r, row);
   return row;

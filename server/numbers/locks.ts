@@ -51,6 +51,9 @@ export async function lockNumber(deps: Deps, c: Caller, id: number, body: LockOp
       const payload = { hosted_sim_id: id, organization_id: c.organization.id, locked_until: taken.locked_until };
       const delayMs = Math.max(0, Date.parse(taken.locked_until) - deps.clock.now());
       await deps.jobs.enqueue("number.lock-expiry", payload, { delayMs, dedupeKey: `lock-expiry:${id}:${taken.locked_until}` }, tx);
+      // A lock that ran out and was not ended yet ends here: its `number.unlocked` (expired) comes
+      // first, as its expiry job would have written it (that job now finds it gone).
+      if (taken.ran_out) await appendEvents(tx, await unlockedEvents(tx, sim, "expired"));
       await appendEvents(tx, await lockedEvents(tx, sim, c.organization.id, taken));
     }
     return taken;

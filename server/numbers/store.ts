@@ -132,22 +132,22 @@ export async function lockHostedSimRow(sql: Sql, id: number): Promise<LockedSim 
   return row ?? null;
 }
 
-/** Free pool numbers (no organization yet), oldest first; the caller locks and re-checks one. */
-export async function freePoolCandidates(sql: Sql, limit: number): Promise<number[]> {
+/** Free pool numbers (no organization yet) but those `except` (tried already), oldest first; the caller locks and re-checks one. */
+export async function freePoolCandidates(sql: Sql, limit: number, except: number[]): Promise<number[]> {
   const rows = await sql<{ id: number }[]>`
     select h.id from hosted_sims h
-    where h.type = 'shared' and h.status = 'active'
+    where h.type = 'shared' and h.status = 'active' and h.id <> all(${except}::bigint[])
       and not exists (select 1 from hosted_sim_organizations a where a.hosted_sim_id = h.id)
     order by h.id limit ${limit}`;
   return rows.map((r) => r.id);
 }
 
 /** Shared numbers already owned by someone, with room, not held by this organization: fewest organizations first. */
-export async function sharedCandidates(sql: Sql, organizationId: number, limit: number): Promise<number[]> {
+export async function sharedCandidates(sql: Sql, organizationId: number, limit: number, except: number[]): Promise<number[]> {
   const rows = await sql<{ id: number }[]>`
     select h.id from hosted_sims h
     join hosted_sim_organizations a on a.hosted_sim_id = h.id
-    where h.type = 'shared' and h.status = 'active'
+    where h.type = 'shared' and h.status = 'active' and h.id <> all(${except}::bigint[])
     group by h.id
     having count(*) < h.shared_max_orgs and not bool_or(a.organization_id = ${organizationId})
     order by count(*), h.id limit ${limit}`;

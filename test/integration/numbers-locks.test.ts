@@ -141,6 +141,25 @@ describe("POST /api/numbers/{id}/lock and /unlock", () => {
       [a.org.id, "expired"],
       [b.org.id, null],
     ]);
+    // The replaced lock's number.unlocked (expired) comes before the new number.locked, in each
+    // organization's log, as its expiry job (which now finds it gone) would have written it.
+    const [row] = await ctx.sql<
+      { locked_until: Date }[]
+    >`select locked_until from number_locks where hosted_sim_id = ${sim.id} and organization_id = ${a.org.id}`;
+    expect(await expireLock(ctx.services, { hosted_sim_id: sim.id, organization_id: a.org.id, locked_until: row!.locked_until.toISOString() })).toBe("gone");
+    for (const org of [a.org.id, b.org.id]) {
+      const log = await ctx.sql<{ type: string; reason: string | null; holder: number | null }[]>`
+        select type, payload->>'reason' as reason, (payload->'lock'->>'organization_id')::bigint as holder
+        from events where organization_id = ${org} and hosted_sim_id = ${sim.id} order by txid, id`;
+      expect([org, [...log]]).toEqual([
+        org,
+        [
+          { type: "number.locked", reason: null, holder: org === a.org.id ? a.org.id : null },
+          { type: "number.unlocked", reason: "expired", holder: null },
+          { type: "number.locked", reason: null, holder: org === b.org.id ? b.org.id : null },
+        ],
+      ]);
+    }
   });
 
   test("race: concurrent lock requests from several organizations leave exactly one holder", async () => {
@@ -206,3 +225,20 @@ test.skipIf(!process.env.DATABASE_URL)(
     expect(seen.map((r) => r.organization_id)).toEqual([b.org.id]);
   },
 );
+
+// PostgreSQL only: the lock request must wait on the number's row while the team goes (holdLocks).
+test.skipIf(!process.env.DATABASE_URL)("a lock for a team deleted while the request waited answers 422 on team_id, not 500; no lock is taken", async () => {
+  const a = await createTenant(ctx.sql);
+  const team = await createTeam(ctx.sql, a.org.id);
+  const sim = await createSharedNumber(ctx.sql, [a.org.id]);
+  const release = await holdLocks(ctx.sql, (tx) => tx`select 1 from hosted_sims where id = ${sim.id} for update`);
+  const asked = ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token, body: { team_id: team.id } });
+  await lockWaiters(ctx.sql, 1);
+  expect((await ctx.request("DELETE", `/api/teams/${team.id}`, { token: a.token })).status).toBe(204);
+  await release();
+  const res = await asked;
+  expect(res.status).toBe(422);
+  expect(Object.keys(expectErrorShape(res.body, "validation_failed").errors)).toEqual(["team_id"]);
+  const [row] = await ctx.sql<{ lock_organization_id: number | null }[]>`select lock_organization_id from hosted_sims where id = ${sim.id}`;
+  expect(row!.lock_organization_id).toBeNull();
+});

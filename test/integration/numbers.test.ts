@@ -134,6 +134,21 @@ describe("order and claims", () => {
     expectErrorShape(last.body, "pool_exhausted");
   });
 
+  test("concurrent orders and claims beyond the first candidates' worth all get a number while the pool has room", async () => {
+    // Every request reads the same first 20 candidates; once those are taken the pool still has room.
+    for (let i = 0; i < 30; i++) await createPoolNumber(ctx.sql);
+    const orderers = await Promise.all(Array.from({ length: 25 }, () => createTenant(ctx.sql)));
+    const orders = await Promise.all(orderers.map((t) => ctx.request("POST", "/api/numbers/order", { token: t.token, body: {} })));
+    expect(orders.map((r) => r.status)).toEqual(orderers.map(() => 201));
+    expect(new Set(orders.map((r) => r.body.data.id)).size).toBe(25);
+
+    const owner = await createTenant(ctx.sql);
+    for (let i = 0; i < 30; i++) await createSharedNumber(ctx.sql, [owner.org.id], { maxOrgs: 2 });
+    const claimers = await Promise.all(Array.from({ length: 25 }, () => createTenant(ctx.sql)));
+    const claims = await Promise.all(claimers.map((t) => ctx.request("POST", "/api/numbers/claim-shared", { token: t.token, body: {} })));
+    expect(claims.map((r) => r.status)).toEqual(claimers.map(() => 201));
+  });
+
   test("order with a team of another organization is a validation error", async () => {
     const a = await createTenant(ctx.sql);
     const b = await createTenant(ctx.sql);
