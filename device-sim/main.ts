@@ -186,7 +186,11 @@ program
   .option("--listen", "open a pusher connection per device for message.send and config.changed", false)
   .option("--concurrency <n>", "HTTP requests in flight at most", num("concurrency", 1), 64)
   .option("--time-scale <factor>", "multiply server-given waits (heartbeat, backoff)", num("time-scale"), 1)
-  .option("--settle <duration>", "how long to wait for queued SMS, visibility and outbound statuses at the end", duration, 60_000)
+  .addOption(
+    new Option("--settle <duration>", "how long to wait for queued SMS, visibility and outbound statuses at the end (e.g. 30s, 2m)")
+      .argParser(duration)
+      .default(60_000, "60s"),
+  )
   .option("--send-rate <r>", "outbound sends per second through POST /api/messages from the fleet's numbers (needs --listen to be sent)", num("send-rate"), 0)
   .option(
     "--send-pace <per-minute>",

@@ -57,6 +57,16 @@ export class ConfigError extends Error {}
 
 const booleans = new Set(["WEBHOOK_ALLOW_PRIVATE"]);
 
+const PROVIDER_SETTINGS = ["PROVIDER_AUTH_TOKEN", "PROVIDER_NUMBER", "PROVIDER_API_URL"] as const;
+
+/**
+ * The SMS provider settings still at their development values (API.md §4: "dev values printed at
+ * start"), which the server logs at start so that a deployment notices it talks to no real provider.
+ */
+export function developmentProviderSettings(config: Config): Partial<Record<(typeof PROVIDER_SETTINGS)[number], string>> {
+  return Object.fromEntries(PROVIDER_SETTINGS.filter((key) => config[key] === Env.properties[key].default).map((key) => [key, config[key]]));
+}
+
 /** Reads and validates the environment once; throws ConfigError with a one-line message naming the variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const raw: Record<string, unknown> = {};

@@ -2,7 +2,7 @@ import { writeSync } from "node:fs";
 import { maxHeaderSize } from "node:http";
 import { buildApp } from "./app";
 import { bootstrapFirstOwner, firstOwnerNotice } from "./bootstrap";
-import { ConfigError, loadConfig } from "./config";
+import { ConfigError, developmentProviderSettings, loadConfig } from "./config";
 import { consoleBundle } from "./console/bundle";
 import { isDatabaseUnavailable } from "./db/client";
 import { createServices } from "./services";
@@ -39,6 +39,12 @@ async function main() {
   // The web console's bundle, built now rather than on its first visit (a failure is retried then).
   consoleBundle().catch((e) => services.logger.error({ err: (e as Error).message }, "web console bundle failed"));
   services.logger.info({ port: server.server?.port, url: config.PUBLIC_URL, database: services.db.kind, bus: services.bus.kind }, "simhost listening");
+  const devProvider = developmentProviderSettings(config);
+  if (Object.keys(devProvider).length > 0)
+    services.logger.warn(
+      devProvider,
+      "SMS provider: development values in use (set PROVIDER_AUTH_TOKEN, PROVIDER_NUMBER and PROVIDER_API_URL for a real provider)",
+    );
   // Bun answers oversized headers itself, 431 with an empty body, past its own limit (see server/lib/request-limits.ts).
   if (maxHeaderSize <= config.MAX_HEADER_BYTES)
     services.logger.warn(

@@ -82,6 +82,8 @@ export type EventSpec = {
   audience: string;
   /** What raises it (docs). */
   cause: string;
+  /** A command to a device, on its channel only: no webhook may subscribe to it (nor is it in the document's webhooks). */
+  command?: true;
 };
 
 const MESSAGE_AUDIENCE = "every organization that may see the message (message visibility), each with its own team and alias";
@@ -126,6 +128,7 @@ export const CATALOG = {
     channels: ["device"],
     audience: DEVICE_AUDIENCE,
     cause: "the pacer hands a BYOS send to its phone (online, as the sending policy allows): the device is asked to send it",
+    command: true,
   },
   "message.send_cancelled": {
     payload: MessageCancelEvent,
@@ -134,6 +137,7 @@ export const CATALOG = {
     audience: DEVICE_AUDIENCE,
     cause:
       "a BYOS send handed to its phone ended before the phone took it up (cancelled by POST /api/messages/{id}/cancel, expired, or past the pick-up timeout): the device is told not to send it",
+    command: true,
   },
   "device.online": device("device.status_changed", "a heartbeat from a device marked offline"),
   "device.offline": device("device.status_changed", "the offline deadline passed without a heartbeat"),
@@ -181,9 +185,12 @@ export const CATALOG = {
     realtime: null,
     channels: [],
     audience: "the integration's organization",
-    cause: "POST /api/webhooks/{id}/test (sent to that endpoint only, never stored in the log)",
+    cause: "POST /api/webhook-integrations/{id}/test, or the team's view of it (sent to that endpoint only, never stored in the log)",
   },
 } as const satisfies Record<EventType, EventSpec>;
+
+/** Commands to a device (`command` in the catalog): `message.send` (send an SMS) and `message.send_cancelled` (don't: it was cancelled). */
+export const DEVICE_COMMANDS: readonly EventType[] = EVENT_TYPES.filter((t) => (CATALOG[t] as EventSpec).command === true);
 
 /** The types whose payload is the device's state (DeviceEvent). */
 export type DeviceStateEventType = { [T in EventType]: (typeof CATALOG)[T]["payload"] extends typeof DeviceEvent ? T : never }[EventType];

@@ -11,7 +11,7 @@ export const eventSchemaName = (type: string) => `Event.${type}`;
  * `components.schemas["Event.<type>"]`, and under `x-webhooks` (OpenAPI 3.1's `webhooks`, which a
  * 3.0 document cannot carry; /docs/openapi-3.1.json serves it as `webhooks`, server/docs/openapi-31.ts:
  * docs/api-notes.md "Event payloads in the OpenAPI document") as the body a webhook receiver gets,
- * `{ id, type, created_at, data }`.
+ * `{ id, type, created_at, data }`: every type but the commands to a device, which no webhook receives.
  */
 export function addEventPayloads<T extends Doc>(doc: T): T {
   doc.components ??= {};
@@ -21,6 +21,8 @@ export function addEventPayloads<T extends Doc>(doc: T): T {
     const spec: EventSpec = CATALOG[type];
     const name = eventSchemaName(type);
     doc.components.schemas[name] = fixSchema(JSON.parse(JSON.stringify(spec.payload)));
+    // A command to a device goes to its realtime channel only: no webhook receives it.
+    if (spec.command) continue;
     webhooks[type] = {
       post: {
         summary: `${type}: ${spec.cause}`,

@@ -1,12 +1,9 @@
-import { EVENT_TYPES, type EventType, event, isEventType } from "../events/catalog";
+import { DEVICE_COMMANDS, EVENT_TYPES, type EventType, event, isEventType } from "../events/catalog";
 
 /** Subscribes an integration to every deliverable event type, present and future. */
 export const ALL_EVENTS = "*";
 /** What integrations created before event types existed got, and what a create without `event_types` gets. */
 export const DEFAULT_EVENT_TYPES: string[] = [event.messageReceived.type];
-
-/** Commands to a device: `message.send` (send an SMS) and `message.send_cancelled` (don't: it was cancelled). */
-const DEVICE_COMMANDS: readonly EventType[] = [event.messageSend.type, event.messageSendCancelled.type];
 
 /**
  * Types of the catalog that the log never delivers to webhooks: the commands to a device (the

@@ -47,7 +47,7 @@ describe.skipIf(!CHROMIUM)("devices", () => {
     // The phone texts its code to the provider number: the card turns active on screen.
     const simNumber = randomSimNumber();
     await sendThroughProvider(w.provider.url, { from: simNumber, to: w.ctx.config.PROVIDER_NUMBER, body: `Verify ${code}` });
-    await card.getByText(simNumber).waitFor({ timeout: 5000 });
+    await card.getByText(simNumber).waitFor({ timeout: 15_000 });
     await card.getByText("active", { exact: false }).first().waitFor();
 
     // A heartbeat: online with its battery, live; then silence: offline, live.
@@ -60,7 +60,7 @@ describe.skipIf(!CHROMIUM)("devices", () => {
       body: JSON.stringify({ battery_level: 77, signal_strength: 3 }),
     });
     expect(beat.status).toBe(200);
-    await card.getByText("Online", { exact: true }).waitFor({ timeout: 5000 });
+    await card.getByText("Online", { exact: true }).waitFor({ timeout: 15_000 });
     await card.getByText(/Battery 77%/).waitFor();
     await card.getByText("Offline", { exact: true }).waitFor({ timeout: 10_000 });
 

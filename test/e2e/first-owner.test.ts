@@ -106,6 +106,9 @@ describe("first start on an empty database", () => {
       .filter((l) => l.startsWith("{"));
     expect(logLines.length).toBeGreaterThan(0);
     for (const line of logLines) expect(line).not.toContain(password!);
+    // API.md §4: the provider's development values are printed at start (the log stream).
+    const provider = logLines.map((l) => JSON.parse(l)).find((l) => String(l.msg).startsWith("SMS provider: development values"));
+    expect(provider).toMatchObject({ PROVIDER_AUTH_TOKEN: "dev-provider-token", PROVIDER_NUMBER: "+15005550006", PROVIDER_API_URL: "http://127.0.0.1:3100" });
 
     const sql = db.connect();
     try {
@@ -120,12 +123,18 @@ describe("first start on an empty database", () => {
     }
     await stop(first);
 
-    const second = startServer(db.env);
+    const second = startServer({
+      ...db.env,
+      PROVIDER_AUTH_TOKEN: "a-real-provider-token",
+      PROVIDER_NUMBER: "+15550009999",
+      PROVIDER_API_URL: "http://127.0.0.1:9",
+    });
     await second.waitFor(/simhost listening/);
     const health = await fetch(`${second.url}/api/health`);
     expect(health.status).toBe(200);
     expect(second.output()).not.toContain(password!);
     expect(second.output()).not.toContain("owner account was created");
+    expect(second.output()).not.toContain("development values");
   });
 });
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, test } from "bun:test";
-import { EVENT_TYPES } from "../../server/events/catalog";
+import { DEVICE_COMMANDS, EVENT_TYPES } from "../../server/events/catalog";
 import { sharedTestContext, type TestContext } from "../helpers";
 
 let ctx: TestContext;
@@ -8,10 +8,13 @@ beforeAll(async () => {
 }, 60_000);
 
 describe("event payloads in the OpenAPI document", () => {
-  test("every catalog type has a payload schema under components and a webhook body under x-webhooks", async () => {
+  test("every catalog type has a payload schema under components, and a webhook body under x-webhooks but the device's commands (no webhook receives them)", async () => {
     const { body } = await ctx.request("GET", "/openapi.json");
+    expect(Object.keys(body["x-webhooks"]).sort()).toEqual(EVENT_TYPES.filter((t) => !DEVICE_COMMANDS.includes(t)).sort());
+    expect(DEVICE_COMMANDS).toEqual(["message.send", "message.send_cancelled"]);
     for (const type of EVENT_TYPES) {
       expect(body.components.schemas[`Event.${type}`]).toMatchObject({ type: "object" });
+      if (DEVICE_COMMANDS.includes(type)) continue;
       const schema = body["x-webhooks"][type].post.requestBody.content["application/json"].schema;
       expect(schema.properties.data).toEqual({ $ref: `#/components/schemas/Event.${type}` });
       expect(schema.properties.type.enum).toEqual([type]);

@@ -18,7 +18,8 @@ describe("/metrics with METRICS_TOKEN set", () => {
     const res = await ctx.request("GET", "/metrics", { token: TOKEN });
     expect(res.status).toBe(200);
     expect(res.text).toContain("simhost_http_request_duration_seconds");
-    expect(res.text).toContain("simhost_queue_backlog");
+    for (const name of ["simhost_queue_backlog", "simhost_queue_oldest_seconds", "simhost_queue_dead"])
+      expect(res.text).toMatch(new RegExp(`^${name} \\d`, "m"));
   });
 
   test("a scrape does not take a census of the heap: the heap-space figures are left out, the heap totals stay", async () => {
