@@ -9,6 +9,18 @@ export function serverUrl(opts: GlobalOptions): string {
   return (opts.url || process.env.SIMHOST_URL || DEFAULT_URL).replace(/\/+$/, "");
 }
 
+/**
+ * The warning for credentials sent to `url` in clear: plain http to a host other than this
+ * machine (loopback: `localhost`, `*.localhost`, 127.0.0.0/8, ::1). Null when there is nothing to say.
+ */
+export function plainHttpWarning(url: string): string | null {
+  const { protocol, hostname, origin } = new URL(url);
+  if (protocol !== "http:") return null;
+  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  if (host === "localhost" || host.endsWith(".localhost") || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) return null;
+  return `warning: ${origin} is plain http: your token and password cross the network unencrypted. Use https:// unless this network is yours alone.`;
+}
+
 /** A typed client of the API (openapi-fetch over the generated types of clients/). */
 export type TypedClient = Client<paths, Json>;
 
@@ -34,6 +46,13 @@ export function requestTimeoutMs(url: string): number {
  */
 export function createApiClient(opts: GlobalOptions) {
   const base = serverUrl(opts);
+  let warned = false;
+  /** Once per command, before the first request that carries a credential (a token, or a password to /api/auth/...). */
+  const warnIfPlain = () => {
+    const warning = warned ? null : plainHttpWarning(base);
+    warned = true;
+    if (warning) process.stderr.write(`${warning}\n`);
+  };
 
   function token(): string {
     const t = opts.token || process.env.SIMHOST_TOKEN || loadCredential(base)?.token;
@@ -47,6 +66,7 @@ export function createApiClient(opts: GlobalOptions) {
     const c = createClient<paths, Json>({ baseUrl: base, headers, redirect: "manual" });
     c.use({
       onRequest: ({ request }) => {
+        if (withToken || new URL(request.url).pathname.startsWith("/api/auth/")) warnIfPlain();
         if (withToken) request.headers.set("authorization", `Bearer ${token()}`);
         return new Request(request, { signal: AbortSignal.timeout(requestTimeoutMs(request.url)) });
       },
