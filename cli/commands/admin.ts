@@ -1,5 +1,5 @@
 import { Argument, type Command, Option } from "commander";
-import { type DeadJob, type DeadJobSelection, PLANS, type Plan, type QueueCounts, ROLES, type Role } from "../../server/admin/operations";
+import { type Admin, type DeadJob, type DeadJobSelection, PLANS, type Plan, type QueueCounts, ROLES, type Role } from "../../server/admin/operations";
 import { withAdminOps } from "../admin-db";
 import { each, email, globals, positiveInt } from "../args";
 import { CliError, colors, emit, printable, table } from "../output";
@@ -123,28 +123,27 @@ export function registerAdmin(program: Command): void {
       const dead = await withAdminOps((a) => a.deadJobs({ queue: o.queue, limit: o.limit }));
       emit(o, { data: dead }, () => table(dead, deadColumns));
     });
-  jobs
-    .command("retry")
-    .description("run dead jobs again from their first attempt (the running servers take them within a second), once their cause is fixed")
-    .argument("[id...]", "dead job ids", each(positiveInt))
-    .option("--queue <name>", "every dead job of this queue")
-    .option("--all", "every dead job")
-    .action(async (ids: number[] | undefined, _opts, cmd: Command) => {
-      const o = globals<SelectOptions>(cmd);
-      const selection = deadSelection(ids ?? [], o, cmd);
-      const done = await withAdminOps((a) => a.retryDeadJobs(selection));
-      reportSelection(o, ids ?? [], done, "Retrying");
-    });
-  jobs
-    .command("discard")
-    .description("remove dead jobs for good (the work they stood for is not done)")
-    .argument("[id...]", "dead job ids", each(positiveInt))
-    .option("--queue <name>", "every dead job of this queue")
-    .option("--all", "every dead job")
-    .action(async (ids: number[] | undefined, _opts, cmd: Command) => {
-      const o = globals<SelectOptions>(cmd);
-      const selection = deadSelection(ids ?? [], o, cmd);
-      const done = await withAdminOps((a) => a.discardDeadJobs(selection));
-      reportSelection(o, ids ?? [], done, "Discarded");
-    });
+  // retry and discard: the same selection (ids, --queue or --all), each its own operation.
+  const selecting: [string, string, string, (a: Admin, s: DeadJobSelection) => Promise<number[]>][] = [
+    [
+      "retry",
+      "run dead jobs again from their first attempt (the running servers take them within a second), once their cause is fixed",
+      "Retrying",
+      (a, s) => a.retryDeadJobs(s),
+    ],
+    ["discard", "remove dead jobs for good (the work they stood for is not done)", "Discarded", (a, s) => a.discardDeadJobs(s)],
+  ];
+  for (const [name, description, verb, operation] of selecting)
+    jobs
+      .command(name)
+      .description(description)
+      .argument("[id...]", "dead job ids", each(positiveInt))
+      .option("--queue <name>", "every dead job of this queue")
+      .option("--all", "every dead job")
+      .action(async (ids: number[] | undefined, _opts, cmd: Command) => {
+        const o = globals<SelectOptions>(cmd);
+        const selection = deadSelection(ids ?? [], o, cmd);
+        const done = await withAdminOps((a) => operation(a, selection));
+        reportSelection(o, ids ?? [], done, verb);
+      });
 }
