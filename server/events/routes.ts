@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
-import { callerPlugin } from "../auth/plugin";
+import { callerPlugin, type RouteRule } from "../auth/plugin";
 import { AppError, ErrorBody } from "../errors";
+import { holdOpen } from "../lib/versions";
 import { answerRevokedWait, refusedError, shuttingDown } from "../lib/waiters";
 import type { Services } from "../services";
 import { EVENT_PERMISSIONS, readableTypes, refuseUnheldTypes } from "./access";
@@ -61,6 +62,8 @@ function wokenBody(events: StoredEvent[], perPage: number): Uint8Array<ArrayBuff
 const wokenAnswer = (events: StoredEvent[], perPage: number) =>
   new Response(wokenBody(events, perPage), { headers: { "content-type": "application/json;charset=utf-8" } });
 
+const RULE: RouteRule = { apiKey: EVENT_PERMISSIONS, refine: refuseUnheldTypes };
+
 const cursorExpired = () =>
   new AppError(
     410,
@@ -90,7 +93,7 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
       if (query.wait === undefined || types?.length === 0) return answer(await read());
 
       // Bun closes a connection idle for `idleTimeout` (Elysia: 30 s); this one is quiet on purpose.
-      server?.timeout(request, query.wait + 10);
+      holdOpen(server, request, query.wait + 10);
       const outcome = await eventWaiters.wait(
         {
           match: { organizations: c.readScope, types, hostedSimId: query.hosted_sim, deviceId: query.device, after },
@@ -110,11 +113,11 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
       // The same body as `answer` would give, already serialized (see wokenAnswer).
       if ("woken" in outcome) return wokenAnswer(outcome.woken, perPage) as unknown as ReturnType<typeof answer>;
       if (outcome.ended === "shutdown") throw shuttingDown();
-      if (outcome.ended === "revoked") await answerRevokedWait(services.auth, request);
+      if (outcome.ended === "revoked") await answerRevokedWait(services.auth, request, RULE);
       return answer({ events: [], hasMore: false });
     },
     {
-      auth: { apiKey: EVENT_PERMISSIONS, refine: refuseUnheldTypes },
+      auth: RULE,
       query: EventsQuery,
       response: { 200: EventPage, 410: ErrorBody },
       detail: {

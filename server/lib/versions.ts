@@ -44,6 +44,16 @@ export function clientAddress(server: { requestIP(r: Request): { address: string
   return server?.requestIP(clientRequests.get(request) ?? request)?.address ?? "local";
 }
 
+/**
+ * Gives the client's connection `seconds` before Bun closes it as idle (a long-poll, quiet on
+ * purpose), on the request the client sent: Bun's `server.timeout` knows only that one, and did
+ * nothing for a re-handled copy (a long-poll under /api/v1 or /api/v2 was cut at the 30 s idle
+ * timeout, the client seeing a reset).
+ */
+export function holdOpen(server: { timeout(r: Request, seconds: number): void } | null | undefined, request: Request, seconds: number) {
+  server?.timeout(clientRequests.get(request) ?? request, seconds);
+}
+
 /** The API version the client asked for: the prefix's number, 1 without one. */
 export function apiVersion(request: Request): number {
   const match = new URL(clientUrl(request)).pathname.match(VERSIONED);

@@ -1,5 +1,6 @@
-import type { Caller } from "../auth/caller";
+import { authorize, type Caller } from "../auth/caller";
 import { matches, type Revocation } from "../auth/caller-cache";
+import type { RouteRule } from "../auth/plugin";
 import { AppError } from "../errors";
 import { type Clock, createScheduler, type Scheduler } from "./clock";
 
@@ -208,11 +209,14 @@ export type WaiterRegistry<E> = ReturnType<typeof createWaiterRegistry<E>>;
 
 /**
  * A wait its caller's revocation ended (`revoked`): 401 when the request's credential is gone
- * (resolved again, past the cache the revocation emptied); a credential that still stands (a
- * user who left one of their organizations) is answered with the caller it stands for now, for
- * the route to judge what it may still read (the wait's empty answer, or 404 for what it no
- * longer sees).
+ * (resolved again, past the cache the revocation emptied), 403 when the route's rule no longer
+ * lets it through (an API key that lost the permission: the route's own answer to its next call,
+ * not "nothing came"); a credential that still stands (a user who left one of their
+ * organizations) is answered with the caller it stands for now, for the route to judge what it
+ * may still read (the wait's empty answer, or 404 for what it no longer sees).
  */
-export async function answerRevokedWait(auth: { resolve(request: Request): Caller | Promise<Caller> }, request: Request): Promise<Caller> {
-  return auth.resolve(request);
+export async function answerRevokedWait(auth: { resolve(request: Request): Caller | Promise<Caller> }, request: Request, rule: RouteRule): Promise<Caller> {
+  const caller = authorize(await auth.resolve(request), rule);
+  rule.refine?.(caller, request);
+  return caller;
 }

@@ -123,16 +123,17 @@ function findKeywords(t: string): Span[] {
 const LETTER = /[\p{Script=Latin}\p{Script=Cyrillic}\p{Script=Greek}_]/u;
 
 /**
- * Numbers of one or two groups (4 to 8 digits: "482913", "482 913", "482-913", "7732 19"). A
+ * Numbers of one or two groups (4 to 8 digits: "482913", "482 913", "482-913", "7732 19"); the
+ * groups may also be parted by a no-break, narrow no-break or thin space (French "482 913"). A
  * number with a decimal point, a colon or a slash is an amount, a time or a date; one of three
  * or more groups a phone, an IBAN or a tracking number.
  */
 function digitCandidates(t: string): Candidate[] {
   const out: Candidate[] = [];
-  for (const m of t.matchAll(/\d+(?:[ \-.,:/]\d+)*/g)) {
+  for (const m of t.matchAll(/\d+(?:[ \u00a0\u202f\u2009\-.,:/]\d+)*/g)) {
     const raw = m[0];
     if (/[.,:/]/.test(raw)) continue;
-    const groups = raw.split(/[ -]/);
+    const groups = raw.split(/[ \u00a0\u202f\u2009-]/);
     const digits = groups.join("");
     if (digits.length < 4 || digits.length > 8 || groups.length > 2) continue;
     if (groups.length === 2 && (groups[0]!.length < 3 || groups[1]!.length < 2)) continue;

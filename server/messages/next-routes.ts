@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
-import { callerPlugin } from "../auth/plugin";
+import { callerPlugin, type RouteRule } from "../auth/plugin";
 import { notFound } from "../errors";
+import { holdOpen } from "../lib/versions";
 import { answerRevokedWait, refusedError, shuttingDown } from "../lib/waiters";
 import { findHostedSim } from "../numbers/store";
 import type { Services } from "../services";
@@ -9,6 +10,7 @@ import { NextMessageData, NextParams, NextQuery } from "./schema";
 import { lastMessageId } from "./store";
 
 const DEFAULT_TIMEOUT_SECONDS = 30;
+const RULE: RouteRule = { apiKey: "messages.read" };
 
 /** The query's `after` was checked by its schema (schema.ts `isWaitStart`): digits are an id. */
 const startAfter = (after: string): WaitStart => (/^\d+$/.test(after) ? { afterId: Number(after) } : { afterTime: new Date(after) });
@@ -27,7 +29,7 @@ export function nextMessageRoutes(services: Pick<Services, "auth" | "sql" | "wai
       const viewers = c.readScope.filter((o) => sim.attachments.some((a) => a.organization_id === o));
       const timeout = query.timeout ?? DEFAULT_TIMEOUT_SECONDS;
       // Bun closes a connection idle for `idleTimeout` (Elysia: 30 s); this one is quiet on purpose.
-      server?.timeout(request, timeout + 10);
+      holdOpen(server, request, timeout + 10);
       const filter = { from: query.from, q: query.contains, hasCode: query.has_code === undefined ? undefined : query.has_code === "true" };
       const outcome = await waiters.wait(
         { hostedSimId: sim.id, viewers, quotaOrganization: c.organization.id, caller: c, timeoutMs: timeout * 1000, signal: request.signal },
@@ -38,13 +40,13 @@ export function nextMessageRoutes(services: Pick<Services, "auth" | "sql" | "wai
       if (outcome.ended === "shutdown") throw shuttingDown();
       if (outcome.ended === "revoked") {
         // The caller as it stands now: a number it no longer sees is 404, as on its next call.
-        const now = await answerRevokedWait(services.auth, request);
+        const now = await answerRevokedWait(services.auth, request, RULE);
         if (!(await findHostedSim(sql, now.readScope, params.id))) throw notFound("Number");
       }
       return { data: null };
     },
     {
-      auth: { apiKey: "messages.read" },
+      auth: RULE,
       params: NextParams,
       query: NextQuery,
       response: { 200: NextMessageData },

@@ -206,6 +206,19 @@ describe("a credential revoked while its call waits", () => {
     expect(refused.status).toBe(404);
     expectErrorShape(refused.body, "not_found");
   });
+
+  test("an API key that loses messages.read while its call waits answers 403, as its next call would, not 'nothing came'", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const created = await ctx.request("POST", "/api/api-keys", { token: t.token, body: { name: "narrowed", permissions: ["messages.read", "numbers.read"] } });
+    const waiting = await startWait(created.body.plain_text_key, sim.id, "timeout=60");
+    const narrowed = await ctx.request("PATCH", `/api/api-keys/${created.body.api_key.id}`, { token: t.token, body: { permissions: ["numbers.read"] } });
+    expect(narrowed.status).toBe(200);
+    await deliver(sim.number, "Your code is 123456, sent after the key lost messages.read");
+    const res = await waiting.answer;
+    expect(res.status).toBe(403);
+    expectErrorShape(res.body, "permission_denied");
+  });
 });
 
 describe("the registry", () => {

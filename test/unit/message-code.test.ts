@@ -64,6 +64,11 @@ describe("extractCode rules", () => {
   test("digit groups come back without their separators; prefixed and alphanumeric codes as shown", () => {
     expect(extractCode("Your code: 123 456")).toBe("123456");
     expect(extractCode("Your code: 123-456")).toBe("123456");
+    // No-break, narrow no-break and thin spaces part groups too (French typography): the whole code, not its first group.
+    expect(extractCode("Your code is 4829\u00a013")).toBe("482913");
+    expect(extractCode("Votre code : 482\u00a0913")).toBe("482913");
+    expect(extractCode("Votre code : 482\u202f913")).toBe("482913");
+    expect(extractCode("Your code is 482\u2009913")).toBe("482913");
     expect(extractCode("G-123456 is your Google verification code.")).toBe("G-123456");
     expect(extractCode("Your OTP is AB12CD.")).toBe("AB12CD");
   });
