@@ -132,10 +132,17 @@ export async function updateSimCard(deps: Deps, organizationId: number, deviceId
       const taken = await findCardInSlot(tx, deviceId, body.sim_slot, new Date(deps.clock.now()));
       invalidStateIf(!!taken && taken.id !== cardId, `Slot ${body.sim_slot} already holds a SIM card of this device.`);
     }
-    if (body.sim_slot !== undefined) await moveSimCard(tx, cardId, body.sim_slot);
-    const claimed = body.phone_number ? await claimNumber(tx, deps, card, body.phone_number) : null;
-    await bumpConfigVersion(tx, deviceId);
-    await appendDeviceEvents(tx, organizationId, deviceId, deps.clock.now(), { news: [DEVICE_NEWS.update], config: true });
+    const slot = body.sim_slot === undefined ? card.sim_slot : body.sim_slot;
+    const moved = slot !== card.sim_slot;
+    if (moved) await moveSimCard(tx, cardId, slot);
+    // The claim judges the card where this request leaves it (its slot moved first).
+    const claimed = body.phone_number ? await claimNumber(tx, deps, { ...card, sim_slot: slot }, body.phone_number) : null;
+    // config_version grows only on a change (docs/api-notes.md): a PATCH that moves nothing and
+    // claims nothing new leaves it, and announces nothing, as the device's own PATCH does.
+    if (moved || claimed !== null) {
+      await bumpConfigVersion(tx, deviceId);
+      await appendDeviceEvents(tx, organizationId, deviceId, deps.clock.now(), { news: [DEVICE_NEWS.update], config: true });
+    }
     return claimed !== null;
   });
   return { card: (await findSimCard(deps.sql, deviceId, cardId))!, issued: claimed };

@@ -70,7 +70,10 @@ const rowsOf = (items: HeartbeatWrite[]) =>
  * SIM numbers (`sim_cards[]` with at least one E.164 number) without its number: the SIM was
  * removed or swapped. One odd heartbeat never does it, and a heartbeat that lists no number (no
  * `sim_cards[]`, `[]`, or only numbers the phone could not read: "", national formats) says
- * nothing either way.
+ * nothing either way. A card whose claim of a new number (PATCH phone_number) is pending counts as
+ * listed when the heartbeat names the claimed number, while the claim's code lives: the phone of a
+ * SIM swap lists only the new number, and the card retired before its proof lost the claim (and
+ * with it the in-place renumbering).
  */
 export const MISSED_HEARTBEATS_TO_INACTIVE = 3;
 const E164 = "^\\+[1-9][0-9]{6,14}$";
@@ -91,7 +94,8 @@ export type HeartbeatWriteResult = { wasOnline: boolean; status: DeviceStatus; m
  * back. Cards, each written at most once and only when something changed: signal strengths
  * (`sim_cards[]` go to the cards with those numbers, `signal_strength` to the device's first card
  * unless `sim_cards[]` named it) and the missed-heartbeat count of active cards (reset when
- * `sim_cards[]` names the card, counted up when it lists numbers but not the card's). The cards
+ * `sim_cards[]` names the card, or the number it claims while the claim's code lives: the SIM
+ * swapped in, not yet proven; counted up when it lists numbers but neither). The cards
  * that reached MISSED_HEARTBEATS_TO_INACTIVE come back in `missingCards`; the caller retires them.
  *
  * The cards are reached by index whatever the statistics say: per device (a lateral subquery
@@ -123,6 +127,8 @@ export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]): Promis
     resumed as (${enqueueJobs(sql, "message.outbound.device-online", sql`select jsonb_build_object('device_id', m.id) from moved m where not m.was_online`)}),
     live as (
       select c.id, c.device_id, c.phone_number, c.status, c.signal_strength as had, c.missed_heartbeats as missed,
+        -- a claim whose code still lives: the phone already lists the new SIM's number (a SIM swap)
+        case when c.code_expires_at > v.seen then c.claimed_number end as claimed,
         row_number() over (partition by c.device_id order by c.sim_slot nulls last, c.id) as pos
       from v cross join lateral (select * from sim_cards c where c.device_id = v.id and c.status <> 'inactive' offset 0) c),
     judged as (
@@ -135,7 +141,7 @@ export async function writeHeartbeats(sql: Sql, items: HeartbeatWrite[]): Promis
         on v.id = l.device_id
       left join lateral (
         select n.signal_strength as sig from jsonb_to_recordset(v.cards) as n(phone_number text, signal_strength int)
-        where n.phone_number = l.phone_number limit 1) r on true),
+        where n.phone_number = l.phone_number or n.phone_number = l.claimed limit 1) r on true),
     cards as (
       update sim_cards s set signal_strength = j.sig, missed_heartbeats = j.missed,
         updated_at = case when s.signal_strength is distinct from j.sig then now() else s.updated_at end

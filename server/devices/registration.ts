@@ -102,12 +102,20 @@ export async function reissueCode(deps: Deps, organizationId: number, deviceId: 
     assertCodeReissuable(card.status);
     assertEditable(device.status);
     const now = new Date(deps.clock.now());
-    if (card.status === "inactive" && card.sim_slot !== null) {
-      const holder = await findCardInSlot(tx, deviceId, card.sim_slot, now);
-      invalidStateIf(!!holder && holder.id !== cardId, `Slot ${card.sim_slot} now holds another SIM card of this device; move this card first.`);
-    }
+    await assertSlotFree(tx, card, now);
     return withNewCode(tx, now, (code, exp) => setSimCardCode(tx, cardId, code, exp));
   });
+}
+
+/**
+ * An inactive card gets a code (a reissue, or a claim of a number) only while no other card holds
+ * its slot: proven, it would be a second active card in one slot, and the device's SMS of that
+ * slot would all go to one of them.
+ */
+async function assertSlotFree(tx: Tx, card: Pick<SimCardRow, "id" | "device_id" | "sim_slot" | "status">, now: Date) {
+  if (card.status !== "inactive" || card.sim_slot === null) return;
+  const holder = await findCardInSlot(tx, card.device_id, card.sim_slot, now);
+  invalidStateIf(!!holder && holder.id !== card.id, `Slot ${card.sim_slot} now holds another SIM card of this device; move this card first.`);
 }
 
 export const numberInUse = () =>
@@ -127,5 +135,7 @@ export async function claimNumber(tx: Tx, deps: Deps & { providerNumber: string 
     throw validationFailed({ phone_number: ["is the provider number that receives verification SMS; a SIM card cannot have it"] });
   }
   if ((await findActiveCardByNumber(tx, number)) || (await isPoolNumber(tx, number))) throw numberInUse();
-  return withNewCode(tx, new Date(deps.clock.now()), (code, exp) => setSimCardClaim(tx, card.id, number, code, exp));
+  const now = new Date(deps.clock.now());
+  await assertSlotFree(tx, card, now);
+  return withNewCode(tx, now, (code, exp) => setSimCardClaim(tx, card.id, number, code, exp));
 }

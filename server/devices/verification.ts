@@ -35,11 +35,12 @@ type CodeCard = {
   code_expires_at: Date | null;
 };
 
+/** The card a code belongs to; `lock`: its row, once its device's row is locked (`verifyInTx`). */
 async function cardByCode(sql: Pool | Tx, code: string, lock: boolean) {
   const [row] = await sql<CodeCard[]>`
     select c.id, c.device_id, d.organization_id, c.status, c.sim_slot, c.phone_number, c.claimed_number, c.hosted_sim_id, c.code_expires_at
     from sim_cards c join devices d on d.id = c.device_id
-    where c.verification_code = ${code} and d.status <> 'revoked' ${lock ? sql`for update of c, d` : sql``}`;
+    where c.verification_code = ${code} and d.status <> 'revoked' ${lock ? sql`for update of c` : sql``}`;
   return row ?? null;
 }
 
@@ -62,10 +63,14 @@ async function proveNumber(tx: Tx, card: CodeCard, from: string, providerNumber:
   return hostedSimId;
 }
 
-async function verifyInTx(tx: Tx, code: string, from: string, now: Date, providerNumber: string) {
+async function verifyInTx(tx: Tx, deviceId: number, code: string, from: string, now: Date, providerNumber: string) {
+  // The device's row before its card's, in the order every device operation takes them
+  // (management.ts `onDevice`): the other order deadlocked with a revocation, a deactivation or
+  // a reissue on another instance (the provider's callback answered 500).
+  await tx`select 1 from devices where id = ${deviceId} for update`;
   const card = await cardByCode(tx, code, true);
-  // A verified card answers only the code of its pending claim.
-  if (!card || (card.status === "active" && card.claimed_number === null)) return { outcome: "unknown_code" as const };
+  // A verified card answers only the code of its pending claim; a code that moved to another device meanwhile is not this device's.
+  if (!card || card.device_id !== deviceId || (card.status === "active" && card.claimed_number === null)) return { outcome: "unknown_code" as const };
   if (!card.code_expires_at || card.code_expires_at <= now) return { outcome: "expired" as const };
   if (card.claimed_number !== null && card.claimed_number !== from) return { outcome: "wrong_sender" as const };
   // An alphanumeric sender id or a short code is no SIM's number: it proves nothing.
@@ -98,7 +103,7 @@ async function verifyOnDevice(deps: Deps, deviceId: number, code: string, from: 
     const result = await deps.sql
       .begin(async (tx) => {
         if (!(await guard(tx))) return { outcome: "duplicate" as const };
-        return verifyInTx(tx, code, from, new Date(deps.clock.now()), deps.providerNumber);
+        return verifyInTx(tx, deviceId, code, from, new Date(deps.clock.now()), deps.providerNumber);
       })
       .catch((e) => {
         // Another card took the same number at the same moment (the active-number index, or a hosted SIM's unique number).
@@ -121,13 +126,20 @@ async function verifyOnDevice(deps: Deps, deviceId: number, code: string, from: 
 async function throttledAttempt(deps: Deps, code: string, from: string, guard: Guard): Promise<VerificationOutcome> {
   const sender = await deps.throttle.reserve(senderKey(from));
   if (!sender.allowed) return settle(deps, guard, "throttled");
-  const found = await cardByCode(deps.sql, code, false);
-  const deviceId = found?.device_id ?? (await findActiveCardByNumber(deps.sql, from))?.device_id;
-  const device = deviceId === undefined ? null : await deps.throttle.reserve(deviceKey(deviceId));
+  let device: Awaited<ReturnType<VerificationThrottle["reserve"]>> | null = null;
   let outcome: VerificationOutcome;
-  if (device && !device.allowed) outcome = await settle(deps, guard, "throttled");
-  else if (found) outcome = await verifyOnDevice(deps, found.device_id, code, from, guard);
-  else outcome = await settle(deps, guard, "unknown_code");
+  try {
+    const found = await cardByCode(deps.sql, code, false);
+    const deviceId = found?.device_id ?? (await findActiveCardByNumber(deps.sql, from))?.device_id;
+    device = deviceId === undefined ? null : await deps.throttle.reserve(deviceKey(deviceId));
+    if (device && !device.allowed) outcome = await settle(deps, guard, "throttled");
+    else if (found) outcome = await verifyOnDevice(deps, found.device_id, code, from, guard);
+    else outcome = await settle(deps, guard, "unknown_code");
+  } catch (e) {
+    // Nothing was judged (the provider retries it): the counts it reserved go back.
+    await Promise.all([sender.release(), device?.release()]).catch(() => {});
+    throw e;
+  }
   if (!WRONG.has(outcome) && outcome !== "throttled") await Promise.all([sender.release(), device?.release()]);
   return outcome;
 }

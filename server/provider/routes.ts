@@ -16,12 +16,24 @@ type Deps = Pick<Services, "sql" | "clock" | "config" | "devices" | "events" | "
 const REQUIRED = ["From", "To", "Body", "MessageSid"] as const;
 const xml = () => new Response("<Response/>", { status: 200, headers: { "content-type": "text/xml" } });
 
+/** A provider's message id, as both callbacks take it. */
+const SID = /^[A-Za-z0-9]{1,64}$/;
+/** From and To: a phone number or an alphanumeric sender id (11 characters), with room to spare. */
+const MAX_ADDRESS_LENGTH = 64;
+
+/**
+ * The SMS callback's fields, bounded: the message id and the sender are keys of the rows they
+ * write (provider_messages, the verification throttle), which PostgreSQL refused past about 2.7 kB
+ * with a 500 that the provider's retries met again and again.
+ */
 function requiredFields(params: FormParams) {
   const errors: Record<string, string[]> = {};
   const out: Record<string, string> = {};
   for (const name of REQUIRED) {
     const value = params[name];
     if (typeof value !== "string" || (name !== "Body" && value.length === 0)) errors[name] = ["is required"];
+    else if (name === "MessageSid" && !SID.test(value)) errors[name] = ["must be the provider's message id (letters and digits, up to 64)"];
+    else if ((name === "From" || name === "To") && value.length > MAX_ADDRESS_LENGTH) errors[name] = [`must be at most ${MAX_ADDRESS_LENGTH} characters`];
     else out[name] = value;
   }
   if (Object.keys(errors).length > 0) throw validationFailed(errors);
@@ -129,7 +141,6 @@ export function providerRoutes(services: Deps) {
     );
 }
 
-const SID = /^[A-Za-z0-9]{1,64}$/;
 const MESSAGE_ID = /^[1-9][0-9]{0,15}$/;
 
 /** A status callback's fields, checked after its signature; the message id comes from the signed URL. */

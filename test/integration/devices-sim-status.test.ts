@@ -78,6 +78,21 @@ describe("a SIM card goes inactive when heartbeats stop listing its number", () 
     expect(statuses((await show(token, device.id)).sim_cards)).toEqual(["active"]);
   });
 
+  test("a SIM swap: heartbeats that list only the number a card claims keep it active until the proof, which renumbers it in place", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device } = await activeDevice(ctx, token, [1]);
+    const card = (await show(token, device.id)).sim_cards[0]!;
+    const fresh = randomSimNumber();
+    const claim = await ctx.request("PATCH", `/api/byos/devices/${device.id}/sims/${card.id}`, { token, body: { phone_number: fresh } });
+    expect(claim.status).toBe(200);
+    // The new SIM is in: the phone lists its number only.
+    for (let k = 0; k < MISSED_HEARTBEATS_TO_INACTIVE + 1; k++) await heartbeat(token, device.id, [fresh]);
+    expect(statuses((await show(token, device.id)).sim_cards)).toEqual(["active"]);
+    expect((await verificationSms(ctx, claim.body.data.verification_code, fresh)).status).toBe(200);
+    const after = (await show(token, device.id)).sim_cards[0]!;
+    expect(after).toMatchObject({ id: card.id, status: "active", phone_number: fresh, hosted_sim_id: card.hosted_sim_id });
+  });
+
   test("a pending card never counts misses (it has no number to list yet)", async () => {
     const { token } = await createTenant(ctx.sql, { plan: "pro" });
     const device = await registerDevice(ctx, token, [1, 2]);
@@ -170,6 +185,17 @@ describe("reissue on an inactive card starts re-verification", () => {
     const taken = await ctx.request("POST", `/api/byos/devices/${device.id}/sims/${card.id}/reissue-code`, { token });
     expect(taken.status).toBe(409);
     expectErrorShape(taken.body, "invalid_state");
+    // A claim of a number is a code too: refused alike (proven, it made two active cards in slot 1).
+    const claimed = await ctx.request("PATCH", `/api/byos/devices/${device.id}/sims/${card.id}`, { token, body: { phone_number: randomSimNumber() } });
+    expect(claimed.status).toBe(409);
+    expectErrorShape(claimed.body, "invalid_state");
+    // Moved to a free slot in the same request, the claim stands.
+    const movedAndClaimed = await ctx.request("PATCH", `/api/byos/devices/${device.id}/sims/${card.id}`, {
+      token,
+      body: { sim_slot: 2, phone_number: randomSimNumber() },
+    });
+    expect(movedAndClaimed.status).toBe(200);
+    expect(movedAndClaimed.body.data).toMatchObject({ sim_slot: 2, verification_code: expect.stringMatching(/^SIM-/) });
 
     expect((await ctx.request("DELETE", `/api/byos/devices/${device.id}`, { token })).status).toBe(204);
     const revoked = await ctx.request("POST", `/api/byos/devices/${device.id}/sims/${added.body.data.id}/reissue-code`, { token });
@@ -220,5 +246,28 @@ describe("a number that moved on", () => {
 
     expect((await ctx.request("DELETE", `/api/byos/devices/${first.id}`, { token })).status).toBe(204);
     expect(await hostedStatus(moved.hosted_sim_id!)).toBe("active");
+  });
+});
+
+describe("config_version grows only on a change", () => {
+  test("a SIM card PATCH that moves nothing and claims nothing new leaves config_version and announces nothing", async () => {
+    const { token } = await createTenant(ctx.sql);
+    const { device, numbers } = await activeDevice(ctx, token, [1]);
+    const card = (await show(token, device.id)).sim_cards[0]!;
+    const version = async () => (await ctx.request("GET", `/api/byos/devices/${device.id}`, { token })).body.data.config_version as number;
+    const announced = async () =>
+      (
+        await ctx.sql<{ n: number }[]>`select count(*)::int as n from events where device_id = ${device.id} and type in ('device.updated', 'config.changed')`
+      )[0]!.n;
+    const [before, announcedBefore] = [await version(), await announced()];
+    for (const body of [{}, { sim_slot: 1 }, { phone_number: numbers[0]! }, { sim_slot: 1, phone_number: numbers[0]! }]) {
+      const res = await ctx.request("PATCH", `/api/byos/devices/${device.id}/sims/${card.id}`, { token, body });
+      expect([body, res.status]).toEqual([body, 200]);
+    }
+    expect([await version(), await announced()]).toEqual([before, announcedBefore]);
+    const moved = await ctx.request("PATCH", `/api/byos/devices/${device.id}/sims/${card.id}`, { token, body: { sim_slot: 2 } });
+    expect(moved.status).toBe(200);
+    expect(await version()).toBe(before + 1);
+    expect(await announced()).toBeGreaterThan(announcedBefore);
   });
 });

@@ -4,7 +4,7 @@ import { providerSignature } from "../../server/provider/signature";
 import { createFakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { clockedContext, providerPost, randomSimNumber, registerDevice, verificationSms } from "../fixtures-devices";
-import { createPoolNumber } from "../fixtures-numbers";
+import { createPoolNumber, holdLocks, lockWaiters } from "../fixtures-numbers";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 
 let ctx: TestContext;
@@ -48,6 +48,21 @@ describe("X-Provider-Signature", () => {
     const res = await providerPost(ctx, { From: "+15551230000", Body: "x" });
     expect(res.status).toBe(422);
     expect(Object.keys(res.body.errors).sort()).toEqual(["MessageSid", "To"]);
+  });
+
+  test("signed with a message id or an address past its bound: 422 naming it, never 500 (they key the rows the callback writes)", async () => {
+    const long = "A".repeat(2800);
+    for (const [over, field] of [
+      [{ MessageSid: long }, "MessageSid"],
+      [{ MessageSid: "SM-1" }, "MessageSid"],
+      [{ From: `+1${"5".repeat(2800)}` }, "From"],
+      [{ From: `+1${"5".repeat(2800)}`, To: "+15005550006", Body: "Verify SIM-ABCD" }, "From"],
+      [{ To: long }, "To"],
+    ] as const) {
+      const res = await providerPost(ctx, fields(over));
+      expect([field, res.status]).toEqual([field, 422]);
+      expect(Object.keys(expectErrorShape(res.body, "validation_failed").errors)).toEqual([field]);
+    }
   });
 });
 
@@ -160,3 +175,30 @@ describe("concurrent verifications", () => {
     expect(row!.n).toBe(1);
   });
 });
+
+// PostgreSQL only: another session holds the device's row (as a revocation on another instance
+// does first), then asks for the card's.
+test.skipIf(!process.env.DATABASE_URL)(
+  "a verification takes the device's row before its card's, as device operations do: no deadlock with one on another instance, no 500",
+  async () => {
+    const t = await createTenant(ctx.sql);
+    const device = await registerDevice(ctx, t.token);
+    const card = device.sim_cards[0]!;
+    let takeCard!: () => void;
+    const cardWanted = new Promise<void>((resolve) => (takeCard = resolve));
+    const release = await holdLocks(ctx.sql, async (tx) => {
+      await tx`select 1 from devices where id = ${device.id} for update`;
+      // Once the verification waits, this session asks for the card: in the old order the
+      // verification held it and waited for the device (a deadlock: one of the two failed).
+      void cardWanted.then(() => tx`select 1 from sim_cards where id = ${card.id} for update`).catch(() => {});
+    });
+    const verified = verificationSms(ctx, card.verification_code, randomSimNumber());
+    await lockWaiters(ctx.sql, 1);
+    takeCard();
+    await release();
+    expect((await verified).status).toBe(200);
+    const [row] = await ctx.sql<{ status: string }[]>`select status from sim_cards where id = ${card.id}`;
+    expect(row!.status).toBe("active");
+  },
+  30_000,
+);
