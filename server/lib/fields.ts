@@ -176,3 +176,10 @@ export function dropAbsentNulls(schema: TSchema | undefined, value: unknown): vo
   const plan = nullPlanOf(schema);
   if (plan) dropByPlan(plan, value);
 }
+
+/**
+ * Text from a party we store rather than refuse (a provider's callback or answer, a webhook
+ * receiver's answer), each NUL as U+FFFD: no PostgreSQL text holds a NUL, and the write failing on
+ * one failed whatever shared its statement (a webhook record batch, a provider send's outcome).
+ */
+export const storableText = (text: string) => text.replaceAll("\0", "\uFFFD");

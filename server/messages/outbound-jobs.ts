@@ -78,6 +78,13 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
   }
   const delay = outcome.retryAfterMs ?? backoff(job.attempts);
   if (expiresAt !== null && now() + delay >= expiresAt - EXPIRY_MARGIN_MS) {
+    // No answer at all: the provider may have taken it. `expired` (never sent, its unit given back)
+    // would tell the sender to send it again; `failed` keeps the unit and says it may have gone out.
+    if (outcome.unknown) {
+      const error = `Its time ran out without an answer from the provider (${outcome.error}): it may have been sent.`;
+      await changeStatus(deps, m.id, "failed", ["sending"], { error });
+      return;
+    }
     await expire(deps, m.id, ["sending"], `It expired before the provider accepted it (last answer: ${outcome.error}).`);
     return;
   }

@@ -1,10 +1,12 @@
 import { readCapped } from "../lib/capped-body";
+import { storableText } from "../lib/fields";
 
 /** Outcome of one send attempt through the provider API (docs/api-notes.md "Outbound provider API"). */
 export type ProviderOutcome =
   | { kind: "accepted"; sid: string; status: string }
   | { kind: "rejected"; error: string }
-  | { kind: "retry"; error: string; retryAfterMs?: number };
+  /** `unknown`: no answer came (the connection failed or timed out): the provider may have taken it. */
+  | { kind: "retry"; error: string; retryAfterMs?: number; unknown?: true };
 
 /** `id`: our message id, which names the message in the status callback URL the provider is given. */
 export type ProviderClient = { send(message: { id: number; from: string; to: string; body: string }): Promise<ProviderOutcome> };
@@ -26,8 +28,12 @@ function retryAfterMs(header: string | null): number | undefined {
 
 /** The most of an answer read: an acceptance or an error is a small JSON object; the rest is dropped unread. */
 const ANSWER_BYTES = 16 * 1024;
-/** A provider sid longer than this is not kept (none is anywhere near it; an index entry has a size limit). */
-const SID_MAX_LENGTH = 255;
+/**
+ * A provider's message id, as our callbacks take it too (server/provider/routes.ts): letters and
+ * digits, up to 64. Anything else in an acceptance is not kept (a NUL in it failed the status's
+ * write after the provider had taken the SMS, and every retry of the job sent it again).
+ */
+export const isProviderSid = (sid: unknown): sid is string => typeof sid === "string" && /^[A-Za-z0-9]{1,64}$/.test(sid);
 
 const readJson = async (res: Response): Promise<Record<string, unknown>> => {
   try {
@@ -43,7 +49,8 @@ async function describe(res: Response): Promise<string> {
   try {
     const body = JSON.parse(text) as { message?: unknown; error?: unknown };
     const reason = body.message ?? body.error;
-    if (typeof reason === "string") return `provider answered ${res.status}: ${reason}`;
+    // The status's write failed on a NUL, after the provider had taken the SMS.
+    if (typeof reason === "string") return `provider answered ${res.status}: ${storableText(reason)}`;
   } catch {
     // not JSON: the status alone says enough
   }
@@ -72,11 +79,11 @@ export function createProviderClient(opts: { baseUrl: string; authToken: string;
           redirect: "manual",
         });
       } catch (e) {
-        return { kind: "retry", error: `provider unreachable: ${(e as Error).name === "TimeoutError" ? "timed out" : "connection failed"}` };
+        return { kind: "retry", error: `provider unreachable: ${(e as Error).name === "TimeoutError" ? "timed out" : "connection failed"}`, unknown: true };
       }
       if (res.status >= 200 && res.status < 300) {
         const body = await readJson(res);
-        const sid = typeof body.sid === "string" && body.sid.length <= SID_MAX_LENGTH ? body.sid : "";
+        const sid = isProviderSid(body.sid) ? body.sid : "";
         return { kind: "accepted", sid, status: typeof body.status === "string" ? body.status : "queued" };
       }
       const error = await describe(res);

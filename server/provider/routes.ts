@@ -2,8 +2,10 @@ import { Elysia, t } from "elysia";
 import { findVerificationCode } from "../devices/codes";
 import { verifySimCard } from "../devices/verification";
 import { AppError, notFound, validationFailed } from "../errors";
+import { storableText } from "../lib/fields";
 import { clientUrl } from "../lib/versions";
 import { storeInboundMessage } from "../messages/inbound";
+import { isProviderSid } from "../messages/provider-client";
 import { type ProviderReport, reportProviderStatus } from "../messages/reports";
 import { findActiveHostedSimByNumber } from "../numbers/byos-store";
 import { createVerificationThrottle } from "../numbers/verification-throttle";
@@ -16,8 +18,6 @@ type Deps = Pick<Services, "sql" | "clock" | "config" | "devices" | "events" | "
 const REQUIRED = ["From", "To", "Body", "MessageSid"] as const;
 const xml = () => new Response("<Response/>", { status: 200, headers: { "content-type": "text/xml" } });
 
-/** A provider's message id, as both callbacks take it. */
-const SID = /^[A-Za-z0-9]{1,64}$/;
 /** From and To: a phone number or an alphanumeric sender id (11 characters), with room to spare. */
 const MAX_ADDRESS_LENGTH = 64;
 
@@ -32,7 +32,7 @@ function requiredFields(params: FormParams) {
   for (const name of REQUIRED) {
     const value = params[name];
     if (typeof value !== "string" || (name !== "Body" && value.length === 0)) errors[name] = ["is required"];
-    else if (name === "MessageSid" && !SID.test(value)) errors[name] = ["must be the provider's message id (letters and digits, up to 64)"];
+    else if (name === "MessageSid" && !isProviderSid(value)) errors[name] = ["must be the provider's message id (letters and digits, up to 64)"];
     else if ((name === "From" || name === "To") && value.length > MAX_ADDRESS_LENGTH) errors[name] = [`must be at most ${MAX_ADDRESS_LENGTH} characters`];
     else out[name] = value;
   }
@@ -82,8 +82,7 @@ export function providerRoutes(services: Deps) {
     ) {
       throw new AppError(403, "invalid_signature", "The X-Provider-Signature header is missing or does not match the request.");
     }
-    const noNul = (v: string) => v.replaceAll("\0", "\uFFFD");
-    return Object.fromEntries(Object.entries(params).map(([k, v]) => [k, Array.isArray(v) ? v.map(noNul) : noNul(v)]));
+    return Object.fromEntries(Object.entries(params).map(([k, v]) => [k, Array.isArray(v) ? v.map(storableText) : storableText(v)]));
   }
 
   return new Elysia()
@@ -149,7 +148,7 @@ function statusReport(form: FormParams, id: string): ProviderReport {
   const errors: Record<string, string[]> = {};
   const sid = field("MessageSid");
   const status = field("MessageStatus");
-  if (!sid || !SID.test(sid)) errors.MessageSid = ["is required: the provider's message id (letters and digits, up to 64)"];
+  if (!sid || !isProviderSid(sid)) errors.MessageSid = ["is required: the provider's message id (letters and digits, up to 64)"];
   if (!status || status.length > 32) errors.MessageStatus = ["is required (up to 32 characters)"];
   if (!MESSAGE_ID.test(id)) throw notFound("Message");
   if (Object.keys(errors).length > 0) throw validationFailed(errors);

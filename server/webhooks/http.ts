@@ -1,4 +1,5 @@
 import { readCapped } from "../lib/capped-body";
+import { storableText } from "../lib/fields";
 import { pinnedRequest } from "./ssrf";
 
 /** What one HTTP attempt came to. `httpStatus` is null when no answer arrived. */
@@ -65,11 +66,11 @@ export async function postWebhook(opts: {
     const encoded = encoding !== undefined && encoding !== "identity";
     if (encoded) void res.body?.cancel().catch(() => {});
     const length = Number(res.headers.get("content-length") ?? Number.NaN);
+    // Stored in the delivery's log record: a NUL in it failed the record's write and every other
+    // record of its batch (other organizations' too), and held the log consumer's position for good.
     const responseBody = encoded
       ? `(a body in content-encoding ${encoding.slice(0, 40)}, not read)`
-      : length <= RESPONSE_BODY_LIMIT
-        ? await res.text()
-        : await readCapped(res, RESPONSE_BODY_LIMIT);
+      : storableText(length <= RESPONSE_BODY_LIMIT ? await res.text() : await readCapped(res, RESPONSE_BODY_LIMIT));
     const ok = res.status >= 200 && res.status < 300;
     return {
       ok,
@@ -85,7 +86,7 @@ export async function postWebhook(opts: {
       httpStatus: null,
       responseBody: null,
       responseTimeMs: elapsed(),
-      error: describeFailure(e, signal.aborted, opts.timeoutMs),
+      error: storableText(describeFailure(e, signal.aborted, opts.timeoutMs)),
       retryAfterMs: null,
     };
   }

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { sendThroughProvider } from "../../server/messages/outbound-jobs";
 import { moveStatuses } from "../../server/messages/outbound-store";
+import type { ProviderClient } from "../../server/messages/provider-client";
 import type { Delivery } from "../../server/realtime/hub";
 import { createApiKey, createTenant } from "../fixtures";
 import { logRows, watchRealtime } from "../fixtures-events";
@@ -195,6 +197,28 @@ describe("expiring sends (expires_at)", () => {
     expect(handed(to).length).toBeGreaterThan(0);
     expect(handed(to).length).toBeLessThan(6);
     expect(handed(to).every((r) => r.at < Date.parse(res.body.data.expires_at))).toBe(true);
+  });
+
+  test("a provider that took the request and never answered (connection lost) as expires_at comes: failed 'may have been sent', its unit kept, not expired", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    // Scheduled an hour ahead, so the running queue leaves it alone; then due now and expiring in 1 s.
+    const res = await send(t.token, { hosted_sim: sim.id, to: randomNumber(), text: "unknown outcome", send_at: ahead(3_600_000) });
+    const id = res.body.data.id as number;
+    await ctx.sql`update messages set status = 'queued', send_at = null, expires_at = now() + interval '1 second' where id = ${id}`;
+    const silent: ProviderClient = { send: async () => ({ kind: "retry", error: "provider unreachable: connection failed", unknown: true }) };
+    const job = { id: 0, queue: "message.outbound.provider", payload: { message_id: id }, attempts: 1, max_attempts: 6 };
+    await sendThroughProvider({ ...ctx.services, clock: undefined }, silent, job, () => 5_000);
+    const ended = await show(t.token, id);
+    expect(ended).toMatchObject({ status: "failed", error: expect.stringContaining("it may have been sent") });
+    expect(await used(t.org.id)).toBe(1);
+    // A 5xx is a known refusal: that one still expires, its unit given back.
+    const refused = await send(t.token, { hosted_sim: sim.id, to: randomNumber(), text: "refused", send_at: ahead(3_600_000) });
+    await ctx.sql`update messages set status = 'queued', send_at = null, expires_at = now() + interval '1 second' where id = ${refused.body.data.id}`;
+    const busy: ProviderClient = { send: async () => ({ kind: "retry", error: "provider answered 503" }) };
+    await sendThroughProvider({ ...ctx.services, clock: undefined }, busy, { ...job, payload: { message_id: refused.body.data.id } }, () => 5_000);
+    expect((await show(t.token, refused.body.data.id)).status).toBe("expired");
+    expect(await used(t.org.id)).toBe(1);
   });
 
   test("BYOS: with expires_at the device timeout is the expiry (expired, not failed); a late report is refused", async () => {

@@ -62,6 +62,28 @@ describe("webhook deliveries", () => {
     s.receiver.stop();
   }, 30_000);
 
+  test("a receiver answering a NUL: its record is kept (U+FFFD in its place), and deliveries of another organization after it go on, once each", async () => {
+    const odd = await setup({}, () => new Response("ok\u0000"));
+    const other = await setup({});
+    await receiveSms(ctx, odd.sim.id, "to the odd receiver");
+    await receiveSms(ctx, other.sim.id, "after it, elsewhere");
+    const logs = await waitFor(
+      async () => {
+        const l = await logsOf(ctx, odd.token, odd.id);
+        return l.data.length === 1 && l;
+      },
+      10_000,
+      "the odd receiver's log record",
+    );
+    expect(logs.data[0]).toMatchObject({ status: "succeeded", http_status: 200, response_body: "ok\ufffd" });
+    await waitFor(() => other.receiver.received.length === 1, 10_000, "the other organization's delivery");
+    await receiveSms(ctx, other.sim.id, "and the next one");
+    await waitFor(() => other.receiver.received.length === 2, 10_000, "its next delivery");
+    expect(other.receiver.received.map((r) => r.event.data.text)).toEqual(["after it, elsewhere", "and the next one"]);
+    odd.receiver.stop();
+    other.receiver.stop();
+  }, 30_000);
+
   test("after regenerate, deliveries verify only with the new secret", async () => {
     const s = await setup({});
     const regen = await ctx.request("POST", `/api/webhook-integrations/${s.id}/regenerate-secret`, { token: s.token });

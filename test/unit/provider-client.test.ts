@@ -1,4 +1,5 @@
 import { afterAll, expect, test } from "bun:test";
+import { type AddressInfo, createServer } from "node:net";
 import { createProviderClient } from "../../server/messages/provider-client";
 
 /** A provider whose answers never end: each sends the given opening, then spaces forever (the client waits 60 s, the test 5). */
@@ -68,4 +69,34 @@ test("every attempt of a message carries the same Idempotency-Key, one per messa
   } finally {
     server.stop(true);
   }
+});
+
+test("a NUL never reaches the database: a sid holding one (or anything but 1-64 letters and digits) is not kept, an error text's is replaced", async () => {
+  let reply: Response = new Response();
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => reply.clone() });
+  try {
+    const c = createProviderClient({ baseUrl: `http://127.0.0.1:${server.port}`, authToken: "t" });
+    for (const sid of ["SM\u0000x", "SM-1", "S".repeat(65), ""]) {
+      reply = Response.json({ sid, status: "queued" }, { status: 201 });
+      expect([sid, await c.send(message)]).toEqual([sid, { kind: "accepted", sid: "", status: "queued" }]);
+    }
+    reply = Response.json({ message: "bad \u0000 number" }, { status: 400 });
+    expect(await c.send(message)).toEqual({ kind: "rejected", error: "provider answered 400: bad \ufffd number" });
+  } finally {
+    server.stop(true);
+  }
+});
+
+test("no answer at all (the connection closed, or a timeout) is a retry whose outcome is unknown; a 5xx is a known refusal", async () => {
+  // Takes the request and closes the connection without a word.
+  const server = createServer((socket) => socket.once("data", () => socket.destroy()));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const c = createProviderClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, authToken: "t" });
+    expect(await c.send(message)).toEqual({ kind: "retry", error: "provider unreachable: connection failed", unknown: true });
+  } finally {
+    server.close();
+  }
+  answer = { status: 503, opening: "" };
+  expect(await client.send(message)).not.toHaveProperty("unknown");
 });
