@@ -7205,15 +7205,9 @@ export interface operations {
                     headers?: {
                         [key: string]: string;
                     } | null;
-                    /**
-                     * @description seconds per attempt, 1 to 120; null: the same as leaving it out
-                     * @default 30
-                     */
+                    /** @description seconds per attempt, 1 to 120 (default 30; an update without it keeps the value); null: the same as leaving it out */
                     timeout_seconds?: number | null;
-                    /**
-                     * @description retries after the first attempt, 0 to 10; null: the same as leaving it out
-                     * @default 3
-                     */
+                    /** @description retries after the first attempt, 0 to 10 (default 3; an update without it keeps the value); null: the same as leaving it out */
                     retry_count?: number | null;
                     /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
                     event_types?: string[] | null;
@@ -7419,15 +7413,9 @@ export interface operations {
                     headers?: {
                         [key: string]: string;
                     } | null;
-                    /**
-                     * @description seconds per attempt, 1 to 120; null: the same as leaving it out
-                     * @default 30
-                     */
+                    /** @description seconds per attempt, 1 to 120 (default 30; an update without it keeps the value); null: the same as leaving it out */
                     timeout_seconds?: number | null;
-                    /**
-                     * @description retries after the first attempt, 0 to 10; null: the same as leaving it out
-                     * @default 3
-                     */
+                    /** @description retries after the first attempt, 0 to 10 (default 3; an update without it keeps the value); null: the same as leaving it out */
                     retry_count?: number | null;
                     /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
                     event_types?: string[] | null;
@@ -8195,15 +8183,9 @@ export interface operations {
                     headers?: {
                         [key: string]: string;
                     } | null;
-                    /**
-                     * @description seconds per attempt, 1 to 120; null: the same as leaving it out
-                     * @default 30
-                     */
+                    /** @description seconds per attempt, 1 to 120 (default 30; an update without it keeps the value); null: the same as leaving it out */
                     timeout_seconds?: number | null;
-                    /**
-                     * @description retries after the first attempt, 0 to 10; null: the same as leaving it out
-                     * @default 3
-                     */
+                    /** @description retries after the first attempt, 0 to 10 (default 3; an update without it keeps the value); null: the same as leaving it out */
                     retry_count?: number | null;
                     /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
                     event_types?: string[] | null;
@@ -8420,15 +8402,9 @@ export interface operations {
                     headers?: {
                         [key: string]: string;
                     } | null;
-                    /**
-                     * @description seconds per attempt, 1 to 120; null: the same as leaving it out
-                     * @default 30
-                     */
+                    /** @description seconds per attempt, 1 to 120 (default 30; an update without it keeps the value); null: the same as leaving it out */
                     timeout_seconds?: number | null;
-                    /**
-                     * @description retries after the first attempt, 0 to 10; null: the same as leaving it out
-                     * @default 3
-                     */
+                    /** @description retries after the first attempt, 0 to 10 (default 3; an update without it keeps the value); null: the same as leaving it out */
                     retry_count?: number | null;
                     /** @description event types delivered to this integration (docs/events.md "Webhooks"), or ["*"] for every type; default ["message.received"]. Message events follow the team mappings; device, SIM and number events go to every subscribed integration of the organization.; null: the same as leaving it out */
                     event_types?: string[] | null;

@@ -8,7 +8,16 @@ import { mayReadHeaderValues, presentIntegration, presentLog, type Viewer } from
 import { type ReplayRequest, redeliverLog, replayWindow } from "./replay";
 import type { IntegrationCreateBody, IntegrationUpdateBody } from "./schema";
 import { generateSigningSecret } from "./secrets";
-import { findIntegration, findIntegrationForSend, insertIntegration, insertMapping, MAX_INTEGRATIONS, replaceSecret, updateIntegration } from "./store";
+import {
+  findIntegration,
+  findIntegrationForSend,
+  type IntegrationRow,
+  insertIntegration,
+  insertMapping,
+  MAX_INTEGRATIONS,
+  replaceSecret,
+  updateIntegration,
+} from "./store";
 
 /** Reads: any member, or an API key with webhooks.receive (API.md §2). */
 export const read = { apiKey: "webhooks.receive" } as const;
@@ -18,8 +27,8 @@ export const manage = { apiKey: "webhooks.receive", role: "admin" } as const;
 /** What the webhook operations need, shared by the organization routes and the team view. */
 export type WebhookDeps = { sql: Pool; webhooks: WebhookEngine };
 
-export async function requireIntegration(sql: Sql, organizationId: number, id: number) {
-  const row = await findIntegration(sql, organizationId, id);
+export async function requireIntegration(sql: Sql, organizationId: number, id: number, o: { forUpdate?: boolean } = {}) {
+  const row = await findIntegration(sql, organizationId, id, o);
   if (!row) throw notFound("Webhook integration");
   return row;
 }
@@ -48,13 +57,23 @@ export async function createIntegration(
 }
 
 export async function changeIntegration(deps: WebhookDeps, viewer: Viewer, organizationId: number, id: number, body: IntegrationUpdateBody) {
-  const existing = await requireIntegration(deps.sql, organizationId, id);
-  if (!mayReadHeaderValues(viewer) && movesStoredHeaders(body, existing))
-    throw permissionDenied(
-      "Only an admin or owner signed in may move an integration's custom header values to another host: send new values for its headers, or leave the URL's host as it is.",
-    );
+  const refuseMovingHeaders = (existing: IntegrationRow) => {
+    if (!mayReadHeaderValues(viewer) && movesStoredHeaders(body, existing))
+      throw permissionDenied(
+        "Only an admin or owner signed in may move an integration's custom header values to another host: send new values for its headers, or leave the URL's host as it is.",
+      );
+  };
+  // The 403 before the target's 422, then again on the row as the update finds it.
+  refuseMovingHeaders(await requireIntegration(deps.sql, organizationId, id));
   await validateTarget(body, deps.webhooks.checkTarget);
-  await updateIntegration(deps.sql, organizationId, id, { ...integrationFields(body, existing), is_active: body.is_active });
+  // What the body leaves out is merged from the row as it is under the lock: two updates at once
+  // are applied one after the other (each read the row before either wrote, and the second wrote
+  // the first one's fields back: a rotated header reverted without a word).
+  await deps.sql.begin(async (tx) => {
+    const existing = await requireIntegration(tx, organizationId, id, { forUpdate: true });
+    refuseMovingHeaders(existing);
+    await updateIntegration(tx, organizationId, id, { ...integrationFields(body, existing), is_active: body.is_active });
+  });
   return presentIntegration(await requireIntegration(deps.sql, organizationId, id), viewer);
 }
 

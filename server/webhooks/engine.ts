@@ -1,6 +1,6 @@
 import type { Mailer } from "../alerts/notify";
 import type { Config } from "../config";
-import type { Pool } from "../db/client";
+import { isForeignKeyViolation, type Pool } from "../db/client";
 import { event } from "../events/catalog";
 import type { EventTail } from "../events/tail";
 import type { JobQueue } from "../jobs/queue";
@@ -78,6 +78,7 @@ export function createWebhookEngine(deps: {
     const key = await openSigningKey(delivery, integration.secret_sealed);
     const target = { url: integration.url, headers: integration.headers, timeoutSeconds: integration.timeout_seconds, eventId, body };
     const r = "ok" in key ? key : await sendSigned(delivery, { ...target, key });
+    // Deleted while the test was on its way: the answer still says how it went; there is no log to keep it in.
     await insertLog(deps.sql, {
       integrationId: integration.id,
       deliveryId: null,
@@ -90,6 +91,8 @@ export function createWebhookEngine(deps: {
       responseBody: r.responseBody,
       responseTimeMs: r.responseTimeMs,
       error: r.error,
+    }).catch((e) => {
+      if (!isForeignKeyViolation(e, "webhook_delivery_logs_webhook_integration_id_fkey")) throw e;
     });
     const result: TestResult = {
       success: r.ok,

@@ -59,9 +59,11 @@ type Body = { name: string; url: string; headers?: Record<string, string>; timeo
 
 /** Headers sent back as a non-admin saw them: a masked value keeps the stored one. */
 function keepMasked(headers: Record<string, string>, existing: Record<string, string> = {}): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) out[name] = value === MASKED_HEADER_VALUE && name in existing ? existing[name]! : value;
-  return out;
+  // Own names only, and built as own properties: a header named `constructor` or `__proto__` was
+  // found on Object.prototype (its masked value replaced by a function, stored as nothing), or set the prototype.
+  return Object.fromEntries(
+    Object.entries(headers).map(([name, value]) => [name, value === MASKED_HEADER_VALUE && Object.hasOwn(existing, name) ? existing[name]! : value]),
+  );
 }
 
 /**

@@ -54,9 +54,11 @@ export function listTeamIntegrations(sql: Sql, organizationId: number, teamId: n
     order by i.id`;
 }
 
-export async function findIntegration(sql: Sql, organizationId: number, id: number): Promise<IntegrationRow | null> {
+/** `forUpdate`: locked for the caller's transaction (an update that merges what the body leaves out). */
+export async function findIntegration(sql: Sql, organizationId: number, id: number, o: { forUpdate?: boolean } = {}): Promise<IntegrationRow | null> {
   const [row] = await sql<IntegrationRow[]>`
-    select ${integrationColumns(sql)} from webhook_integrations i where i.id = ${id} and i.organization_id = ${organizationId}`;
+    select ${integrationColumns(sql)} from webhook_integrations i where i.id = ${id} and i.organization_id = ${organizationId}
+    ${o.forUpdate ? sql`for update` : sql``}`;
   return row ?? null;
 }
 

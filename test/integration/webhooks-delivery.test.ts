@@ -229,6 +229,27 @@ describe("webhook deliveries", () => {
 });
 
 describe("test event", () => {
+  test("an integration deleted while its test is on the way: the test still answers its outcome (not a 500), nothing is logged", async () => {
+    let answered!: () => void;
+    const reached = new Promise<void>((resolve) => (answered = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const s = await setup({}, async () => {
+      answered();
+      await released;
+      return new Response("late");
+    });
+    const test = ctx.request("POST", `/api/webhook-integrations/${s.id}/test`, { token: s.token });
+    await reached;
+    expect((await ctx.request("DELETE", `/api/webhook-integrations/${s.id}`, { token: s.token })).status).toBe(200);
+    release();
+    const res = await test;
+    expect([res.status, res.body.success]).toEqual([200, true]);
+    const [logs] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from webhook_delivery_logs where webhook_integration_id = ${s.id}`;
+    expect(logs!.n).toBe(0);
+    s.receiver.stop();
+  }, 30_000);
+
   test("sends a signed webhook.test synchronously and reports the outcome", async () => {
     const s = await setup({}, () => new Response("pong", { status: 202 }));
     const res = await ctx.request("POST", `/api/webhook-integrations/${s.id}/test`, { token: s.token });

@@ -73,6 +73,59 @@ describe("custom header values are shown to admins and owners only", () => {
   });
 });
 
+describe("an update keeps what it leaves out", () => {
+  test("timeout_seconds and retry_count left out of a PATCH keep their values (they were reset to 30 and 3)", async () => {
+    const created = await ctx.request("POST", "/api/webhook-integrations", {
+      token: owner,
+      body: { name: "kept", url: "http://127.0.0.1:9/k", timeout_seconds: 7, retry_count: 5 },
+    });
+    const path = `/api/webhook-integrations/${created.body.data.id}`;
+    const updated = await ctx.request("PATCH", path, { token: owner, body: { name: "kept", url: "http://127.0.0.1:9/k2" } });
+    expect(updated.body.data).toMatchObject({ url: "http://127.0.0.1:9/k2", timeout_seconds: 7, retry_count: 5 });
+    const team = await ctx.request("PATCH", `/api/teams/${teamId}/webhooks/${integrationId}`, {
+      token: owner,
+      body: { name: "hook renamed", url: "http://127.0.0.1:9/hook" },
+    });
+    expect(team.status).toBe(200);
+    const plain = await ctx.request("POST", "/api/webhook-integrations", { token: owner, body: { name: "defaults", url: "http://127.0.0.1:9/d" } });
+    expect(plain.body.data).toMatchObject({ timeout_seconds: 30, retry_count: 3 });
+  });
+});
+
+describe("two updates at once", () => {
+  test("both are applied, one after the other: a header rotated by one is not written back by the other", async () => {
+    for (let round = 0; round < 5; round++) {
+      const created = await ctx.request("POST", "/api/webhook-integrations", {
+        token: owner,
+        body: { name: "racing", url: "http://127.0.0.1:9/r", headers: { "X-Auth": "old" }, timeout_seconds: 30 },
+      });
+      const path = `/api/webhook-integrations/${created.body.data.id}`;
+      const [rotate, slow] = await Promise.all([
+        ctx.request("PATCH", path, { token: owner, body: { name: "racing", url: "http://127.0.0.1:9/r", headers: { "X-Auth": "new" } } }),
+        ctx.request("PATCH", path, { token: owner, body: { name: "racing", url: "http://127.0.0.1:9/r", timeout_seconds: 7 } }),
+      ]);
+      expect([rotate.status, slow.status]).toEqual([200, 200]);
+      const now = (await ctx.request("GET", path, { token: owner })).body.data;
+      expect([round, now.headers, now.timeout_seconds]).toEqual([round, { "X-Auth": "new" }, 7]);
+    }
+  });
+});
+
+describe("header names that Object.prototype has", () => {
+  test("constructor, toString, valueOf, hasOwnProperty are names like any other: kept as sent, a masked value of one not stored is not taken from the prototype", async () => {
+    const headers = { constructor: "********", toString: "plain", valueOf: "********" };
+    const created = await ctx.request("POST", "/api/webhook-integrations", { token: owner, body: { name: "odd names", url: "http://127.0.0.1:9/o", headers } });
+    expect(created.status).toBe(201);
+    expect(created.body.data.headers).toEqual(headers);
+    const updated = await ctx.request("PATCH", `/api/webhook-integrations/${created.body.data.id}`, {
+      token: owner,
+      body: { name: "odd names", url: "http://127.0.0.1:9/o", headers: { constructor: "********", hasOwnProperty: "x" } },
+    });
+    expect(updated.status).toBe(200);
+    expect(updated.body.data.headers).toEqual({ constructor: "********", hasOwnProperty: "x" });
+  });
+});
+
 describe("stored values never go to a host chosen by a caller who cannot read them", () => {
   test("a key moving the URL to another host (or port) while keeping stored values: 403, nothing changed; with new values, or on the same host, it may", async () => {
     const created = await ctx.request("POST", "/api/webhook-integrations", {
