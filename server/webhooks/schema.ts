@@ -19,7 +19,11 @@ const Headers = Type.Record(Type.String({ maxLength: 256 }), Text({ maxLength: 4
 // No schema `default`: Elysia fills it into a body that leaves the field out, and an update (PATCH)
 // leaving them out reset them to 30 and 3 instead of keeping them (integrationFields applies the defaults on create).
 const Timeout = Type.Integer({ minimum: 1, maximum: 120, description: "seconds per attempt, 1 to 120 (default 30; an update without it keeps the value)" });
-const Retries = Type.Integer({ minimum: 0, maximum: 10, description: "retries after the first attempt, 0 to 10 (default 3; an update without it keeps the value)" });
+const Retries = Type.Integer({
+  minimum: 0,
+  maximum: 10,
+  description: "retries after the first attempt, 0 to 10 (default 3; an update without it keeps the value)",
+});
 const EventTypes = Type.Array(Type.String({ maxLength: 64 }), {
   minItems: 1,
   maxItems: 64,
