@@ -82,9 +82,11 @@ const integrationGone = () => notFound("Webhook integration");
  * A successful first attempt keeps no body of its own, so the log is where it is found; an event
  * past the log's retention is not redelivered.
  */
-export async function redeliverLog(sql: Pool, integration: Pick<IntegrationRow, "id" | "organization_id">, logId: number) {
+export async function redeliverLog(sql: Pool, integration: Pick<IntegrationRow, "id" | "organization_id" | "is_active">, logId: number) {
   const log = await findLog(sql, integration.id, logId);
   if (!log) throw notFound("Delivery log record");
+  // As a replay: an inactive integration is sent nothing until it is activated again.
+  if (!integration.is_active) throw invalidState("The integration is inactive; activate it before redelivering.");
   if (log.event_type === event.webhookTest.type) throw invalidState("A test event is not redelivered; send a new one with POST .../test.");
   const at = decodeCursor(log.event_id);
   const found = at && (await readEventAt(sql, integration.organization_id, at));

@@ -228,6 +228,25 @@ describe("webhook deliveries", () => {
   }, 30_000);
 });
 
+describe("redelivery", () => {
+  test("refused with 409 invalid_state on an inactive integration, as a replay is; active again, it is queued", async () => {
+    const s = await setup({});
+    await receiveSms(ctx, s.sim.id, "once");
+    const log = await waitFor(async () => (await logsOf(ctx, s.token, s.id)).data[0], 10_000, "the log record");
+    const off = await ctx.request("PATCH", `/api/webhook-integrations/${s.id}`, {
+      token: s.token,
+      body: { name: "off", url: s.receiver.url, is_active: false },
+    });
+    expect(off.status).toBe(200);
+    const refused = await ctx.request("POST", `/api/webhook-integrations/${s.id}/logs/${log.id}/redeliver`, { token: s.token });
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe("invalid_state");
+    await ctx.request("PATCH", `/api/webhook-integrations/${s.id}`, { token: s.token, body: { name: "on", url: s.receiver.url, is_active: true } });
+    expect((await ctx.request("POST", `/api/webhook-integrations/${s.id}/logs/${log.id}/redeliver`, { token: s.token })).status).toBe(202);
+    s.receiver.stop();
+  }, 30_000);
+});
+
 describe("test event", () => {
   test("an integration deleted while its test is on the way: the test still answers its outcome (not a 500), nothing is logged", async () => {
     let answered!: () => void;
