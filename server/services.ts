@@ -62,9 +62,12 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
   // BYOS devices: actors, presence scheduler, heartbeat and SMS group commit (server/devices/runtime.ts).
   const devices = createDeviceRuntime({ sql: db.sql, clock, config, bus, events, mailer, logger, jobs, metrics });
   // Queue depth and age (API.md §3), and the dead jobs an operator should look at (`simhost admin jobs dead`).
-  metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await jobs.stats()).backlog);
-  metrics.gauge("simhost_queue_oldest_seconds", "Seconds the oldest due job has waited to be claimed", async () => (await jobs.stats()).oldestSeconds);
-  metrics.gauge("simhost_queue_dead", "Jobs that gave up after their last attempt, kept for an operator", async () => (await jobs.stats()).dead);
+  // A scrape collects its gauges at once: the three share one read of the queue.
+  let queueStats: ReturnType<typeof jobs.stats> | null = null;
+  const readQueue = () => (queueStats ??= jobs.stats().finally(() => (queueStats = null)));
+  metrics.gauge("simhost_queue_backlog", "Jobs waiting or running", async () => (await readQueue()).backlog);
+  metrics.gauge("simhost_queue_oldest_seconds", "Seconds the oldest due job has waited to be claimed", async () => (await readQueue()).oldestSeconds);
+  metrics.gauge("simhost_queue_dead", "Jobs that gave up after their last attempt, kept for an operator", async () => (await readQueue()).dead);
   // Calls waiting for a message (GET /api/numbers/{id}/messages/next), woken by the event tail.
   const waiters = createMessageWaiters({ onEvents: events.onEvents, clock });
   metrics.gauge("simhost_message_waiters", "Calls waiting for a message on this instance", () => waiters.size());

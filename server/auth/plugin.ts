@@ -15,11 +15,16 @@ const outcomes = new WeakMap<Request, Outcome>();
  */
 export type RouteRule = Rule & { refine?: (caller: Caller, request: Request) => void };
 
+/** A route's rule applied to a resolved caller: its role or permission, then its `refine`; throws the refusal. */
+export function authorizeRoute(resolved: Caller, request: Request, rule: RouteRule): Caller {
+  const caller = authorize(resolved, rule);
+  rule.refine?.(caller, request);
+  return caller;
+}
+
 function judge(resolved: Caller, request: Request, rule: RouteRule): Outcome {
   try {
-    const caller = authorize(resolved, rule);
-    rule.refine?.(caller, request);
-    return { caller };
+    return { caller: authorizeRoute(resolved, request, rule) };
   } catch (error) {
     return { error };
   }

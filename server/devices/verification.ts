@@ -67,10 +67,11 @@ async function verifyInTx(tx: Tx, deviceId: number, code: string, from: string, 
   // The device's row before its card's, in the order every device operation takes them
   // (management.ts `onDevice`): the other order deadlocked with a revocation, a deactivation or
   // a reissue on another instance (the provider's callback answered 500).
-  await tx`select 1 from devices where id = ${deviceId} for update`;
+  const [device] = await tx<{ status: DeviceStatus }[]>`select status from devices where id = ${deviceId} for update`;
   const card = await cardByCode(tx, code, true);
   // A verified card answers only the code of its pending claim; a code that moved to another device meanwhile is not this device's.
-  if (!card || card.device_id !== deviceId || (card.status === "active" && card.claimed_number === null)) return { outcome: "unknown_code" as const };
+  if (!device || !card || card.device_id !== deviceId || (card.status === "active" && card.claimed_number === null))
+    return { outcome: "unknown_code" as const };
   if (!card.code_expires_at || card.code_expires_at <= now) return { outcome: "expired" as const };
   if (card.claimed_number !== null && card.claimed_number !== from) return { outcome: "wrong_sender" as const };
   // An alphanumeric sender id or a short code is no SIM's number: it proves nothing.
@@ -78,8 +79,8 @@ async function verifyInTx(tx: Tx, deviceId: number, code: string, from: string, 
   const hostedSimId = await proveNumber(tx, card, from, providerNumber);
   if (hostedSimId === null) return { outcome: "number_in_use" as const };
   await activateSimCard(tx, card.id, from, hostedSimId);
-  const [device] = await tx<{ status: DeviceStatus }[]>`select status from devices where id = ${card.device_id}`;
-  const status = nextDeviceStatus(device!.status, "verify") ?? device!.status;
+  // The status as locked above: nothing since has changed it.
+  const status = nextDeviceStatus(device.status, "verify") ?? device.status;
   await recordDeviceVerified(tx, card.device_id, status);
   await enqueueDeviceSmsProcessing(tx, card.device_id);
   const verified = event.simVerified(

@@ -138,9 +138,8 @@ export async function highWaterPosition(sql: Sql): Promise<Position> {
   return { txid: row!.xmin, id: 0 };
 }
 
-/** Retention: removes events older than `before`, at most `chunk` per call; returns how many went. */
 /**
- * Removes up to `chunk` events created before `before`, and moves the log's horizon (the newest
+ * Retention: removes up to `chunk` events created before `before` (returns how many went), and moves the log's horizon (the newest
  * position removed, `event_log_horizon`) past them in the same statement, so no cursor before
  * a removed event is taken for a complete one (`removedAfter`).
  */

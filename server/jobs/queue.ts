@@ -207,9 +207,11 @@ export function createJobQueue<Q extends string = QueueName>(opts: {
     for (const job of jobs) {
       if (giveUp || job.attempts >= job.max_attempts) logger.warn({ job: job.id, queue: job.queue, attempts: job.attempts, err: message }, "job gave up");
     }
+    // A dead job's run_at is when it died (server/jobs/dead-jobs.ts shows it), a live one's its next try.
+    const dies = sql`(${giveUp} or attempts >= max_attempts)`;
     await sql`
-      update jobs set locked_until = null, locked_by = null, last_error = ${message.slice(0, 1000)}, dead = ${giveUp} or attempts >= max_attempts,
-        run_at = case when ${giveUp} or attempts >= max_attempts then ${at(0)} else ${at(delay)} end
+      update jobs set locked_until = null, locked_by = null, last_error = ${message.slice(0, 1000)}, dead = ${dies},
+        run_at = case when ${dies} then ${at(0)} else ${at(delay)} end
       where id = any(${ids}::bigint[]) and locked_by = ${workerId}`;
   }
 

@@ -1,6 +1,6 @@
-import { authorize, type Caller } from "../auth/caller";
+import type { Caller } from "../auth/caller";
 import { matches, type Revocation } from "../auth/caller-cache";
-import type { RouteRule } from "../auth/plugin";
+import { authorizeRoute, type RouteRule } from "../auth/plugin";
 import { AppError } from "../errors";
 import { type Clock, createScheduler, type Scheduler } from "./clock";
 
@@ -216,7 +216,5 @@ export type WaiterRegistry<E> = ReturnType<typeof createWaiterRegistry<E>>;
  * may still read (the wait's empty answer, or 404 for what it no longer sees).
  */
 export async function answerRevokedWait(auth: { resolve(request: Request): Caller | Promise<Caller> }, request: Request, rule: RouteRule): Promise<Caller> {
-  const caller = authorize(await auth.resolve(request), rule);
-  rule.refine?.(caller, request);
-  return caller;
+  return authorizeRoute(await auth.resolve(request), request, rule);
 }

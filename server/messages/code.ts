@@ -133,7 +133,8 @@ function digitCandidates(t: string): Candidate[] {
   for (const m of t.matchAll(/\d+(?:[ \u00a0\u202f\u2009\-.,:/]\d+)*/g)) {
     const raw = m[0];
     if (/[.,:/]/.test(raw)) continue;
-    const groups = raw.split(/[ \u00a0\u202f\u2009-]/);
+    // What is left between the digits is a group separator of the match above.
+    const groups = raw.split(/\D/);
     const digits = groups.join("");
     if (digits.length < 4 || digits.length > 8 || groups.length > 2) continue;
     if (groups.length === 2 && (groups[0]!.length < 3 || groups[1]!.length < 2)) continue;
