@@ -6,7 +6,10 @@ import { AppError, validationFailed } from "../errors";
  * decided once from the app's routes. A body of another media type answers 415
  * `unsupported_media_type` instead of being read as something else (JSON sent as text/plain
  * used to be read as a string and answered "name is required"); a JSON body that is not an
- * object (`[]`, `null`, `5`) answers 422 "the body must be a JSON object".
+ * object (`[]`, `null`, `5`) answers 422 "the body must be a JSON object", and so does an array
+ * where the route's schema wants an object inside it (a field, an item): Elysia's clean-up before
+ * validation copies an array's entries into an object (`"headers": ["X-A: b"]` became a header
+ * named `0`), so the shape is judged on the body as parsed.
  */
 export const JSON_MEDIA_TYPE = "application/json";
 export const FORM_MEDIA_TYPE = "application/x-www-form-urlencoded";
@@ -59,6 +62,27 @@ export const unsupportedContentEncoding = () =>
 export const unsupportedMediaType = (accepted: readonly string[]) =>
   new AppError(415, "unsupported_media_type", `This operation takes its body as ${accepted.join(" or ")}; send it with that Content-Type header.`);
 
+/**
+ * The fields (dotted paths, `sim_cards.0`) where the schema wants an object and `value` holds an
+ * array. Follows the schema's properties, array items and unions, only as deep as the value goes.
+ */
+export function arraysForObjects(schema: TSchema, value: object, path = "", found: string[] = []): string[] {
+  const kinds = (schema.anyOf as TSchema[] | undefined) ?? [schema];
+  // Per request: only values that are objects or arrays are followed (their paths built then).
+  const follow = (inner: TSchema, v: unknown, key: string | number) => {
+    if (typeof v === "object" && v !== null) arraysForObjects(inner, v, path ? `${path}.${key}` : String(key), found);
+  };
+  if (Array.isArray(value)) {
+    const list = kinds.find((s) => s.type === "array");
+    if (list?.items) for (let i = 0; i < value.length; i++) follow(list.items as TSchema, value[i], i);
+    else if (!list && kinds.some((s) => s.type === "object")) found.push(path);
+    return found;
+  }
+  const properties = kinds.find((s) => s.type === "object")?.properties as Record<string, TSchema> | undefined;
+  if (properties) for (const key in properties) if (Object.hasOwn(value, key)) follow(properties[key]!, (value as Record<string, unknown>)[key], key);
+  return found;
+}
+
 export const notAnObject = () => validationFailed({ body: ["must be a JSON object"] }, "The body must be a JSON object.");
 
 /** Looks up each request's route once the app is built, and says what is wrong with its body's shape. */
@@ -89,8 +113,10 @@ export function createBodyRules() {
       const type = header === JSON_MEDIA_TYPE ? header : mediaType(header);
       if (type === null) return hasBody(request) ? unsupportedMediaType(rule.accepted) : null;
       if (!rule.accepted.includes(type)) return unsupportedMediaType(rule.accepted);
-      if (type === JSON_MEDIA_TYPE && raw !== undefined && (typeof raw !== "object" || raw === null || Array.isArray(raw))) return notAnObject();
-      return null;
+      if (type !== JSON_MEDIA_TYPE || raw === undefined) return null;
+      if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return notAnObject();
+      const arrays = arraysForObjects(rule.schema, raw);
+      return arrays.length > 0 ? validationFailed(Object.fromEntries(arrays.map((field) => [field, ["must be an object"]]))) : null;
     },
   };
 }

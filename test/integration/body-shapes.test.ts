@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { processDeviceSms } from "../../server/devices/sms-process";
 import { createTenant } from "../fixtures";
 import { activeDevice, registerDevice, smsBody } from "../fixtures-devices";
+import { createSharedNumber, randomNumber } from "../fixtures-numbers";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 
 /**
@@ -11,9 +12,12 @@ import { expectErrorShape, sharedTestContext, type TestContext } from "../helper
  */
 let ctx: TestContext;
 let token: string;
+let orgId: number;
 beforeAll(async () => {
   ctx = await sharedTestContext();
-  token = (await createTenant(ctx.sql, { plan: "enterprise" })).token;
+  const tenant = await createTenant(ctx.sql, { plan: "enterprise" });
+  token = tenant.token;
+  orgId = tenant.org.id;
 });
 
 const raw = (method: string, path: string, body: string, contentType: string | null, bearer = token) =>
@@ -226,6 +230,31 @@ describe("body shapes", () => {
     const res = await ctx.request("POST", `/api/byos/devices/${device.id}/heartbeat`, { token, body: { sim_cards: "abc" } });
     expect(res.status).toBe(422);
     expect(res.body.errors).toEqual({ sim_cards: ["must be an array"] });
+  });
+
+  test("an array where an object belongs, at any depth, is 'must be an object' (it was copied into an object: a header named 0, an empty SIM card)", async () => {
+    const device = await registerDevice(ctx, token);
+    const heartbeat = await ctx.request("POST", `/api/byos/devices/${device.id}/heartbeat`, { token, body: { sim_cards: [["+15550100", 3]] } });
+    expect(heartbeat.status).toBe(422);
+    expect(heartbeat.body.errors).toEqual({ "sim_cards.0": ["must be an object"] });
+    const sim = await createSharedNumber(ctx.sql, [orgId]);
+    const send = await ctx.request("POST", "/api/messages", {
+      token,
+      body: {
+        hosted_sim: sim.id,
+        text: "Hi {{name}}",
+        to: [
+          { to: randomNumber(), vars: { name: "Ada" } },
+          { to: randomNumber(), vars: ["Bob"] },
+        ],
+      },
+    });
+    expect(send.status).toBe(422);
+    expectErrorShape(send.body, "validation_failed");
+    expect(send.body.errors).toEqual({ "to.1.vars": ["must be an object"] });
+    // Arrays where arrays belong are untouched, and authorization still comes first.
+    expect((await ctx.request("POST", `/api/byos/devices/${device.id}/heartbeat`, { token, body: { sim_cards: [] } })).status).toBe(200);
+    expect((await ctx.request("POST", "/api/webhook-integrations", { body: { name: "x", url: "http://127.0.0.1:9/", headers: [] } })).status).toBe(401);
   });
 
   test("per_page=1.5 must be an integer; out of range names the bound", async () => {

@@ -207,3 +207,25 @@ describe("custom header rules", () => {
     expect((await create(Object.fromEntries(Object.entries(headers).slice(0, 50)))).status).toBe(201);
   });
 });
+
+describe("headers must be an object of names to values", () => {
+  test("an array (of 'Name: value' lines or of anything) is 422 on create and update, never stored as headers named 0, 1, ...", async () => {
+    const create = await ctx.request("POST", "/api/webhook-integrations", {
+      token: owner,
+      body: { name: "array", url: "http://127.0.0.1:9/a", headers: ["X-A: b"] },
+    });
+    expect(create.status).toBe(422);
+    expectErrorShape(create.body);
+    expect(create.body.errors).toEqual({ headers: ["must be an object"] });
+    const before = await headersSeenBy(owner, `/api/webhook-integrations/${integrationId}`);
+    for (const headers of [["X-A: b"], [], [["X-A", "b"]]]) {
+      const update = await ctx.request("PATCH", `/api/webhook-integrations/${integrationId}`, {
+        token: owner,
+        body: { name: "hook", url: "http://127.0.0.1:9/hook", headers },
+      });
+      expect(update.status).toBe(422);
+      expect(update.body.errors).toEqual({ headers: ["must be an object"] });
+    }
+    expect(await headersSeenBy(owner, `/api/webhook-integrations/${integrationId}`)).toEqual(before);
+  });
+});
