@@ -99,7 +99,11 @@ export function createFrameHandler(deps: ConnectionDeps) {
     if (!verifyChannelSignature(deps.credentials.key, deps.credentials.secret, d.id, channel, data.auth)) {
       return void ws.send(subscriptionErrorFrame(channel, 401, "Invalid or missing signature: authorize the channel with POST /api/broadcasting/auth."));
     }
-    if (d.subscriptions.has(channel)) return void ws.send(eventFrame("pusher_internal:subscription_succeeded", {}, channel));
+    // Subscribed already: succeeded again. Still being checked: the first subscribe's answer is this one's too.
+    if (d.subscriptions.has(channel)) {
+      if (d.subscriptions.get(channel) !== null) ws.send(eventFrame("pusher_internal:subscription_succeeded", {}, channel));
+      return;
+    }
     if (d.subscriptions.size >= deps.limits.maxSubscriptionsPerConnection) {
       const limit = deps.limits.maxSubscriptionsPerConnection;
       return void ws.send(subscriptionErrorFrame(channel, 429, `At most ${limit} channels per connection.`, "LimitReached"));

@@ -8,7 +8,9 @@ const RETRY_MS = 5000;
 
 type Held = { ws: Socket; channel: string; grant: Grant };
 
-const credentialKey = (g: Grant) => `${g.organizationId}|${g.credential.sessionId}|${g.credential.apiKeyId}|${g.credential.keyDigest}`;
+/** What standingCredentials judges of a grant: grants alike in all of it stand or fall together. */
+const credentialKey = (g: Grant) =>
+  `${g.organizationId}|${g.credential.sessionId}|${g.credential.apiKeyId}|${g.credential.keyDigest}|${[...(g.permissions ?? [])].sort().join(",")}`;
 
 /**
  * After a revocation of `everything` (this instance may have missed some while its bus was down):

@@ -61,13 +61,17 @@ export async function userNumberOrganization(sql: Sql, userId: number, hostedSim
 export type CredentialCheck = {
   organizationId: number;
   credential: { sessionId: number | null; apiKeyId: number | null; keyDigest: string | null };
+  /** An API key's permissions when it authorized (grants.ts `Grant`). */
+  permissions?: readonly string[];
 };
 
 /**
  * Which of these credentials still stand for their organization (the indexes of those that do):
  * a session or OAuth token unexpired and its user still a member, or the same API key (id and
- * digest: a regenerated key is another credential) still in that organization. One statement for
- * any number of subscriptions.
+ * digest: a regenerated key is another credential) still in that organization and holding the
+ * permissions it authorized with, no more and no fewer (a permission change revokes the key's
+ * grants: one made before it would otherwise still deliver the families it lost). One statement
+ * for any number of subscriptions.
  */
 export async function standingCredentials(sql: Sql, checks: CredentialCheck[]): Promise<Set<number>> {
   if (checks.length === 0) return new Set();
@@ -77,17 +81,19 @@ export async function standingCredentials(sql: Sql, checks: CredentialCheck[]): 
     session_id: c.credential.sessionId,
     api_key_id: c.credential.apiKeyId,
     key_digest: c.credential.keyDigest,
+    permissions: c.permissions ?? null,
   }));
   const standing = await sql<{ i: number }[]>`
     select g.i from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
-      as g(i int, org bigint, session_id bigint, api_key_id bigint, key_digest text)
+      as g(i int, org bigint, session_id bigint, api_key_id bigint, key_digest text, permissions text[])
     where case
       when g.session_id is not null then exists (
         select 1 from sessions s join memberships m on m.user_id = s.user_id and m.organization_id = g.org
         where s.id = g.session_id and s.expires_at > now())
       when g.api_key_id is not null then exists (
         select 1 from api_keys k
-        where k.id = g.api_key_id and k.organization_id = g.org and substring(k.key_hash from 1 for 8) = decode(g.key_digest, 'hex'))
+        where k.id = g.api_key_id and k.organization_id = g.org and substring(k.key_hash from 1 for 8) = decode(g.key_digest, 'hex')
+          and k.permissions @> g.permissions and k.permissions <@ g.permissions)
       else false
     end`;
   return new Set(standing.map((r) => r.i));

@@ -151,6 +151,52 @@ describe("revoking a credential ends the subscriptions it authorized", () => {
     raw.ws.close();
   });
 
+  test("authorized, then the key's permissions changed before subscribing: refused (401), no message events with the old grant", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const key = await createApiKey(ctx.sql, org.id, ["messages.read", "numbers.read"]);
+    const raw = await openRaw(`ws://127.0.0.1:${ctx.port}/app/${details.key}?protocol=7`);
+    const socketId = (await raw.event("pusher:connection_established")).data.socket_id;
+    const channel = `private-organization.${org.id}`;
+    const auth = await ctx.request("POST", "/api/broadcasting/auth", { token: key.key, body: { socket_id: socketId, channel_name: channel } });
+    expect(auth.status).toBe(200);
+    expect((await ctx.request("PATCH", `/api/api-keys/${key.id}`, { token, body: { permissions: ["numbers.read"] } })).status).toBe(200);
+    raw.send({ event: "pusher:subscribe", data: { channel, auth: auth.body.auth } });
+    expect(await raw.next((f) => f.channel === channel)).toMatchObject({ event: "pusher:subscription_error", data: { status: 401 } });
+    raw.ws.close();
+  });
+
+  test("a second subscribe while the first is checked gets the first's answer only (it was told 'succeeded', then the first was refused)", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const key = await createApiKey(ctx.sql, org.id, ["messages.read"]);
+    const raw = await openRaw(`ws://127.0.0.1:${ctx.port}/app/${details.key}?protocol=7`);
+    const socketId = (await raw.event("pusher:connection_established")).data.socket_id;
+    const channel = `private-organization.${org.id}`;
+    const auth = await ctx.request("POST", "/api/broadcasting/auth", { token: key.key, body: { socket_id: socketId, channel_name: channel } });
+    expect((await ctx.request("DELETE", `/api/api-keys/${key.id}`, { token })).status).toBe(204);
+    raw.send({ event: "pusher:subscribe", data: { channel, auth: auth.body.auth } });
+    raw.send({ event: "pusher:subscribe", data: { channel, auth: auth.body.auth } });
+    const first = await raw.next((f) => f.channel === channel);
+    // Frames are answered in order: whatever the repeat drew has arrived before this pong.
+    raw.send({ event: "pusher:ping", data: {} });
+    await raw.event("pusher:pong");
+    const repeat = await raw.next((f) => f.channel === channel, 1).catch(() => null);
+    expect([first.event, repeat?.event]).toEqual(["pusher:subscription_error", undefined]);
+    raw.ws.close();
+  });
+
+  test("everything: a key whose permissions changed behind this instance's back is ended too", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const key = await createApiKey(ctx.sql, org.id, ["messages.read"]);
+    const channel = `private-organization.${org.id}`;
+    const byKey = await watch(key.key, channel);
+    const owner = await watch(token, channel);
+    await ctx.sql`update api_keys set permissions = ${["numbers.read"]} where id = ${key.id}`;
+    ctx.services.auth.revoke({ everything: true });
+    await expectEnded(byKey);
+    await publishSeenBy(channel, "after the re-check of permissions", owner);
+    expect(byKey.texts).not.toContain("after the re-check of permissions");
+  });
+
   test("everything (revocations possibly missed): every subscription is checked again, only dead credentials end", async () => {
     const { org, token } = await createTenant(ctx.sql);
     const key = await createApiKey(ctx.sql, org.id, []);
