@@ -7,7 +7,7 @@ import { createAuthorizeFlow, type Outcome } from "./authorize";
 import { createFormSigner } from "./form-signer";
 import { invalidRequest, jsonNoStore, OAuthError, oauthErrorResponse } from "./oauth-error";
 import { docs } from "./openapi";
-import { STYLE_HASH } from "./page";
+import { errorPage, STYLE_HASH } from "./page";
 import { AuthorizationCodeGrant, firstInvalidField, paramsToFields, RefreshTokenGrant, RevokeRequest, readForm } from "./schema";
 import { createSignIn } from "./sign-in";
 import { loadFormKey } from "./store";
@@ -38,6 +38,10 @@ async function oauthForm(request: Request): Promise<Record<string, string>> {
   const form = await readForm(request);
   if (!form) throw invalidRequest("Send the parameters as application/x-www-form-urlencoded.");
   if (form.duplicates.length > 0) throw invalidRequest(`The ${form.duplicates[0]} parameter is repeated.`);
+  // Before any lookup: PostgreSQL refuses a NUL in text, which answered in API.md §1's shape.
+  const nul = form.withNul[0];
+  if (nul !== undefined)
+    throw invalidRequest(nul.includes("\0") ? "A parameter name holds a NUL character." : `The ${nul} parameter must not contain NUL characters.`);
   return form.fields;
 }
 
@@ -105,6 +109,8 @@ export function oauthRoutes(services: Pick<Services, "sql" | "limiter" | "clock"
     const form = (await readForm(request)) ?? paramsToFields(new URLSearchParams());
     const cookie = cookieValue(request, CSRF_COOKIE);
     const nonce = cookie ?? randomString(32);
+    if (form.withNul.length > 0)
+      return render({ status: 400, html: errorPage("Invalid request", "The form held a NUL character; go back and try again.") }, nonce);
     const address = clientAddress(server, request);
     return render(await (await authorizeFlow()).submit(form.fields, cookie, address, nonce), nonce);
   }

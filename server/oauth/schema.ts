@@ -73,21 +73,26 @@ export function firstInvalidField(schema: TSchema, value: Record<string, string>
   return error ? error.path.replace(/^\//, "").split("/")[0] || "request" : null;
 }
 
-/** application/x-www-form-urlencoded → fields; null when the content type is wrong. Duplicates are listed apart. */
-export async function readForm(request: Request): Promise<{ fields: Record<string, string>; duplicates: string[] } | null> {
+/** An OAuth form's parameters: each one's first value; the names sent twice, and those holding a NUL (no stored value can), listed apart. */
+export type OAuthForm = { fields: Record<string, string>; duplicates: string[]; withNul: string[] };
+
+/** application/x-www-form-urlencoded → fields; null when the content type is wrong. */
+export async function readForm(request: Request): Promise<OAuthForm | null> {
   const type = request.headers.get("content-type") ?? "";
   if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) return null;
   return paramsToFields(new URLSearchParams(await request.text()));
 }
 
-export function paramsToFields(params: URLSearchParams) {
+export function paramsToFields(params: URLSearchParams): OAuthForm {
   const fields: Record<string, string> = {};
   const duplicates: string[] = [];
+  const withNul: string[] = [];
   for (const [k, v] of params) {
+    if (k.includes("\0") || v.includes("\0")) withNul.push(k);
     if (k in fields) duplicates.push(k);
     else fields[k] = v;
   }
-  return { fields, duplicates };
+  return { fields, duplicates, withNul };
 }
 
 /**

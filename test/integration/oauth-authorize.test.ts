@@ -115,6 +115,14 @@ describe("POST /oauth/authorize (the page's steps)", () => {
     return { ...s, page, cookie, post };
   }
 
+  test("a NUL in a field: the page says the request is invalid (it answered API.md §1's JSON 422)", async () => {
+    const { page, post, user } = await start();
+    const res = await post({ ...hiddenInputs(page.text), email: `${user.email}\u0000`, password: "x" });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toContain("text/html");
+    expect(res.text).toContain("Invalid request");
+  });
+
   test("a wrong password re-renders the form with the error tied to the field", async () => {
     const { page, post, user } = await start();
     const res = await post({ ...hiddenInputs(page.text), email: user.email, password: "wrong" });

@@ -366,6 +366,23 @@ describe("OAuth refresh and revocation", () => {
   });
 });
 
+describe("NUL characters in the token and revocation forms", () => {
+  const post = (path: string, body: string) =>
+    ctx.app.handle(new Request(`http://localhost:3000${path}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body }));
+
+  test("are invalid_request in RFC 6749's shape (a lookup of them answered API.md §1's 422)", async () => {
+    for (const [path, body, field] of [
+      ["/oauth/token", "grant_type=refresh_token&refresh_token=rt_x&client_id=%00x", "client_id"],
+      ["/oauth/token", "grant_type=authorization_code&code=a%00&client_id=x&redirect_uri=x&code_verifier=x", "code"],
+      ["/oauth/revoke", "token=abc&client_id=%00x", "client_id"],
+    ] as const) {
+      const res = await post(path, body);
+      expect([path, field, res.status]).toEqual([path, field, 400]);
+      expect(await rfcError(res)).toBe("invalid_request");
+    }
+  });
+});
+
 describe("OAuth housekeeping", () => {
   test("codes a day past expiry and expired refresh tokens are pruned when codes are redeemed", async () => {
     const f = await newFlow();
