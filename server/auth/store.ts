@@ -90,12 +90,17 @@ export async function acceptTotpStep(sql: Sql, userId: number, step: number): Pr
   return rows.length === 1;
 }
 
-export async function setTotpEnabled(sql: Sql, userId: number, enabled: boolean): Promise<UserRow> {
-  const clear = enabled ? sql`` : sql`, totp_secret = null, totp_last_step = null`;
+/**
+ * Turns 2FA on with the secret a code was checked against (undefined when a setup replaced it
+ * meanwhile: on, it would ask for codes of a secret the user never saw), or off.
+ */
+export async function setTotpEnabled(sql: Sql, userId: number, change: { enabled: true; secret: string } | { enabled: false }): Promise<UserRow | undefined> {
+  const set = change.enabled ? sql`totp_enabled = true` : sql`totp_enabled = false, totp_secret = null, totp_last_step = null`;
   const [row] = await sql<UserRow[]>`
-    update users set totp_enabled = ${enabled}, updated_at = now() ${clear} where id = ${userId}
+    update users set ${set}, updated_at = now()
+    where id = ${userId} ${change.enabled ? sql`and totp_secret = ${change.secret}` : sql``}
     returning id, name, email, email_verified_at, totp_enabled, created_at, updated_at`;
-  return row!;
+  return row;
 }
 
 /** Every organization a user belongs to, with their role, oldest membership first. */

@@ -39,10 +39,10 @@ export function createTwoFactor(deps: { sql: Pool; limiter: RateLimiter; clock: 
   }
 
   /** Turns 2FA on or off; cached callers of the user are refreshed on every instance before this returns (GET /api/me shows it at once). */
-  const setEnabled = (userId: number, enabled: boolean) =>
+  const setEnabled = (userId: number, change: Parameters<typeof setTotpEnabled>[2]) =>
     deps.credentials.change(async (tx, record) => {
-      const row = await setTotpEnabled(tx, userId, enabled);
-      record.refresh({ userId });
+      const row = await setTotpEnabled(tx, userId, change);
+      if (row) record.refresh({ userId });
       return row;
     });
 
@@ -51,14 +51,16 @@ export function createTwoFactor(deps: { sql: Pool; limiter: RateLimiter; clock: 
     if (user.totp_enabled) throw invalidState("Two-factor authentication is already enabled.");
     if (!user.totp_secret) throw invalidState("Call POST /api/auth/2fa/setup first to get a secret.");
     await requireCode(user, code);
-    return setEnabled(user.id, true);
+    const row = await setEnabled(user.id, { enabled: true, secret: user.totp_secret });
+    if (!row) throw invalidState("A new setup replaced the secret this code was for; enable with a code from the new secret.");
+    return row;
   }
 
   async function disable(userId: number, code: string): Promise<UserRow> {
     const user = await load(userId);
     if (!user.totp_enabled) throw invalidState("Two-factor authentication is not enabled.");
     await requireCode(user, code);
-    return setEnabled(user.id, false);
+    return (await setEnabled(user.id, { enabled: false }))!;
   }
 
   return { setup, enable, disable };

@@ -1,6 +1,8 @@
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
 import { addressKey } from "../../server/auth/limits";
+import { saveTotpSecret } from "../../server/auth/store";
+import { createTwoFactor } from "../../server/auth/two-factor";
 import { createApiKey, createTenant, TEST_PASSWORD } from "../fixtures";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 
@@ -226,6 +228,31 @@ describe("two-factor authentication end to end", () => {
     expect(res.status).toBe(429);
     expectErrorShape(res.body, "rate_limited");
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+});
+
+describe("a setup landing while an enable checks its code", () => {
+  test("the enable is refused (409), 2FA stays off: it would have turned on with a secret the user never saw", async () => {
+    const { user, token } = await createTenant(ctx.sql);
+    const first: string = (await post("/api/auth/2fa/setup", { token })).body.secret;
+    // The second setup's write lands between the code's check and the switch (the enable's transaction).
+    const second = "JBSWY3DPEHPK3PXP";
+    const { change } = ctx.services.auth;
+    const twoFactor = createTwoFactor({
+      sql: ctx.sql,
+      limiter: ctx.services.limiter,
+      clock: ctx.services.clock,
+      credentials: {
+        change: (async (fn: never) => {
+          await saveTotpSecret(ctx.sql, user.id, second);
+          return change(fn);
+        }) as typeof change,
+      },
+    });
+    const refused = await twoFactor.enable(user.id, totp(first)).catch((e) => e);
+    expect(refused).toMatchObject({ status: 409, code: "invalid_state" });
+    const [row] = await ctx.sql<{ totp_enabled: boolean; totp_secret: string }[]>`select totp_enabled, totp_secret from users where id = ${user.id}`;
+    expect(row).toEqual({ totp_enabled: false, totp_secret: second });
   });
 });
 
