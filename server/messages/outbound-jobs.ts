@@ -7,7 +7,7 @@ import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
 import { dispatchScheduled } from "./dispatch";
 import { changeStatus, changeStatuses } from "./outbound";
-import { countAttempt, deviceSendDeadlines, findOutbound, senderState } from "./outbound-store";
+import { countAttempt, deviceSendDeadlines, findOutbound, type OutboundRow, providerDeclined, senderState } from "./outbound-store";
 import { paceSims, resumeDevices } from "./pacer";
 import { createProviderClient, type ProviderClient } from "./provider-client";
 
@@ -37,35 +37,35 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
   const now = () => deps.clock?.now() ?? Date.now();
   const expiresAt = m.expires_at ? Date.parse(m.expires_at) : null;
   if (expiresAt !== null && expiresAt - EXPIRY_MARGIN_MS <= now()) {
-    await expire(deps, m.id, ["queued", "sending"], "It expired before the provider accepted it.");
+    await endUnaccepted(deps, m, "It expired before the provider accepted it");
     return;
   }
   // The number as it is now: deactivated since, the send fails (never sent: its unit comes back
-  // unless an earlier attempt may have reached the provider); locked by another organization
+  // unless an earlier call may have reached the provider); locked by another organization
   // since, it waits for the lock's end (API.md: nobody else sends from a locked number).
   const sender = await senderState(deps.sql, m.organization_id, m.hosted_sim_id);
   if (!sender.active) {
-    const neverWentOut = m.status === "queued";
-    await changeStatus(deps, m.id, "failed", ["queued", "sending"], { error: "Its number no longer sends (deactivated).", neverWentOut });
+    await changeStatus(deps, m.id, "failed", ["queued", "sending"], { error: "Its number no longer sends (deactivated).", neverWentOut: !m.provider_may_have });
     return;
   }
   if (sender.lockedUntil) {
     const until = sender.lockedUntil.getTime() + LOCK_END_MARGIN_MS;
     if (expiresAt !== null && until >= expiresAt - EXPIRY_MARGIN_MS) {
-      await expire(deps, m.id, ["queued", "sending"], "It expired while another organization held its number's lock.");
+      await endUnaccepted(deps, m, "It expired while another organization held its number's lock");
       return;
     }
     if (job.attempts >= job.max_attempts) {
       const error = "Another organization held its number's lock through every attempt.";
-      await changeStatus(deps, m.id, "failed", ["queued", "sending"], { error, neverWentOut: m.status === "queued" });
+      await changeStatus(deps, m.id, "failed", ["queued", "sending"], { error, neverWentOut: !m.provider_may_have });
       return;
     }
     throw new RetryAfter(until - now(), "another organization holds the number's lock");
   }
   // Not moved: cancelled (or expired) meanwhile, and so never handed to the provider.
-  // Each provider call is an attempt: the first counted with the move to `sending`, a retry alone.
+  // Each provider call is an attempt: the first counted with the move to `sending`, a retry alone;
+  // either marks the message as possibly at the provider until an answer says otherwise.
   if (m.status === "sending") await countAttempt(deps.sql, m.id);
-  else if (!(await changeStatus(deps, m.id, "sending", ["queued"], { attempt: true }))) return;
+  else if (!(await changeStatus(deps, m.id, "sending", ["queued"], { attempt: true, providerCall: true }))) return;
   const outcome = await provider.send({ id: m.id, from: m.from, to: m.to, body: m.text });
   if (outcome.kind === "accepted") {
     await changeStatus(deps, m.id, "sent", ["queued", "sending"], { externalId: outcome.sid || null });
@@ -76,24 +76,33 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
     await changeStatus(deps, m.id, "failed", ["queued", "sending"], { error: outcome.error });
     return;
   }
+  // A 429 or 5xx says the provider did not take it; no answer at all (a timeout, a lost
+  // connection) leaves it possibly at the provider.
+  if (!outcome.unknown) await providerDeclined(deps.sql, m.id);
   const delay = outcome.retryAfterMs ?? backoff(job.attempts);
   if (expiresAt !== null && now() + delay >= expiresAt - EXPIRY_MARGIN_MS) {
-    // No answer at all: the provider may have taken it. `expired` (never sent, its unit given back)
-    // would tell the sender to send it again; `failed` keeps the unit and says it may have gone out.
-    if (outcome.unknown) {
-      const error = `Its time ran out without an answer from the provider (${outcome.error}): it may have been sent.`;
-      await changeStatus(deps, m.id, "failed", ["sending"], { error });
-      return;
-    }
-    await expire(deps, m.id, ["sending"], `It expired before the provider accepted it (last answer: ${outcome.error}).`);
+    await endUnaccepted(
+      deps,
+      { id: m.id, provider_may_have: outcome.unknown === true },
+      `It expired before the provider accepted it (last answer: ${outcome.error})`,
+    );
     return;
   }
   deps.logger.info({ message: m.id, attempt: job.attempts, err: outcome.error }, "provider send will be retried");
   throw new RetryAfter(delay, outcome.error);
 }
 
-async function expire(deps: Pick<Deps, "sql" | "events">, id: number, from: string[], error: string) {
-  await changeStatus(deps, id, "expired", from, { error });
+/**
+ * Ends a pool-number send the provider never accepted, its time being up: `expired` (its unit
+ * given back) when no call of it can be at the provider; else `failed` "may have been sent" with
+ * its unit kept, since `expired` would tell the sender to send it again (a call whose answer
+ * never came, or that a restart cut short).
+ */
+async function endUnaccepted(deps: Pick<Deps, "sql" | "events">, m: Pick<OutboundRow, "id" | "provider_may_have">, why: string) {
+  if (m.provider_may_have) {
+    const error = `${why}; a call to the provider went unanswered: it may have been sent.`;
+    await changeStatus(deps, m.id, "failed", ["queued", "sending"], { error });
+  } else await changeStatus(deps, m.id, "expired", ["queued", "sending"], { error: `${why}.` });
 }
 
 /**

@@ -113,11 +113,13 @@ export async function senderState(sql: Sql, organizationId: number, hostedSimId:
 }
 
 /** `dispatched`: a device send the pacer has handed to its phone (message.send). */
-export type OutboundRow = Message & { organization_id: number; dispatched: boolean };
+/** `provider_may_have`: a provider call of it may have reached the provider (migration 0320). */
+export type OutboundRow = Message & { organization_id: number; dispatched: boolean; provider_may_have: boolean };
 
 export async function findOutbound(sql: Sql, id: number): Promise<OutboundRow | null> {
   const [row] = await sql<OutboundRow[]>`
-    select ${messageColumns(sql)}, m.organization_id, m.dispatched_at is not null as dispatched from messages m where m.id = ${id} and m.direction = 'outbound'`;
+    select ${messageColumns(sql)}, m.organization_id, m.dispatched_at is not null as dispatched, m.provider_may_have
+    from messages m where m.id = ${id} and m.direction = 'outbound'`;
   return row ?? null;
 }
 
@@ -145,9 +147,9 @@ export async function findDeviceOutbound(
  * the message, and `attempt`: the move is the message being handed over (a provider call, a
  * device taking it), counted once when it leaves scheduled or queued. `neverWentOut`: a move to
  * `failed` of a send nothing was handed (its quota unit is given back, as for `cancelled` and
- * `expired`).
+ * `expired`). `providerCall`: the move starts a provider call (`provider_may_have` set).
  */
-export type StatusExtra = { error?: string | null; externalId?: string | null; attempt?: boolean; neverWentOut?: boolean };
+export type StatusExtra = { error?: string | null; externalId?: string | null; attempt?: boolean; neverWentOut?: boolean; providerCall?: boolean };
 
 /**
  * Moves an outbound message to `to` only from one of `from` (a conditional UPDATE: concurrent
@@ -170,6 +172,7 @@ export async function moveStatuses(sql: Sql, ids: number[], to: string, from: st
         error = case when ${to} in ('failed', 'expired') then ${extra.error ?? null} else error end,
         external_id = coalesce(${extra.externalId ?? null}, external_id),
         sent_at = case when ${to} in ('sent', 'delivered') then coalesce(sent_at, now()) else sent_at end,
+        provider_may_have = provider_may_have or ${extra.providerCall ?? false}::boolean,
         updated_at = now()
       where id = any(${ids}::bigint[]) and direction = 'outbound' and status = any(${from})
       returning id, organization_id, created_at)
@@ -192,7 +195,12 @@ export async function moveStatuses(sql: Sql, ids: number[], to: string, from: st
 
 /** One more provider call for a message already `sending` (a retry: its first call moved it there). */
 export async function countAttempt(sql: Sql, id: number) {
-  await sql`update messages set attempts = attempts + 1, updated_at = now() where id = ${id} and status = 'sending'`;
+  await sql`update messages set attempts = attempts + 1, provider_may_have = true, updated_at = now() where id = ${id} and status = 'sending'`;
+}
+
+/** The provider answered that it did not take the message (a 429 or 5xx): no call of it is at the provider. */
+export async function providerDeclined(sql: Sql, id: number) {
+  await sql`update messages set provider_may_have = false, updated_at = now() where id = ${id} and status = 'sending'`;
 }
 
 /** The messages of a batch the organization sent, in recipient order; null when it has none (unknown or another's batch). */

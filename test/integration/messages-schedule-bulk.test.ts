@@ -221,6 +221,35 @@ describe("expiring sends (expires_at)", () => {
     expect(await used(t.org.id)).toBe(1);
   });
 
+  test("a retry that runs after expires_at (a backlog, a restart): 'may have been sent' after an unanswered call, expired after a 503 or none", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const job = (id: number, attempts: number) => ({ id: 0, queue: "message.outbound.provider", payload: { message_id: id }, attempts, max_attempts: 6 });
+    const services = { ...ctx.services, clock: undefined };
+    /** A send whose first call got `first`, its retry running after expires_at; its status then. */
+    async function lateRetry(first: ProviderClient["send"]) {
+      const res = await send(t.token, { hosted_sim: sim.id, to: randomNumber(), text: "late retry", send_at: ahead(3_600_000) });
+      const id = res.body.data.id as number;
+      await ctx.sql`update messages set status = 'queued', send_at = null, expires_at = now() + interval '1 hour' where id = ${id}`;
+      const retried = await sendThroughProvider(services, { send: first }, job(id, 1), () => 5_000).catch((e) => e);
+      expect(retried).toBeInstanceOf(Error);
+      await ctx.sql`update messages set expires_at = now() - interval '1 second' where id = ${id}`;
+      const never: ProviderClient = { send: async () => Promise.reject(new Error("no call may be made after expires_at")) };
+      await sendThroughProvider(services, never, job(id, 2), () => 5_000);
+      return show(t.token, id);
+    }
+    const unanswered = await lateRetry(async () => ({ kind: "retry", error: "provider unreachable: timed out", unknown: true }));
+    expect(unanswered).toMatchObject({ status: "failed", error: expect.stringContaining("it may have been sent") });
+    expect(await used(t.org.id)).toBe(1);
+    // The server stopped during the call (the job's lease ran out): no answer either.
+    const cut = await lateRetry(async () => Promise.reject(new Error("the process ended mid-call")));
+    expect(cut).toMatchObject({ status: "failed", error: expect.stringContaining("it may have been sent") });
+    expect(await used(t.org.id)).toBe(2);
+    const declined = await lateRetry(async () => ({ kind: "retry", error: "provider answered 503" }));
+    expect(declined).toMatchObject({ status: "expired", error: "It expired before the provider accepted it." });
+    expect(await used(t.org.id)).toBe(2);
+  });
+
   test("BYOS: with expires_at the device timeout is the expiry (expired, not failed); a late report is refused", async () => {
     const t = await createTenant(ctx.sql);
     const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });
