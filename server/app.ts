@@ -13,7 +13,7 @@ import { settleFailedRequest } from "./lib/idempotency";
 import { createMethodIndex, methodNotAllowed, optionsAnswer } from "./lib/methods";
 import { toOpenApi30 } from "./lib/openapi";
 import { BUN_BODY_BYTES, checkRequest, MAX_BODY_DEPTH, tooDeep } from "./lib/request-limits";
-import { fieldErrors, throughScalar } from "./lib/validation";
+import { fieldErrors, intoUnionMember, throughScalar } from "./lib/validation";
 import { unversioned } from "./lib/versions";
 import { SEND_BODY_BYTES, SEND_PATH } from "./messages/send-request";
 import { websocketServerOptions } from "./realtime/limits";
@@ -41,7 +41,7 @@ export function toAppError(code: string | number, error: unknown, inputs: Record
   if (code === "VALIDATION" && (error as { type?: string }).type === "response") return internalError();
   if (code === "VALIDATION") {
     const all = ((error as { all?: Issue[] }).all ?? []) as Issue[];
-    return validationFailed(fieldErrors(all.map((issue) => throughScalar(locate(issue, inputs), body))));
+    return validationFailed(fieldErrors(all.flatMap((issue) => intoUnionMember(throughScalar(locate(issue, inputs), body)))));
   }
   // A body over the limit fails its read inside Elysia's parser, which wraps the error.
   if (code === "PARSE" && (error as { cause?: unknown })?.cause instanceof AppError) return (error as { cause: AppError }).cause;

@@ -1,3 +1,4 @@
+import { Value } from "@sinclair/typebox/value";
 import { characterCount } from "./fields";
 
 type SchemaLike = {
@@ -120,6 +121,24 @@ export function throughScalar(issue: Issue, body: unknown): Issue {
     }
   }
   return issue;
+}
+
+/**
+ * A union reports its failure at its own path (`to`: a number or a list of recipients), which
+ * says nothing of which item is wrong. When the value is of one member's type and that member is
+ * a list or an object, the member's own issues are reported instead, at their paths (`to.3`,
+ * `to.0.vars.name`), each judged the same way again.
+ */
+export function intoUnionMember(issue: Issue): Issue[] {
+  const member = issue.schema ? memberOfItsType(issue.schema, issue.value) : undefined;
+  if (!member || (member.type !== "array" && member.type !== "object")) return [issue];
+  const inner = [...Value.Errors(member as never, issue.value)].map((e) => ({
+    path: `${issue.path}${e.path}`,
+    value: e.value,
+    schema: e.schema as SchemaLike,
+    message: e.message,
+  }));
+  return inner.length > 0 ? inner.flatMap(intoUnionMember) : [issue];
 }
 
 /** `/sim_cards/0/signal_strength` → `sim_cards.0.signal_strength` */

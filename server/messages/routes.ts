@@ -33,7 +33,7 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
         if (query.batch !== undefined) {
           const mixed = (["hosted_sim", "direction", "from", "since", "until", "q", "has_code"] as const).filter((k) => query[k] !== undefined);
           if (mixed.length > 0) throw validationFailed(Object.fromEntries(mixed.map((k) => [k, ["cannot be combined with batch"]])));
-          const found = await batchPage(sql, { organizationIds: [c.organization.id], batchId: query.batch, page, perPage });
+          const found = await batchPage(sql, { organizationIds: c.readScope, batchId: query.batch, page, perPage });
           if (!found) throw notFound("Batch");
           return paginate({ data: found.rows, total: found.total, page, perPage, request });
         }
@@ -112,7 +112,7 @@ export function messageRoutes(services: Pick<Services, "auth" | "sql" | "jobs" |
     .get(
       "/api/messages/batches/:id",
       async ({ caller: c, params }) => {
-        const summary = await batchSummary(sql, [c.organization.id], params.id);
+        const summary = await batchSummary(sql, c.readScope, params.id);
         if (!summary) throw notFound("Batch");
         return { data: summary };
       },

@@ -57,8 +57,12 @@ function render(text: string, recipients: Recipient[], errors: Record<string, st
       return { to, text };
     }
     const length = used.reduce((n, name) => n + uses.get(name)! * characterCount(vars[name]!), literal);
-    if (length > MAX_TEXT) {
-      errors[`to.${i}`] = [`makes a text of more than ${MAX_TEXT} characters once its variables are filled in`];
+    if (length > MAX_TEXT || length === 0) {
+      errors[`to.${i}`] = [
+        length === 0
+          ? "makes an empty text once its variables are filled in"
+          : `makes a text of more than ${MAX_TEXT} characters once its variables are filled in`,
+      ];
       return { to, text };
     }
     return { to, text: text.replace(VARIABLE, (_all, name: string) => vars[name]!) };

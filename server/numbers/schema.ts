@@ -39,6 +39,7 @@ export const LockBody = Type.Object({
   sender: Optional(
     Type.String({
       pattern: SENDER_PATTERN,
+      errorMessage: "must be an E.164 number or an alphanumeric sender id of at most 11 characters",
       description:
         "Only with release_on_message: true (else 422): only a message from this sender (E.164, or an alphanumeric sender id up to 11 characters, compared ignoring case) releases the lock.",
       examples: ["+15550001111", "Google"],

@@ -3,7 +3,7 @@ import { sendThroughProvider } from "../../server/messages/outbound-jobs";
 import { moveStatuses } from "../../server/messages/outbound-store";
 import type { ProviderClient } from "../../server/messages/provider-client";
 import type { Delivery } from "../../server/realtime/hub";
-import { createApiKey, createTenant } from "../fixtures";
+import { createApiKey, createOrg, createTenant } from "../fixtures";
 import { logRows, watchRealtime } from "../fixtures-events";
 import { createByosNumber, createSharedNumber, eventually, holdLocks, lockWaiters, randomNumber, receiveSms, unpaced, useQuota } from "../fixtures-numbers";
 import { createTestContext, expectErrorShape, type TestContext } from "../helpers";
@@ -432,6 +432,47 @@ describe("cancelling (POST /api/messages/{id}/cancel)", () => {
 });
 
 describe("bulk sends (to as an array)", () => {
+  test("a recipient's error is reported at its own path (it was 'to: must be an array' for all), and a template filled to nothing is refused", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const cases: [unknown[], Record<string, string[]>][] = [
+      [[randomNumber(), "12345"], { "to.1": ["must be an E.164 phone number"] }],
+      [[{ to: "12345" }], { "to.0.to": ["must be an E.164 phone number"] }],
+      [[{ to: randomNumber(), vars: { a: 5 } }], { "to.0.vars.a": ["must be a string"] }],
+      [[{ to: randomNumber(), vars: { a: "x".repeat(1601) } }], { "to.0.vars.a": ["must be at most 1600 characters"] }],
+      [
+        [randomNumber(), { to: randomNumber(), vars: { a: "" } }],
+        { "to.0.vars": ["has no value for the variable {{a}} the text uses"], "to.1": ["makes an empty text once its variables are filled in"] },
+      ],
+    ];
+    for (const [to, errors] of cases) {
+      const res = await send(t.token, { hosted_sim: sim.id, to, text: "{{a}}" });
+      expect([to, res.status, res.body.errors]).toEqual([to, 422, errors]);
+    }
+    expect(await used(t.org.id)).toBe(0);
+  });
+
+  test("a batch sent in another of the caller's organizations is read like its messages, across the memberships", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createOrg(ctx.sql);
+    await ctx.sql`insert into memberships (user_id, organization_id, role) values (${a.user.id}, ${b.id}, 'member')`;
+    const sim = await createSharedNumber(ctx.sql, [b.id]);
+    const bulk = await ctx.request("POST", "/api/messages", {
+      token: a.token,
+      body: { hosted_sim: sim.id, to: [randomNumber(), randomNumber()], text: "b", send_at: ahead(3_600_000) },
+      headers: { "x-organization-id": String(b.id) },
+    });
+    expect(bulk.status).toBe(202);
+    const batch = bulk.body.data.batch_id;
+    expect((await ctx.request("GET", `/api/messages/${bulk.body.data.messages[0].id}`, { token: a.token })).status).toBe(200);
+    const list = await ctx.request("GET", `/api/messages?batch=${batch}`, { token: a.token });
+    expect([list.status, list.body.meta?.total]).toEqual([200, 2]);
+    expect((await ctx.request("GET", `/api/messages/batches/${batch}`, { token: a.token })).body.data).toMatchObject({ batch_id: batch, total: 2 });
+    // Narrowed to the other organization: not found there.
+    const narrowed = { token: a.token, headers: { "x-organization-id": String(a.org.id) } };
+    expect((await ctx.request("GET", `/api/messages/batches/${batch}`, narrowed)).status).toBe(404);
+  });
+
   test("1000 recipients against 999 left: refused whole (402), none stored; against 1000 left: all accepted in one batch", async () => {
     const short = await createTenant(ctx.sql, { plan: "pro" });
     const shortSim = await createSharedNumber(ctx.sql, [short.org.id]);

@@ -242,3 +242,12 @@ test.skipIf(!process.env.DATABASE_URL)("a lock for a team deleted while the requ
   const [row] = await ctx.sql<{ lock_organization_id: number | null }[]>`select lock_organization_id from hosted_sims where id = ${sim.id}`;
   expect(row!.lock_organization_id).toBeNull();
 });
+
+test("a malformed release sender reads as a rule, not as the field's documentation", async () => {
+  const a = await createTenant(ctx.sql);
+  const sim = await createSharedNumber(ctx.sql, [a.org.id]);
+  const res = await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token, body: { release_on_message: true, sender: "not a sender!" } });
+  expect(res.status).toBe(422);
+  expectErrorShape(res.body, "validation_failed");
+  expect(res.body.errors).toEqual({ sender: ["must be an E.164 number or an alphanumeric sender id of at most 11 characters"] });
+});
