@@ -1,6 +1,6 @@
 import createClient from "openapi-fetch";
 import type { ApiAnswer, Json, paths } from "../clients/api";
-import { forget, organizationId, token } from "./session";
+import { forget, leaveOrganization, organizationId, token } from "./session";
 
 /**
  * The console's one way to the server: the public API, typed from the OpenAPI document
@@ -17,6 +17,9 @@ api.use({
     return request;
   },
   async onResponse({ response, request }) {
+    // A 404 in the chosen organization may mean the user is no longer a member of it (every
+    // request there answers "Organization not found."): asked once, and left if so.
+    if (response.status === 404 && request.headers.has("x-organization-id")) void leaveIfRemoved(Number(request.headers.get("x-organization-id")));
     // The session ended elsewhere (logout in another client, revoked): back to sign-in. Other
     // 401s (a wrong two-factor code) are the answer to show.
     if (response.status !== 401 || !request.headers.has("authorization")) return;
@@ -68,6 +71,12 @@ export async function fetchIdentity(): Promise<Identity> {
   if (res.status === 401) forget(false); // only a token that no longer works gets 401 here
   if (!res.ok) throw new ApiError(((await res.json().catch(() => ({}))) as { message?: string }).message ?? `HTTP ${res.status}`, res.status);
   return (await res.json()) as Identity;
+}
+
+/** Leaves the organization `id` when GET /api/v2/me no longer lists it among the user's. */
+async function leaveIfRemoved(id: number) {
+  const me = await fetchIdentity().catch(() => null);
+  if (me && organizationId() === id && !me.organizations.some((o) => o.id === id)) leaveOrganization();
 }
 
 export type HostedNumber = ApiAnswer<"/api/numbers", "get">["data"][number];

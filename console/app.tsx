@@ -71,6 +71,10 @@ function Shell() {
       .catch(setError);
   }, [tick]);
   useEffect(() => onSessionChange(() => setOrgId(organizationId())), []);
+  // The chosen organization was left (session.ts leaveOrganization): who the user is now, and their current one.
+  useEffect(() => {
+    if (identity && orgId === null) setTick((t) => t + 1);
+  }, [orgId]);
   useEffect(() => {
     if (path === "/") navigate("/inbox");
   }, [path]);

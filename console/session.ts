@@ -28,6 +28,12 @@ export function chooseOrganization(id: number) {
   notify();
 }
 
+/** Forgets the chosen organization (the user left it): the console goes back to their current one. */
+export function leaveOrganization() {
+  sessionStorage.removeItem(ORG);
+  notify();
+}
+
 /** Forgets the credential here and tells the other tabs to forget theirs. */
 export function forget(broadcast = true) {
   sessionStorage.removeItem(TOKEN);

@@ -1,7 +1,10 @@
 import { useState } from "preact/hooks";
-import { api, ok } from "../api";
+import { ApiError, api, ok } from "../api";
 import { saveToken } from "../session";
 import { ErrorBox, Field, useAction } from "../ui";
+
+const WRONG_CODE =
+  "That code did not work. Enter the code your app shows now; after 5 wrong codes, or 5 minutes, this sign-in ends: start over with your password.";
 
 /** Email and password, then the authenticator code when the account has two-factor on. */
 export function SignIn({ notice }: { notice?: string }) {
@@ -9,7 +12,7 @@ export function SignIn({ notice }: { notice?: string }) {
   const [password, setPassword] = useState("");
   const [code, setCode] = useState("");
   const [pending, setPending] = useState<string | null>(null);
-  const { error, busy, run } = useAction();
+  const { error, busy, run, setError } = useAction();
 
   const signIn = (e: Event) => {
     e.preventDefault();
@@ -22,9 +25,20 @@ export function SignIn({ notice }: { notice?: string }) {
   const verify = (e: Event) => {
     e.preventDefault();
     run(async () => {
-      const answer = await ok(api.POST("/api/auth/2fa/verify", { body: { tmp_token: pending!, code: code.trim() } }));
+      const answer = await ok(api.POST("/api/auth/2fa/verify", { body: { tmp_token: pending!, code: code.trim() } })).catch((err: unknown) => {
+        // The API's 401 names its tmp_token; here that is this sign-in, which ends after 5 wrong codes or 5 minutes.
+        if (err instanceof ApiError && err.status === 401) throw new ApiError(WRONG_CODE, 401);
+        throw err;
+      });
       saveToken(answer.token);
     });
+  };
+  /** Back to email and password: a sign-in whose code step was used up or timed out is over. */
+  const startOver = () => {
+    setPending(null);
+    setCode("");
+    setPassword("");
+    setError(null);
   };
 
   return (
@@ -56,6 +70,9 @@ export function SignIn({ notice }: { notice?: string }) {
           <ErrorBox error={error} />
           <button type="submit" disabled={busy}>
             Verify
+          </button>{" "}
+          <button type="button" onClick={startOver}>
+            Start over
           </button>
         </form>
       )}

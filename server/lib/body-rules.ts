@@ -6,10 +6,11 @@ import { AppError, validationFailed } from "../errors";
  * decided once from the app's routes. A body of another media type answers 415
  * `unsupported_media_type` instead of being read as something else (JSON sent as text/plain
  * used to be read as a string and answered "name is required"); a JSON body that is not an
- * object (`[]`, `null`, `5`) answers 422 "the body must be a JSON object", and so does an array
- * where the route's schema wants an object inside it (a field, an item): Elysia's clean-up before
- * validation copies an array's entries into an object (`"headers": ["X-A: b"]` became a header
- * named `0`), so the shape is judged on the body as parsed.
+ * object (`[]`, `null`, `5`) answers 422 "the body must be a JSON object", and a list where the
+ * route's schema wants an object inside it (a field, an item) "must be an object", an object where
+ * it wants a list "must be an array": Elysia's clean-up before validation copies one into the
+ * other (`"headers": ["X-A: b"]` became a header named `0`; `"sim_cards": {}` was reported as
+ * `sim_cards.0` required), so the shape is judged on the body as parsed.
  */
 export const JSON_MEDIA_TYPE = "application/json";
 export const FORM_MEDIA_TYPE = "application/x-www-form-urlencoded";
@@ -63,22 +64,25 @@ export const unsupportedMediaType = (accepted: readonly string[]) =>
   new AppError(415, "unsupported_media_type", `This operation takes its body as ${accepted.join(" or ")}; send it with that Content-Type header.`);
 
 /**
- * The fields (dotted paths, `sim_cards.0`) where the schema wants an object and `value` holds an
- * array. Follows the schema's properties, array items and unions, only as deep as the value goes.
+ * The fields (dotted paths, `sim_cards.0`) whose value is a list where the schema wants an object,
+ * or an object where it wants a list, with what they must be. Follows the schema's properties,
+ * array items and unions, only as deep as the value goes.
  */
-export function arraysForObjects(schema: TSchema, value: object, path = "", found: string[] = []): string[] {
+export function shapeMismatches(schema: TSchema, value: object, path = "", found: [string, string][] = []): [string, string][] {
   const kinds = (schema.anyOf as TSchema[] | undefined) ?? [schema];
   // Per request: only values that are objects or arrays are followed (their paths built then).
   const follow = (inner: TSchema, v: unknown, key: string | number) => {
-    if (typeof v === "object" && v !== null) arraysForObjects(inner, v, path ? `${path}.${key}` : String(key), found);
+    if (typeof v === "object" && v !== null) shapeMismatches(inner, v, path ? `${path}.${key}` : String(key), found);
   };
+  const list = kinds.find((s) => s.type === "array");
+  const object = kinds.find((s) => s.type === "object");
   if (Array.isArray(value)) {
-    const list = kinds.find((s) => s.type === "array");
     if (list?.items) for (let i = 0; i < value.length; i++) follow(list.items as TSchema, value[i], i);
-    else if (!list && kinds.some((s) => s.type === "object")) found.push(path);
+    else if (!list && object) found.push([path, "must be an object"]);
     return found;
   }
-  const properties = kinds.find((s) => s.type === "object")?.properties as Record<string, TSchema> | undefined;
+  if (list && !object) found.push([path, "must be an array"]);
+  const properties = object?.properties as Record<string, TSchema> | undefined;
   if (properties) for (const key in properties) if (Object.hasOwn(value, key)) follow(properties[key]!, (value as Record<string, unknown>)[key], key);
   return found;
 }
@@ -115,8 +119,8 @@ export function createBodyRules() {
       if (!rule.accepted.includes(type)) return unsupportedMediaType(rule.accepted);
       if (type !== JSON_MEDIA_TYPE || raw === undefined) return null;
       if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return notAnObject();
-      const arrays = arraysForObjects(rule.schema, raw);
-      return arrays.length > 0 ? validationFailed(Object.fromEntries(arrays.map((field) => [field, ["must be an object"]]))) : null;
+      const mismatches = shapeMismatches(rule.schema, raw);
+      return mismatches.length > 0 ? validationFailed(Object.fromEntries(mismatches.map(([field, rule]) => [field, [rule]]))) : null;
     },
   };
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sendThroughProvider } from "../../device-sim/provider";
+import { createAdmin } from "../../server/admin/operations";
 import { sessionFor } from "../fixtures";
 import { createSharedNumber, createTeam, eventually, receiveSms } from "../fixtures-numbers";
 import { CHROMIUM, warnIfNoChromium } from "./browser";
@@ -74,6 +75,27 @@ describe.skipIf(!CHROMIUM)("an open console", () => {
     await page.getByRole("list", { name: "Messages" }).getByText("bravo's message").waitFor();
     expect(await page.getByText("Number not found.").count()).toBe(0);
     expect(new URL(page.url()).search).toBe("");
+    await context.close();
+  }, 60_000);
+
+  test("removed from the organization on view: the console goes back to one the user still belongs to, not 'Organization not found.' on every page", async () => {
+    const { orgId, user } = await createMember(w.ctx.sql, { orgName: "Staying org" });
+    const { orgId: leftId } = await createMember(w.ctx.sql, { orgName: "Leaving org" });
+    await w.ctx.sql`insert into memberships (user_id, organization_id, role) values (${user.id}, ${leftId}, 'admin')`;
+    const stays = await createSharedNumber(w.ctx.sql, [orgId]);
+    const leaves = await createSharedNumber(w.ctx.sql, [leftId]);
+    const context = await newContext(w);
+    const page = await context.newPage();
+    await signIn(page, user.email, undefined, "/numbers");
+    await page.getByLabel("Organization").selectOption({ label: "Leaving org" });
+    await page.getByRole("list", { name: "Numbers" }).getByText(leaves.number).waitFor();
+    await createAdmin({ sql: w.ctx.services.sql, change: w.ctx.services.auth.change }).removeUser(leftId, user.email);
+    await page.getByRole("link", { name: "Teams" }).click();
+    await page.getByRole("link", { name: "Numbers" }).click();
+    await page.getByRole("list", { name: "Numbers" }).getByText(stays.number).waitFor({ timeout: 15_000 });
+    expect(await page.getByText("Organization not found.").count()).toBe(0);
+    // One organization left: no switcher.
+    expect(await page.getByLabel("Organization").count()).toBe(0);
     await context.close();
   }, 60_000);
 

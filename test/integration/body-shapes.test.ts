@@ -232,11 +232,16 @@ describe("body shapes", () => {
     expect(res.body.errors).toEqual({ sim_cards: ["must be an array"] });
   });
 
-  test("an array where an object belongs, at any depth, is 'must be an object' (it was copied into an object: a header named 0, an empty SIM card)", async () => {
+  test("an array where an object belongs, at any depth, is 'must be an object' (it was copied into an object: a header named 0, an empty SIM card), an object where an array belongs 'must be an array'", async () => {
     const device = await registerDevice(ctx, token);
     const heartbeat = await ctx.request("POST", `/api/byos/devices/${device.id}/heartbeat`, { token, body: { sim_cards: [["+15550100", 3]] } });
     expect(heartbeat.status).toBe(422);
     expect(heartbeat.body.errors).toEqual({ "sim_cards.0": ["must be an object"] });
+    // And the other way round: an object where a list belongs was read as a list of its values.
+    for (const sim_cards of [{}, { "0": { phone_number: "+15550100", signal_strength: 3 } }]) {
+      const res = await ctx.request("POST", `/api/byos/devices/${device.id}/heartbeat`, { token, body: { sim_cards } });
+      expect([sim_cards, res.status, res.body.errors]).toEqual([sim_cards, 422, { sim_cards: ["must be an array"] }]);
+    }
     const sim = await createSharedNumber(ctx.sql, [orgId]);
     const send = await ctx.request("POST", "/api/messages", {
       token,
