@@ -230,7 +230,11 @@ function Messages(props: { numberId: number | null; filters: Filters; orgId: num
     <>
       <ErrorBox error={error} />
       <p class="meta" role="status">
-        {total !== null ? `${total} messages` : loaded ? `${messages.length}${source.done() ? "" : "+"} messages of every number, newest first` : ""}
+        {total !== null
+          ? `${total} ${total === 1 ? "message" : "messages"}`
+          : loaded
+            ? `${messages.length}${source.done() ? "" : "+"} ${messages.length === 1 && source.done() ? "message" : "messages"} of every number, newest first`
+            : ""}
       </p>
       <p class="visually-hidden" role="status" aria-live="polite">
         {latest}

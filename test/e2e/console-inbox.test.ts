@@ -80,7 +80,7 @@ describe.skipIf(!CHROMIUM)("sign-in, organizations, numbers, live inbox", () => 
     // Search the history.
     await page.getByLabel("Text contains").fill("older");
     await page.getByRole("button", { name: "Filter" }).click();
-    await page.getByText("1 messages").waitFor();
+    await page.getByText("1 message", { exact: true }).waitFor();
     expect(await messages.getByText("482913", { exact: true }).count()).toBe(0);
 
     // A phone's width.
