@@ -29,6 +29,11 @@ export type Grant = {
 
 export type GrantStore = {
   put(socketId: string, channel: string, grant: Grant): Promise<void>;
+  /**
+   * The grant, removed: each authorization serves one subscribe (pusher-js authorizes every
+   * subscribe afresh), so one socket cannot make a database check per frame by subscribing and
+   * unsubscribing in a loop on one grant.
+   */
   take(socketId: string, channel: string): Promise<Grant | null>;
 };
 
@@ -62,13 +67,11 @@ export function createRedisGrantStore(guard: RedisGuard, prefix: string): GrantS
     },
     async take(socketId, channel) {
       const here = await local.take(socketId, channel);
-      if (here !== null) return here;
-      return parseGrant(
-        await guard.run(
-          (redis) => redis.get(key(socketId, channel)),
-          () => null,
-        ),
+      const shared = await guard.run(
+        (redis) => (here !== null ? redis.del(key(socketId, channel)).then(() => null) : redis.getdel(key(socketId, channel))),
+        () => null,
       );
+      return here ?? parseGrant(shared);
     },
   };
 }
@@ -100,7 +103,9 @@ export function createLocalGrantStore(now: () => number = Date.now, max = MAX_LO
       grants.set(k, { grant, expires: now() + TTL_SECONDS * 1000 });
     },
     async take(socketId, channel) {
-      const g = grants.get(`${socketId}:${channel}`);
+      const k = `${socketId}:${channel}`;
+      const g = grants.get(k);
+      grants.delete(k);
       return g && g.expires > now() ? g.grant : null;
     },
   };

@@ -105,7 +105,7 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     raw.ws.close();
   });
 
-  test("unsubscribe stops delivery", async () => {
+  test("unsubscribe stops delivery; subscribing again takes a new authorization", async () => {
     const tenant = await createTenant(ctx.sql);
     const { org } = tenant;
     const { raw, socketId } = await connect();
@@ -122,6 +122,16 @@ describe("Pusher protocol 7 over a bare WebSocket", () => {
     await raiseEvents(ctx.services, [events.messageReceived({ organizationId: org.id, teamId: team!.id }, { n: 2 } as never)]);
     const got = await raw.event("message.received");
     expect(got).toMatchObject({ channel: b, data: { n: 2 } });
+    // Subscribing again takes a new authorization (as pusher-js asks for one on every subscribe):
+    // a loop of subscribe and unsubscribe on one grant made a database check per frame.
+    const once = await authorize(socketId, a, tenant);
+    raw.send({ event: "pusher:subscribe", data: { channel: a, auth: once } });
+    await raw.next((f) => f.event === "pusher_internal:subscription_succeeded" && f.channel === a);
+    raw.send({ event: "pusher:unsubscribe", data: { channel: a } });
+    raw.send({ event: "pusher:subscribe", data: { channel: a, auth: once } });
+    expect(await raw.next((f) => f.channel === a)).toMatchObject({ event: "pusher:subscription_error", data: { status: 401 } });
+    raw.send({ event: "pusher:subscribe", data: { channel: a, auth: await authorize(socketId, a, tenant) } });
+    await raw.next((f) => f.event === "pusher_internal:subscription_succeeded" && f.channel === a);
     raw.ws.close();
   });
 

@@ -47,7 +47,16 @@ describe("realtime protocol", () => {
     await grants.put("1.1", "private-number.1", grant);
     expect(await grants.take("1.1", "private-number.1")).toEqual(grant);
     expect(await grants.take("1.2", "private-number.1")).toBeNull();
+    await grants.put("1.1", "private-number.1", grant);
     now = 300_001;
+    expect(await grants.take("1.1", "private-number.1")).toBeNull();
+  });
+
+  test("a grant serves one subscribe: taken, it is gone", async () => {
+    const grants = createLocalGrantStore();
+    const grant = { organizationId: 7, credential: { sessionId: 3, userId: 5, apiKeyId: null, keyDigest: null } };
+    await grants.put("1.1", "private-number.1", grant);
+    expect(await grants.take("1.1", "private-number.1")).toEqual(grant);
     expect(await grants.take("1.1", "private-number.1")).toBeNull();
   });
 
