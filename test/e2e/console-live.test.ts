@@ -24,7 +24,7 @@ const status = async (token: string) => (await fetch(`${w.base}/api/me`, { heade
 describe.skipIf(!CHROMIUM)("an open console", () => {
   test("a session revoked elsewhere: the tab goes back to sign-in, not 'Reconnecting…' for good", async () => {
     const { orgId, user } = await createMember(w.ctx.sql);
-    const sim = await createSharedNumber(w.ctx.sql, [orgId]);
+    await createSharedNumber(w.ctx.sql, [orgId]);
     const context = await newContext(w);
     const page = await context.newPage();
     await signIn(page, user.email, undefined, "/inbox");
