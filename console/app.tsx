@@ -88,7 +88,14 @@ function Shell() {
     document.querySelector<HTMLElement>("main h1")?.focus();
   }, [path]);
 
-  if (error) return <ErrorBox error={error} />;
+  // Signing out stays possible whatever went wrong (a user in no organization any more gets 403 on everything but it).
+  if (error)
+    return (
+      <main id="main">
+        <ErrorBox error={error} />
+        <SignOut />
+      </main>
+    );
   if (!identity || !orgId) return <p role="status">Loading…</p>;
   const org = identity.organizations.find((o) => o.id === orgId) ?? identity.organizations[0]!;
   const session: Session = { identity, orgId: org.id, role: org.role, reload: () => setTick((t) => t + 1) };

@@ -48,10 +48,12 @@ export function bearerToken(header: string | null): string | null {
 
 export type UserContext = { user: UserRow; kind: "session" | "oauth"; sessionId: number };
 
+export const apiKeyNotAllowed = () => new AppError(403, "api_key_not_allowed", "This operation accepts session tokens only, not API keys.");
+
 /** Enforces a route's rule on a resolved caller (API.md §2 permission matrix and roles). */
 export function authorize(caller: Caller, rule: Rule): Caller {
   if (caller.apiKey) {
-    if (rule.apiKey === "session_only") throw new AppError(403, "api_key_not_allowed", "This operation accepts session tokens only, not API keys.");
+    if (rule.apiKey === "session_only") throw apiKeyNotAllowed();
     if (rule.apiKey === "none") throw permissionDenied("API keys cannot perform this operation.");
     if (Array.isArray(rule.apiKey)) {
       const held = caller.apiKey.permissions;
@@ -68,6 +70,6 @@ export function authorize(caller: Caller, rule: Rule): Caller {
 
 /** Narrows a caller that must be a user (session or OAuth). */
 export function requireUser(caller: Caller): UserRow {
-  if (!caller.user) throw new AppError(403, "api_key_not_allowed", "This operation accepts session tokens only, not API keys.");
+  if (!caller.user) throw apiKeyNotAllowed();
   return caller.user;
 }

@@ -120,6 +120,15 @@ export function createCredentials(opts: CredentialOptions) {
         for (const sessionId of ids) record.revoke({ sessionId });
         return ids;
       }),
+    /**
+     * The session or OAuth token `token` is, unexpired, whatever its user's memberships: logout
+     * needs nothing more (a user in no organization any more can still end theirs). Null when none.
+     */
+    async sessionOf(token: string): Promise<{ id: number; userId: number } | null> {
+      const [row] = await opts.sql<{ id: number; user_id: number }[]>`
+        select id, user_id from sessions where token_hash = ${sha256(token)} and expires_at > now()`;
+      return row ? { id: row.id, userId: row.user_id } : null;
+    },
     cacheSize: cache.size,
     /** Whether this instance serves callers from its cache now (false: every request resolves against the database). */
     cacheInUse: cacheUsable,

@@ -2,6 +2,7 @@ import type { Pool } from "../db/client";
 import { notFound, permissionDenied, unauthenticated } from "../errors";
 import type { Clock } from "../lib/clock";
 import type { Caller, OrganizationRow, Permission, Role, UserContext, UserRow } from "./caller";
+import { isApiKey } from "./tokens";
 
 /** Resolves a Bearer token against the database (no cache: credentials.ts decides when to cache). */
 export function createCallerLookup(opts: { sql: Pool; sessionTtlDays: number; clock: Clock }) {
@@ -69,7 +70,7 @@ export function createCallerLookup(opts: { sql: Pool; sessionTtlDays: number; cl
    * do not): no answer may be used past it.
    */
   return async function lookUp(token: string, digest: Buffer, orgHeader: string | null): Promise<{ caller: Caller; expiresAt: number | null }> {
-    if (token.startsWith("sk_")) {
+    if (isApiKey(token)) {
       const caller = await fromApiKey(digest);
       if (!caller) throw unauthenticated();
       return { caller, expiresAt: null };

@@ -52,6 +52,9 @@ function keep(request: Request, outcome: Outcome): Record<string, never> | undef
   return "error" in outcome ? {} : undefined;
 }
 
+/** A route's rule as its OpenAPI operation carries it (`x-simhost-auth`). */
+export const ruleDetail = (rule: Rule): Record<string, unknown> => ({ "x-simhost-auth": { apiKey: rule.apiKey, ...(rule.role ? { role: rule.role } : {}) } });
+
 /**
  * Gives routes under it the `auth` option: a route declares its rule next to its path
  * (`{ auth: { apiKey: "numbers.read" } }`), and the caller is resolved from the Bearer token and
@@ -67,7 +70,7 @@ function keep(request: Request, outcome: Outcome): Record<string, never> | undef
 export function callerPlugin(auth: Authenticator) {
   return new Elysia({ name: "simhost-caller" }).macro({
     auth: (rule: RouteRule) => ({
-      detail: { "x-simhost-auth": { apiKey: rule.apiKey, ...(rule.role ? { role: rule.role } : {}) } } as Record<string, unknown>,
+      detail: ruleDetail(rule),
       // Elysia awaits what a parse hook returns only when it is a promise.
       parse({ request }: { request: Request }) {
         const outcome = decide(auth, request, rule);

@@ -1,12 +1,15 @@
 import { Elysia, t } from "elysia";
+import { unauthenticated } from "../errors";
 import { clientAddress } from "../lib/versions";
 import type { Services } from "../services";
 import { accountRoutes } from "./account-routes";
+import { apiKeyNotAllowed, bearerToken } from "./caller";
 import { createLoginFlow } from "./login";
-import { callerPlugin } from "./plugin";
+import { callerPlugin, ruleDetail } from "./plugin";
 import { presentIdentity, presentUser } from "./present";
 import { ChallengeResponse, CodeBody, LoginBody, MeResponse, SetupResponse, TokenResponse, UserData, VerifyBody } from "./schema";
 import { findApiKeyUser } from "./store";
+import { isApiKey } from "./tokens";
 import { createTwoFactor } from "./two-factor";
 
 type Deps = Pick<Services, "auth" | "sql" | "limiter" | "clock" | "config">;
@@ -41,8 +44,42 @@ export function authRoutes(services: Deps) {
       },
     });
 
+  // Signing out needs the token alone, not the caller plugin's organization: a user removed from
+  // every organization (whose requests answer 403) can still end their token. Decided in the
+  // transform hook, as the plugin decides: a refusal comes before any input's 422.
+  const sessions = new WeakMap<Request, { id: number; userId: number }>();
+  const signOut = new Elysia().post(
+    "/api/auth/logout",
+    async ({ request, set }) => {
+      // As DELETE /api/auth/sessions/{current} does: an OAuth token ends with its grant, or the
+      // extension's refresh token would mint a new one.
+      const session = sessions.get(request)!;
+      await services.auth.endUserSessions(session.userId, { only: session.id });
+      set.status = 204;
+      return new Response(null, { status: 204 });
+    },
+    {
+      // It takes no body: one sent is not read (a malformed one answered 400 and did not sign out).
+      parse: "none",
+      async transform({ request }) {
+        const token = bearerToken(request.headers.get("authorization"));
+        if (!token) throw unauthenticated();
+        if (isApiKey(token)) {
+          await services.auth.resolve(request); // an unknown key is 401, as everywhere
+          throw apiKeyNotAllowed();
+        }
+        const session = await services.auth.sessionOf(token);
+        if (!session) throw unauthenticated();
+        sessions.set(request, session);
+      },
+      // Its rule as the plugin would state it: session tokens only.
+      detail: { tags, summary: "Revoke the token of this request", ...ruleDetail({ apiKey: "session_only" }) },
+    },
+  );
+
   return new Elysia()
     .use(signIn)
+    .use(signOut)
     .use(accountRoutes(services))
     .use(callerPlugin(services.auth))
     .get("/api/me", async ({ caller: c }) => presentIdentity(c, c.apiKey ? await findApiKeyUser(services.sql, c.apiKey.id) : c.user), {
@@ -55,17 +92,7 @@ export function authRoutes(services: Deps) {
           "With an API key, `user` is the key's creator while they are a member of its organization, else the organization's first owner (null only if it has none).",
       },
     })
-    .post(
-      "/api/auth/logout",
-      async ({ caller: c, set }) => {
-        // As DELETE /api/auth/sessions/{current} does: an OAuth token ends with its grant, or the
-        // extension's refresh token would mint a new one.
-        if (c.sessionId !== null) await services.auth.endUserSessions(c.user!.id, { only: c.sessionId });
-        set.status = 204;
-        return new Response(null, { status: 204 });
-      },
-      { auth: { apiKey: "session_only" }, detail: { tags, summary: "Revoke the token of this request" } },
-    )
+
     .post(
       "/api/auth/2fa/setup",
       async ({ caller: c }) => {

@@ -5,6 +5,8 @@ import { inEpoch } from "./store";
 /** Session tokens: `st_` + 40 base62 characters; API keys: `sk_` + 40. Only SHA-256 digests are stored. */
 export const newSessionToken = () => `st_${randomString(40)}`;
 export const newApiKey = () => `sk_${randomString(40)}`;
+/** Whether a Bearer token is an API key (by its prefix; whether it exists is another question). */
+export const isApiKey = (token: string) => token.startsWith("sk_");
 export const API_KEY_PREFIX_LENGTH = 12;
 
 /**

@@ -99,6 +99,22 @@ describe.skipIf(!CHROMIUM)("an open console", () => {
     await context.close();
   }, 60_000);
 
+  test("removed from every organization: the console says so and still signs out, ending the token", async () => {
+    const { orgId } = await createMember(w.ctx.sql, { orgName: "Only org" });
+    const { user } = await createMember(w.ctx.sql, { orgId, role: "member" });
+    const context = await newContext(w);
+    const page = await context.newPage();
+    await signIn(page, user.email, undefined, "/numbers");
+    const mine = await tokenOf(page);
+    await createAdmin({ sql: w.ctx.services.sql, change: w.ctx.services.auth.change }).removeUser(orgId, user.email);
+    await page.reload();
+    await page.getByRole("alert").getByText("not a member of any organization", { exact: false }).waitFor();
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+    expect(await status(mine)).toBe(401);
+    await context.close();
+  }, 60_000);
+
   test("signing out in one tab ends the other tabs' own sessions on the server too", async () => {
     const { user } = await createMember(w.ctx.sql);
     const context = await newContext(w);

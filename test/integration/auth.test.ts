@@ -2,7 +2,7 @@ import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { buildApp } from "../../server/app";
 import { addressKey } from "../../server/auth/limits";
 import { LOGIN_LIMITS } from "../../server/auth/login-limits";
-import { createApiKey, createTenant, createUser, TEST_PASSWORD } from "../fixtures";
+import { createApiKey, createTenant, createUser, sessionFor, TEST_PASSWORD } from "../fixtures";
 import { expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 
 let ctx: TestContext;
@@ -190,6 +190,25 @@ describe("POST /api/auth/logout", () => {
     expect(res.status).toBe(403);
     expectErrorShape(res.body, "api_key_not_allowed");
     expect((await ctx.request("GET", "/api/me", { token: key.key })).status).toBe(200);
+  });
+});
+
+describe("POST /api/auth/logout without an organization", () => {
+  test("a user removed from every organization (their requests answer 403) can still end their token", async () => {
+    const { user, token } = await createTenant(ctx.sql);
+    const second = await sessionFor(ctx.sql, user.id);
+    await ctx.sql`delete from memberships where user_id = ${user.id}`;
+    await ctx.services.auth.revoke({ userId: user.id });
+    expect((await ctx.request("GET", "/api/me", { token })).status).toBe(403);
+    expect((await ctx.request("POST", "/api/auth/logout", { token })).status).toBe(204);
+    expect((await ctx.request("GET", "/api/me", { token })).status).toBe(401);
+    // Only that token: their other one still stands (and still answers 403).
+    expect((await ctx.request("GET", "/api/me", { token: second })).status).toBe(403);
+    expect((await ctx.request("POST", "/api/auth/logout", { token })).status).toBe(401);
+    // A body is not read: a malformed one answered 400 and left the token standing.
+    const sent = await ctx.request("POST", "/api/auth/logout", { token: second, body: "{ not json", headers: { "content-type": "application/json" } });
+    expect(sent.status).toBe(204);
+    expect((await ctx.request("GET", "/api/me", { token: second })).status).toBe(401);
   });
 });
 
