@@ -5,8 +5,23 @@ import { CliError, type GlobalOptions, printable, printableDeep } from "./output
 
 export const DEFAULT_URL = "http://localhost:3000";
 
+/**
+ * What is wrong with a server URL, or null: it needs http:// or https:// and a host. Without a
+ * scheme, `localhost:3000` parsed as the scheme `localhost:` (and `simhost.example.com:3000` went
+ * unwarned over plain http), `127.0.0.1:3000` failed as "Invalid URL" on the first request.
+ */
+export function serverUrlProblem(url: string): string | null {
+  const parsed = URL.parse(url);
+  if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:") || !parsed.hostname)
+    return `${JSON.stringify(url)} is not a server URL: write it with its scheme, e.g. http://localhost:3000 or https://simhost.example.com.`;
+  return null;
+}
+
 export function serverUrl(opts: GlobalOptions): string {
-  return (opts.url || process.env.SIMHOST_URL || DEFAULT_URL).replace(/\/+$/, "");
+  const url = opts.url || process.env.SIMHOST_URL || DEFAULT_URL;
+  const problem = serverUrlProblem(url);
+  if (problem) throw new CliError(opts.url ? problem : `SIMHOST_URL: ${problem}`);
+  return url.replace(/\/+$/, "");
 }
 
 /**

@@ -1,6 +1,7 @@
 #!/usr/bin/env bun
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, InvalidArgumentError } from "commander";
 import pkg from "../package.json" with { type: "json" };
+import { serverUrlProblem } from "./api-client";
 import { registerAdmin } from "./commands/admin";
 import { registerAuth } from "./commands/auth";
 import { registerDevices } from "./commands/devices";
@@ -40,7 +41,11 @@ export function buildProgram(): Command {
     .description("simhost operators' CLI. Exit codes: 0 ok, 1 error, 2 usage error.")
     .version(pkg.version)
     .option("--json", "machine-readable output on stdout")
-    .option("--url <url>", "server URL (default: SIMHOST_URL, else http://localhost:3000)")
+    .option("--url <url>", "server URL (default: SIMHOST_URL, else http://localhost:3000)", (url) => {
+      const problem = serverUrlProblem(url);
+      if (problem) throw new InvalidArgumentError(problem);
+      return url;
+    })
     .option("--token <token>", "session token or API key to use (default: SIMHOST_TOKEN, else the one saved by login)")
     .showSuggestionAfterError()
     // Set before the subcommands are made so they inherit it: usage errors come back here (exit 2).

@@ -80,7 +80,10 @@ function readRecipients(path: string): Recipient[] {
   return rows.map((row, i) => {
     const to = (row[at] ?? "").trim();
     if (!E164.test(to)) throw new CliError(`${path}, line ${i + 2}: "${to}" is not an E.164 phone number.`);
-    const vars = Object.fromEntries(names.map((name, j) => [name, row[j] ?? ""]).filter(([name], j) => j !== at && name !== ""));
+    // A short row would fill its missing columns with nothing, sending "Hi " for "Hi {{name}}".
+    if (row.length < names.length)
+      throw new CliError(`${path}, line ${i + 2}: ${row.length} value${row.length === 1 ? "" : "s"} for the ${names.length} columns of the first line.`);
+    const vars = Object.fromEntries(names.map((name, j) => [name, row[j]!]).filter(([name], j) => j !== at && name !== ""));
     return Object.keys(vars).length > 0 ? { to, vars } : to;
   });
 }

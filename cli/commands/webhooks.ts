@@ -18,6 +18,13 @@ const eventList = (value: string, previous: string[] | undefined) => [
 ];
 const EVENTS_HELP = 'event types to deliver, comma-separated or repeated (message.received, message.delivered, device.offline, ...; "*" for all)';
 
+type ForwardingMode = "always" | "lock_required";
+/** How a mapping forwards a team's messages (docs/api-notes.md "Forwarding"). */
+const modeOption = () =>
+  new Option("--mode <mode>", "always: every message of the team's numbers; lock_required: only those that came while the team held the number's lock")
+    .choices(["always", "lock_required"])
+    .default("always");
+
 type IntegrationOptions = { name?: string; endpoint?: string; events?: string[]; timeout?: number; retries?: number };
 
 function integrationTable(i: { id: number; name: string; url: string; is_active: boolean; event_types: string[] }) {
@@ -56,17 +63,45 @@ export function registerWebhooks(program: Command): void {
     .requiredOption("--name <name>", "display name")
     .requiredOption("--endpoint <url>", "where events are POSTed (the integration's url)")
     .option("--events <types>", `${EVENTS_HELP}; default message.received`, eventList)
+    .option("--team <team-id>", "map it to this team at once: message events reach an integration only through a team's mapping", positiveInt)
+    .addOption(modeOption())
     .option("--timeout <seconds>", "seconds per attempt (1 to 120, default 30)", positiveInt)
     .option("--retries <n>", "retries after the first attempt (0 to 10, default 3)", (v) => (v === "0" ? 0 : positiveInt(v)))
     .action(async (_opts, cmd: Command) => {
-      const o = globals<IntegrationOptions & { name: string; endpoint: string }>(cmd);
+      const o = globals<IntegrationOptions & { name: string; endpoint: string; team?: number; mode: ForwardingMode }>(cmd);
+      const api = createApiClient(o);
+      const fields = { name: o.name, url: o.endpoint, event_types: o.events, timeout_seconds: o.timeout, retry_count: o.retries };
+      // With a team, the integration and its mapping are made together (the team's route), or neither.
+      const body =
+        o.team === undefined
+          ? await api.ok(api.POST("/api/webhook-integrations", { body: fields }))
+          : await api.ok(api.POST("/api/teams/{team}/webhooks", { params: { path: { team: o.team } }, body: { ...fields, forwarding_mode: o.mode } }));
+      const unmapped = o.team === undefined && (o.events ?? ["message.received"]).some((t) => t === "*" || t.startsWith("message."));
+      emit(o, body, () =>
+        [
+          integrationTable(body.data),
+          "Signing secret (shown only now):",
+          body.data.secret,
+          ...(unmapped ? [`Message events reach it only through a team's mapping: simhost webhooks map ${body.data.id} --team <team-id>`] : []),
+        ].join("\n"),
+      );
+    });
+
+  orgOption(webhooks.command("map"))
+    .description("forward a team's message events to an integration (one mapping per team)")
+    .argument("<integration-id>", "webhook integration id", positiveInt)
+    .requiredOption("--team <team-id>", "the team whose numbers' messages it gets", positiveInt)
+    .addOption(modeOption())
+    .action(async (id: number, _opts, cmd: Command) => {
+      const o = globals<{ team: number; mode: ForwardingMode }>(cmd);
       const api = createApiClient(o);
       const body = await api.ok(
-        api.POST("/api/webhook-integrations", {
-          body: { name: o.name, url: o.endpoint, event_types: o.events, timeout_seconds: o.timeout, retry_count: o.retries },
+        api.POST("/api/webhook-integrations/{webhook_integration}/mappings", {
+          params: { path: { webhook_integration: id } },
+          body: { team_id: o.team, forwarding_mode: o.mode },
         }),
       );
-      emit(o, body, () => [integrationTable(body.data), "Signing secret (shown only now):", body.data.secret].join("\n"));
+      emit(o, body, () => `Integration ${id} gets team ${o.team}'s message events (${o.mode}).`);
     });
 
   orgOption(webhooks.command("update"))

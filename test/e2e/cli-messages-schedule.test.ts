@@ -69,6 +69,10 @@ describe("simhost messages send (scheduled, bulk) and cancel", () => {
     const unknown = await server.run(token, ["messages", "send", "--number", sim.number, "--to-file", csv, "--text", "Hi {{name}}"]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("{{name}}");
+    // A row short of the first line's columns: refused, naming its line (it sent "Hi " for "Hi {{name}}").
+    writeFileSync(csv, "to,name\n+15551230041,Ada\n+15551230042\n");
+    const short = await server.run(token, ["messages", "send", "--number", sim.number, "--to-file", csv, "--text", "Hi {{name}}"]);
+    expect([short.code, short.stderr.trim()]).toEqual([2, `error: ${csv}, line 3: 1 value for the 2 columns of the first line.`]);
     writeFileSync(csv, "phone\n+15551230031\n");
     expect((await server.run(token, ["messages", "send", "--number", sim.number, "--to-file", csv, "--text", "x"])).code).toBe(2);
     expect((await server.run(token, ["messages", "send", "--number", sim.number, "--text", "x"])).code).toBe(2);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { appendEvents } from "../../server/events/log";
 import { createTenant } from "../fixtures";
-import { eventually } from "../fixtures-numbers";
+import { createTeam, eventually } from "../fixtures-numbers";
 import { startCliServer } from "./cli-helpers";
 
 let server: Awaited<ReturnType<typeof startCliServer>>;
@@ -74,6 +74,40 @@ describe("simhost webhooks", () => {
     const r = await server.run(a.token, ["webhooks", "test", String(theirs.body.data.id)]);
     expect(r.code).toBe(1);
     expect((await server.run(a.token, ["webhooks", "logs", String(theirs.body.data.id)])).code).toBe(1);
+  });
+
+  test("message events need a team's mapping: create says so without --team, maps with it, and map adds one", async () => {
+    const { token, org } = await createTenant(server.ctx.sql);
+    const url = `http://127.0.0.1:${receiver.port}/mapped`;
+    const [a, b] = [await createTeam(server.ctx.sql, org.id), await createTeam(server.ctx.sql, org.id)];
+    const bare = await server.run(token, ["webhooks", "create", "--name", "Bare", "--endpoint", url]);
+    expect(bare.code).toBe(0);
+    expect(bare.stdout).toContain("Message events reach it only through a team's mapping: simhost webhooks map");
+    const mapped = await server.run(token, [
+      "webhooks",
+      "create",
+      "--name",
+      "Mapped",
+      "--endpoint",
+      url,
+      "--team",
+      String(a.id),
+      "--mode",
+      "lock_required",
+      "--json",
+    ]);
+    expect(mapped.code).toBe(0);
+    const id = String(mapped.json().data.id);
+    const added = await server.run(token, ["webhooks", "map", id, "--team", String(b.id)]);
+    expect([added.code, added.stdout.trim()]).toEqual([0, `Integration ${id} gets team ${b.id}'s message events (always).`]);
+    expect((await server.run(token, ["webhooks", "map", id, "--team", String(b.id)])).code).toBe(1);
+    const listed = (await server.run(token, ["webhooks", "list", "--json"])).json().data.find((i: { id: number }) => String(i.id) === id);
+    expect(listed.mappings.map((m: { team_id: number; forwarding_mode: string }) => [m.team_id, m.forwarding_mode]).sort()).toEqual(
+      [
+        [a.id, "lock_required"],
+        [b.id, "always"],
+      ].sort(),
+    );
   });
 
   test("create and update with --events, redeliver a log record, replay a window", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { plainHttpWarning } from "../../cli/api-client";
+import { plainHttpWarning, serverUrlProblem } from "../../cli/api-client";
 
 // Address classification only: nothing here connects anywhere.
 describe("the CLI's warning for credentials over plain http", () => {
@@ -16,5 +16,20 @@ describe("the CLI's warning for credentials over plain http", () => {
       "http://[::1]:3000",
     ])
       expect([url, plainHttpWarning(url)]).toEqual([url, null]);
+  });
+});
+
+describe("a server URL needs its scheme", () => {
+  test("host:port alone is refused (it parsed as a scheme, past the plain-http warning, or failed on the first request)", () => {
+    for (const url of ["localhost:3000", "127.0.0.1:3000", "simhost.example.test:3000", "simhost.example.test", "ftp://simhost.example.test", "http://", ""])
+      expect([url, serverUrlProblem(url)]).toEqual([url, expect.stringContaining("write it with its scheme")]);
+    for (const url of ["http://localhost:3000", "https://simhost.example.test", "http://[::1]:3000/"])
+      expect([url, serverUrlProblem(url)]).toEqual([url, null]);
+  });
+
+  test("the CLI answers such a --url as a usage error (exit 2), before any request", () => {
+    const run = Bun.spawnSync(["bun", "cli/main.ts", "--url", "127.0.0.1:3000", "health"], { cwd: `${import.meta.dir}/../..` });
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr.toString()).toContain("is not a server URL");
   });
 });
