@@ -74,7 +74,7 @@ export function registerAdmin(program: Command): void {
       emit(
         o,
         { id: u.id, email: u.email },
-        () => `User ${u.id} <${u.email}> is ${u.role} of organization ${o.org}${u.created ? "" : " (existing user, membership added)"}.`,
+        () => `User ${u.id} <${u.email}> is ${u.role} of organization ${o.org}${u.created ? "" : ` (existing user, ${u.outcome})`}.`,
       );
     });
 

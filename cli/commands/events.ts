@@ -42,7 +42,18 @@ function summary(listed: Event): string {
     const from = "from" in m ? m.from : m.number;
     return `${from} → ${m.to}  ${"status" in m ? m.status : ""}  ${compact(m.text, 60)}`;
   }
-  if ("device_id" in data) return `device ${data.device_id}${"status" in data ? ` ${data.status}` : ""}`;
+  if ("device_id" in data) {
+    const card = "sim_card" in data ? (data.sim_card as { phone_number?: string | null; sim_slot?: number | null }) : null;
+    if (card) return `device ${data.device_id} SIM slot ${card.sim_slot ?? "-"} ${card.phone_number ?? ""}${"reason" in data ? ` (${data.reason})` : ""}`;
+    if ("config_version" in data && !("status" in data)) return `device ${data.device_id} config version ${data.config_version}`;
+    return `device ${data.device_id}${"status" in data ? ` ${data.status}` : ""}`;
+  }
+  // Number events: the number, whether it is locked now, and until when or why not.
+  if ("number" in data && "locked" in data) {
+    const lock = data.lock as { locked_until?: string } | null;
+    if (data.locked) return `${data.number} locked${lock?.locked_until ? ` until ${lock.locked_until}` : ""}`;
+    return `${data.number} unlocked${"reason" in data ? ` (${data.reason})` : ""}`;
+  }
   return compact(data);
 }
 

@@ -57,7 +57,9 @@ export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
       // A new membership widens what the user's cached callers read (Caller.readScope); a new role changes what they may do.
       if (m.before === null) record.refresh({ userId: user.id });
       else if (m.before !== m.after) record.refresh({ userId: user.id, organizationId: u.organizationId });
-      return { id: user.id, email: user.email, role: m.after as Role, created: !existing };
+      // What changed, for the CLI to say: a new user, a membership added, a role changed, or nothing.
+      const outcome = !existing ? "created" : m.before === null ? "membership added" : m.before !== m.after ? `role changed from ${m.before}` : "unchanged";
+      return { id: user.id, email: user.email, role: m.after as Role, created: !existing, outcome };
     });
   }
 

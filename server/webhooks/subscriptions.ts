@@ -21,8 +21,9 @@ export function eventTypeErrors(types: string[]): Record<string, string[]> {
   types.forEach((t, i) => {
     if (t === ALL_EVENTS) return;
     if (DEVICE_COMMANDS.includes(t as EventType))
-      errors[`event_types.${i}`] = [`${t} is a command to a device, not a webhook event; subscribe to message.queued or message.cancelled`];
-    else if (!isEventType(t)) errors[`event_types.${i}`] = [`unknown event type "${t}"; known: ${SUBSCRIBABLE.join(", ")} or *`];
+      errors[`event_types.${i}`] = [`names ${t}, a command to a device, not a webhook event; subscribe to message.queued or message.cancelled`];
+    // Read after "The event_types.0 field" in the error's message.
+    else if (!isEventType(t)) errors[`event_types.${i}`] = [`names an unknown event type "${t}"; known: ${SUBSCRIBABLE.join(", ")} or *`];
   });
   return errors;
 }

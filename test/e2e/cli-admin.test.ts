@@ -95,6 +95,11 @@ describe("simhost admin user create", () => {
     ]);
     const [user] = await ctx.sql`select password_hash from users where id = ${first.json().id}`;
     expect(await Bun.password.verify("first-password", user!.password_hash)).toBe(true);
+    // Said as it is: a membership there already is not "added" again.
+    const said = async (...extra: string[]) =>
+      (await admin("admin", "user", "create", "--org", String(b.id), "--email", email, "--password", "other-password", ...extra)).stdout.trim();
+    expect(await said("--role", "member")).toEndWith(`is member of organization ${b.id} (existing user, role changed from admin).`);
+    expect(await said()).toEndWith(`is member of organization ${b.id} (existing user, unchanged).`);
   });
 
   test("unknown organization: exit 1 with one line on stderr", async () => {

@@ -72,6 +72,38 @@ describe("simhost events list", () => {
     expect(bad.stderr).toContain("event types");
     expect((await run(t.token, ["events", "list", "--limit", "501"])).code).toBe(2);
   }, 60_000);
+
+  test("the human view says what a number's and a SIM's events mean (it printed their JSON cut at 100 characters)", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await attachNumber(ctx, t.org.id);
+    const lock = { organization_id: t.org.id, team_id: null, user_id: 1, locked_until: "2026-11-30T10:00:00.000Z", release_on_message: false, sender: null };
+    await append(ctx, [
+      testEvent(t.org.id, 1, { type: "number.locked", hostedSimId: sim.id, payload: { hosted_sim_id: sim.id, number: sim.number, locked: true, lock } }),
+      testEvent(t.org.id, 2, {
+        type: "number.unlocked",
+        hostedSimId: sim.id,
+        payload: { hosted_sim_id: sim.id, number: sim.number, locked: false, lock: null, reason: "expired" },
+      }),
+      testEvent(t.org.id, 3, {
+        type: "sim.deactivated",
+        deviceId: 7,
+        payload: {
+          device_id: 7,
+          sim_card: { id: 3, sim_slot: 1, phone_number: "+15550002222", status: "inactive", hosted_sim_id: null },
+          reason: "missing_from_heartbeats",
+        },
+      }),
+      testEvent(t.org.id, 4, { type: "config.changed", deviceId: 7, payload: { device_id: 7, config_version: 5 } }),
+    ]);
+    const human = (await run(t.token, ["events", "list"])).stdout;
+    for (const said of [
+      `${sim.number} locked until 2026-11-30T10:00:00.000Z`,
+      `${sim.number} unlocked (expired)`,
+      "device 7 SIM slot 1 +15550002222 (missing_from_heartbeats)",
+      "device 7 config version 5",
+    ])
+      expect(human).toContain(said);
+  }, 60_000);
 });
 
 describe("simhost events tail", () => {

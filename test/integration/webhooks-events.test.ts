@@ -70,6 +70,8 @@ describe("event_types of an integration", () => {
       const bad = await ctx.request("POST", "/api/webhook-integrations", { token: a.token, body: patchBody({ event_types: types }) });
       expect(bad.status).toBe(422);
       expect(Object.keys(bad.body.errors)).toContain(field);
+      // A sentence: "The event_types.1 field names an unknown event type ..." (it read "field unknown event type").
+      expect(bad.body.message).toStartWith(`The ${field} field names `);
       const badUpdate = await ctx.request("PATCH", `/api/webhook-integrations/${id}`, { token: a.token, body: patchBody({ event_types: types }) });
       expect(badUpdate.status).toBe(422);
     }
