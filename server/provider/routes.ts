@@ -1,19 +1,21 @@
 import { Elysia, t } from "elysia";
+import { developmentProviderSettings } from "../config";
 import { findVerificationCode } from "../devices/codes";
 import { verifySimCard } from "../devices/verification";
 import { AppError, notFound, validationFailed } from "../errors";
 import { storableText } from "../lib/fields";
-import { clientUrl } from "../lib/versions";
+import { clientAddress, clientUrl } from "../lib/versions";
 import { storeInboundMessage } from "../messages/inbound";
 import { isProviderSid } from "../messages/provider-client";
 import { type ProviderReport, reportProviderStatus } from "../messages/reports";
 import { findActiveHostedSimByNumber } from "../numbers/byos-store";
 import { createVerificationThrottle } from "../numbers/verification-throttle";
 import type { Services } from "../services";
-import { type FormParams, isValidProviderSignature, parseForm } from "./signature";
+import { acceptsCallbackFrom, type FormParams, isValidProviderSignature, parseForm } from "./signature";
 import { recordProviderMessage } from "./store";
 
 type Deps = Pick<Services, "sql" | "clock" | "config" | "devices" | "events" | "logger" | "metrics">;
+type Server = Parameters<typeof clientAddress>[0];
 
 const REQUIRED = ["From", "To", "Body", "MessageSid"] as const;
 const xml = () => new Response("<Response/>", { status: 200, headers: { "content-type": "text/xml" } });
@@ -43,6 +45,7 @@ function requiredFields(params: FormParams) {
 /** API.md "Provider callback": signed form posts from the messaging provider. */
 export function providerRoutes(services: Deps) {
   const { sql, config, logger } = services;
+  const developmentToken = Object.hasOwn(developmentProviderSettings(config), "PROVIDER_AUTH_TOKEN");
   const verification = {
     sql,
     clock: services.clock,
@@ -74,7 +77,14 @@ export function providerRoutes(services: Deps) {
    * Its values then lose any NUL (U+FFFD in its place): no text column holds one, and a refusal
    * would make the provider send the SMS again and again, never stored.
    */
-  function signedForm(request: Request, body: unknown): FormParams {
+  function signedForm(request: Request, body: unknown, server: Server): FormParams {
+    if (!acceptsCallbackFrom(clientAddress(server, request), developmentToken)) {
+      throw new AppError(
+        403,
+        "invalid_signature",
+        "This server signs provider callbacks with the development PROVIDER_AUTH_TOKEN, which anyone can know: it takes them from this machine only.",
+      );
+    }
     const params = parseForm(typeof body === "string" ? body : "");
     const { pathname, search } = new URL(clientUrl(request));
     if (
@@ -88,8 +98,8 @@ export function providerRoutes(services: Deps) {
   return new Elysia()
     .post(
       "/api/provider/sms",
-      async ({ request, body }) => {
-        const f = requiredFields(signedForm(request, body));
+      async ({ request, body, server }) => {
+        const f = requiredFields(signedForm(request, body, server));
         if (f.To === config.PROVIDER_NUMBER) {
           const code = findVerificationCode(f.Body);
           const outcome = code
@@ -116,8 +126,8 @@ export function providerRoutes(services: Deps) {
     )
     .post(
       "/api/provider/messages/:id/status",
-      async ({ request, body, params }) => {
-        const form = signedForm(request, body);
+      async ({ request, body, params, server }) => {
+        const form = signedForm(request, body, server);
         const report = statusReport(form, params.id);
         const applied = await reportProviderStatus(services, report);
         if (!applied) throw notFound("Message");

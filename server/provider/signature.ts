@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import ipaddr from "ipaddr.js";
 import { constantTimeEqual } from "../lib/crypto";
 
 export type FormParams = Record<string, string | string[]>;
@@ -31,4 +32,17 @@ export function providerSignature(authToken: string, url: string, params: FormPa
 export function isValidProviderSignature(authToken: string, url: string, params: FormParams, signature: string | null): boolean {
   if (!signature) return false;
   return constantTimeEqual(providerSignature(authToken, url, params), signature);
+}
+
+/**
+ * Whether a callback from `address` may be judged by its signature: always with a token of the
+ * operator's own, and only from this machine (loopback, or a request handled in-process) while
+ * the development token is in use, which anyone can read in the source: signed with it, a
+ * callback from the network could store any SMS or prove any SIM. Behind a proxy on this
+ * machine every caller reads as loopback; production sets PROVIDER_AUTH_TOKEN (logged at start).
+ */
+export function acceptsCallbackFrom(address: string, developmentToken: boolean): boolean {
+  if (!developmentToken || address === "local") return true;
+  const parsed = ipaddr.isValid(address) ? ipaddr.process(address) : null;
+  return parsed?.range() === "loopback";
 }
