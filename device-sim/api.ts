@@ -88,7 +88,8 @@ export function createApi(opts: ApiOptions) {
       }
       return data as D;
     } catch (e) {
-      const error = e instanceof ApiError ? e : new ApiError(operation, 0, "network", (e as Error).message);
+      // Named with the server it did not reach: "ECONNREFUSED: Unable to connect" alone did not say which.
+      const error = e instanceof ApiError ? e : new ApiError(operation, 0, "network", `Could not reach ${baseUrl}: ${(e as Error).message}`);
       if (!expected.includes(error.code)) opts.stats?.error(operation, error.kind);
       throw error;
     }

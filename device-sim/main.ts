@@ -159,7 +159,7 @@ program
       timeScale: opts.timeScale,
       log: (line) => console.error(`${new Date().toISOString()} ${line}`),
     });
-    console.log(opts.json ? JSON.stringify(summary) : JSON.stringify(summary, null, 2));
+    console.log(opts.json ? JSON.stringify(summary) : describeRun(summary));
     process.exit(summary.pending > 0 ? 1 : 0);
   });
 
@@ -247,6 +247,20 @@ function errorMessage(body: string) {
   } catch {
     return body.slice(0, 200) || "no answer";
   }
+}
+
+/** One device's run for a person (--json prints it whole). */
+function describeRun(s: Awaited<ReturnType<typeof runDevice>>): string {
+  const pairs = (o: Record<string, number>) =>
+    Object.entries(o)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ") || "none";
+  return [
+    `device ${s.device_id ?? "-"} ${s.state}: ${s.all_sms_made ? "every SMS made" : "not every SMS made"}, ${s.pending} waiting to be accepted`,
+    `counts    ${pairs(s.counters)}`,
+    `errors    ${pairs(s.errors)}`,
+    ...Object.entries(s.latency_ms).map(([op, l]) => `latency   ${op}: p50 ${l.p50} ms, p99 ${l.p99} ms, max ${l.max} ms (${l.count})`),
+  ].join("\n");
 }
 
 async function loadScript(path: string) {

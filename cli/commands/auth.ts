@@ -23,7 +23,13 @@ export function registerAuth(program: Command): void {
       let answer = first;
       if ("2fa_required" in first) {
         const code = o.code ?? (await ask("Two-factor code: ", { what: "two-factor code" }));
-        answer = await api.ok(api.anonymous.POST("/api/auth/2fa/verify", { body: { tmp_token: first.tmp_token, code } }));
+        const verified = await api.ok(api.anonymous.POST("/api/auth/2fa/verify", { body: { tmp_token: first.tmp_token, code } }), [401]);
+        // The API's 401 names its tmp_token, which a CLI user never sees.
+        if (!("token" in verified))
+          throw new CliError(
+            "The two-factor code was not accepted: wrong, already used (each code works once), or given after 5 minutes. Run login again with the next code.",
+          );
+        answer = verified;
       }
       if (!("token" in answer)) throw new CliError("The server asked for a second two-factor step.");
       const path = credentialsPath();

@@ -1,4 +1,5 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import { type ApiAnswer, type ApiErrorBody, type ApiQuery, asLoggedEvent } from "../../clients/api";
 import { type ApiClient, createApiClient } from "../api-client";
@@ -81,6 +82,15 @@ const withFilters = (cmd: Command) =>
 
 /** The cursor a tail resumes from: --after, else the cursor file, else from now on. */
 function startCursor(after: string | undefined, file: string | undefined): string {
+  // Before anything is followed: a folder the cursor cannot be written to failed at the first event.
+  if (file) {
+    const folder = dirname(resolve(file));
+    try {
+      accessSync(folder, constants.W_OK);
+    } catch {
+      throw new CliError(`--cursor-file: cannot write in ${folder} (it does not exist, or is not writable).`);
+    }
+  }
   if (after) return after;
   if (file && existsSync(file)) {
     const saved = readFileSync(file, "utf8").trim();

@@ -93,7 +93,7 @@ export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
       change(async (tx) => {
         const numbers = [...new Set(n.numbers)];
         const taken = await findTakenNumbers(tx, numbers);
-        if (taken.length > 0) throw new AdminError(`Already in the pool: ${taken.join(", ")}.`);
+        if (taken.length > 0) throw new AdminError(`Already in the pool: ${taken.join(", ")}. None of the ${numbers.length} numbers given was added.`);
         return findPoolNumbers(tx, { ids: await insertPoolNumbers(tx, { ...n, numbers }) });
       }),
     listPoolNumbers: (type?: string) => findPoolNumbers(deps.sql, { type }),

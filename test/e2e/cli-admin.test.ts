@@ -222,7 +222,7 @@ describe("simhost pool", () => {
     expect((await admin("pool", "add", existing)).code).toBe(0);
     const r = await admin("pool", "add", fresh, existing);
     expect(r.code).toBe(1);
-    expect(r.stderr.trim()).toBe(`Already in the pool: ${existing}.`);
+    expect(r.stderr.trim()).toBe(`Already in the pool: ${existing}. None of the 2 numbers given was added.`);
     expect(await ctx.sql`select id from hosted_sims where number = ${fresh}`).toHaveLength(0);
   });
 

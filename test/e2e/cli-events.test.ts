@@ -107,6 +107,13 @@ describe("simhost events list", () => {
 });
 
 describe("simhost events tail", () => {
+  test("a --cursor-file in a folder that does not exist is refused before anything is followed (it failed at the first event)", async () => {
+    const t = await createTenant(ctx.sql);
+    const missing = join(mkdtempSync(join(tmpdir(), "simhost-cursor-")), "no", "such", "cursor");
+    const r = await run(t.token, ["events", "tail", "--cursor-file", missing]);
+    expect([r.code, r.stderr.trim()]).toEqual([1, `--cursor-file: cannot write in ${join(missing, "..")} (it does not exist, or is not writable).`]);
+  });
+
   test("prints new events as they come; rides out a server restart; a restarted tail resumes from its cursor file, nothing twice", async () => {
     const t = await createTenant(ctx.sql);
     await append(ctx, [testEvent(t.org.id, 0)]); // before the tail: not printed (from now on)

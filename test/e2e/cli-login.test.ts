@@ -80,6 +80,9 @@ describe("simhost login", () => {
     const { user } = await userWithTwoFactor();
     const r = await operator().run(["login", "--email", user.email, "--password", TEST_PASSWORD, "--code", "000000"]);
     expect(r.code).toBe(1);
+    // In the CLI's words: the API's names its tmp_token, which a CLI user never sees.
+    expect(r.stderr).toContain("The two-factor code was not accepted");
+    expect(r.stderr).not.toContain("tmp_token");
   });
 
   test("logout ends the session on the server and forgets the token", async () => {

@@ -54,6 +54,15 @@ describe("device-sim device and provider inject as subprocesses", () => {
     await waitFor(async () => (texts = await allTexts()).length >= 2, 15_000, 300);
     expect(texts.sort()).toEqual(["scripted one", "scripted two"]);
 
+    // Without --json, a person's summary (it printed the JSON either way).
+    const plain = await createTenant(s.server.sql);
+    const human = await sim([
+      ...["device", "--server", s.server.url, "--provider-url", s.provider.url, "--email", plain.user.email, "--password", TEST_PASSWORD],
+      ...["--exit-when-idle", "--no-listen", "--state", join(dir, "plain")],
+    ]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^device \d+ stopped: every SMS made, 0 waiting to be accepted\ncounts {4}/);
+
     const without = await sim([...args, "--exit-when-idle", "--no-listen"]);
     expect(without.code).toBe(1);
     expect(without.stderr).toContain("--totp-secret");
