@@ -5,7 +5,8 @@ import type { Sql } from "../db/client";
  * what waits per queue, and the dead jobs (given up after their last attempt, or by GiveUp),
  * which the queue keeps for inspection and never runs again by itself: work that was
  * acknowledged (an SMS a phone submitted, a scheduled send) and did not happen. An operator
- * who fixed the cause retries them; one who judged them void discards them.
+ * who fixed the cause retries them; one who judged them void discards them; the hourly clean-up
+ * removes those dead for longer than LOG_RETENTION_DAYS (`removeDeadJobsBefore`).
  */
 
 export type QueueCounts = { queue: string; waiting: number; running: number; dead: number; oldest_due_seconds: number | null };
@@ -60,4 +61,14 @@ export async function retryDeadJobs(sql: Sql, s: DeadJobSelection): Promise<numb
 export async function discardDeadJobs(sql: Sql, s: DeadJobSelection): Promise<number[]> {
   const rows = await sql<{ id: number }[]>`delete from jobs where dead ${selected(sql, s)} returning id`;
   return rows.map((r) => r.id).sort((a, b) => a - b);
+}
+
+/**
+ * Dead jobs that died before `cutoff` go for good (the hourly clean-up, server/maintenance/
+ * retention.ts, after LOG_RETENTION_DAYS as the delivery log): kept for an operator to look at,
+ * not forever. At most `limit` a call; the count removed.
+ */
+export async function removeDeadJobsBefore(sql: Sql, cutoff: Date, limit: number): Promise<number> {
+  const rows = await sql`delete from jobs where id in (select id from jobs where dead and run_at < ${cutoff} order by id limit ${limit})`;
+  return rows.count;
 }

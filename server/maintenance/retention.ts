@@ -1,5 +1,6 @@
 import type { Database, Pool, Sql } from "../db/client";
 import { deleteEventsBefore } from "../events/log";
+import { removeDeadJobsBefore } from "../jobs/dead-jobs";
 import { type JobHandler, type JobQueue, QUEUE_TABLE } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/logger";
@@ -16,6 +17,7 @@ export type Removed = {
   refreshTokens: number;
   idempotencyKeys: number;
   events: number;
+  deadJobs: number;
 };
 
 const DAY_MS = 86_400_000;
@@ -45,7 +47,9 @@ const deleted = async (q: PromiseLike<{ count: number }>) => (await q).count;
  *   token is kept until then: presenting it again still revokes its family);
  * - Idempotency-Key records older than their 24 h window (server/lib/idempotency.ts);
  * - events of the log older than `eventRetentionDays` (EVENT_RETENTION_DAYS): a cursor before a
- *   removed event answers 410 cursor_expired (events/log.ts `deleteEventsBefore` moves the horizon).
+ *   removed event answers 410 cursor_expired (events/log.ts `deleteEventsBefore` moves the horizon);
+ * - dead jobs that died more than `logRetentionDays` ago (jobs/dead-jobs.ts: an operator had that
+ *   long to retry or discard them; `simhost_queue_dead` counted them meanwhile).
  */
 export async function removeExpired(sql: Sql, o: { logRetentionDays: number; eventRetentionDays?: number; now?: number }): Promise<Removed> {
   const cutoff = sql`now() - make_interval(days => ${o.logRetentionDays})`;
@@ -80,7 +84,9 @@ export async function removeExpired(sql: Sql, o: { logRetentionDays: number; eve
   );
   const eventsBefore = new Date((o.now ?? Date.now()) - (o.eventRetentionDays ?? 30) * DAY_MS);
   const events = await inChunks(() => deleteEventsBefore(sql, eventsBefore, CHUNK));
-  return { deliveryLogs, deliveries, sessions, authorizationCodes, refreshTokens, idempotencyKeys, events };
+  const deadBefore = new Date((o.now ?? Date.now()) - o.logRetentionDays * DAY_MS);
+  const deadJobs = await inChunks(() => removeDeadJobsBefore(sql, deadBefore, CHUNK));
+  return { deliveryLogs, deliveries, sessions, authorizationCodes, refreshTokens, idempotencyKeys, events, deadJobs };
 }
 
 /** The next hour's run, once however many instances ask (the dedupe key names the hour). */
@@ -99,6 +105,7 @@ const TABLES: Record<keyof Removed, string> = {
   refreshTokens: "oauth_refresh_tokens",
   idempotencyKeys: "idempotency_keys",
   events: "events",
+  deadJobs: QUEUE_TABLE,
 };
 
 type RetentionDeps = {
@@ -126,7 +133,7 @@ export function retentionHandler(deps: RetentionDeps): JobHandler {
     if (Object.values(removed).some((n) => n > 0)) deps.logger.info({ removed }, "expired records removed");
     // Then the space of what went, and of the finished jobs, where no autovacuum reclaims it.
     const emptied = (Object.keys(TABLES) as (keyof Removed)[]).filter((k) => removed[k] > 0).map((k) => TABLES[k]);
-    await deps.vacuum?.([QUEUE_TABLE, ...emptied]);
+    await deps.vacuum?.([...new Set([QUEUE_TABLE, ...emptied])]);
   };
 }
 

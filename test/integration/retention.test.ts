@@ -64,6 +64,19 @@ describe("retention (hourly clean-up)", () => {
     expect((await ctx.request("GET", "/api/me", { token: t.token })).status).toBe(200);
   });
 
+  test("dead jobs go once dead for longer than LOG_RETENTION_DAYS; newer dead jobs and live ones stay", async () => {
+    const job = (dead: boolean, daysAgo: number) => ctx.sql<{ id: number }[]>`
+      insert into jobs (queue, payload, dead, attempts, run_at) values ('retention.test', '{}', ${dead}, 3, now() - make_interval(days => ${daysAgo})) returning id`;
+    const [old] = await job(true, 31);
+    const [recent] = await job(true, 29);
+    const [waiting] = await job(false, 40);
+    const removed = await removeExpired(ctx.sql, { logRetentionDays: 30 });
+    expect(removed.deadJobs).toBeGreaterThanOrEqual(1);
+    const left = await ctx.sql<{ id: number }[]>`select id from jobs where id = any(${[old!.id, recent!.id, waiting!.id]}::bigint[]) order by id`;
+    expect(left.map((r) => r.id)).toEqual([recent!.id, waiting!.id]);
+    await ctx.sql`delete from jobs where queue = 'retention.test'`;
+  });
+
   test("events older than EVENT_RETENTION_DAYS go, in chunks; newer ones stay", async () => {
     const t = await createTenant(ctx.sql);
     const insert = (daysAgo: number, n: number) => ctx.sql`
