@@ -96,6 +96,12 @@ describe.skipIf(!CHROMIUM)("an open console", () => {
     expect(await page.getByText("Organization not found.").count()).toBe(0);
     // One organization left: no switcher.
     expect(await page.getByLabel("Organization").count()).toBe(0);
+    // And live again: the server ended the connection (4009, the left organization's grant); a
+    // new one carries the staying organization's events (it stayed "Disconnected" until a reload).
+    await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Inbox" }).click();
+    await page.getByText("Live", { exact: true }).waitFor({ timeout: 15_000 });
+    await sendThroughProvider(w.provider.url, { from: "+15550004444", to: stays.number, body: "still live 771203" });
+    await page.getByRole("list", { name: "Messages" }).getByText("still live 771203", { exact: false }).waitFor({ timeout: 15_000 });
     await context.close();
   }, 60_000);
 
