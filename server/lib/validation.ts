@@ -132,12 +132,18 @@ export function throughScalar(issue: Issue, body: unknown): Issue {
 export function intoUnionMember(issue: Issue): Issue[] {
   const member = issue.schema ? memberOfItsType(issue.schema, issue.value) : undefined;
   if (!member || (member.type !== "array" && member.type !== "object")) return [issue];
-  const inner = [...Value.Errors(member as never, issue.value)].map((e) => ({
-    path: `${issue.path}${e.path}`,
-    value: e.value,
-    schema: e.schema as SchemaLike,
-    message: e.message,
-  }));
+  let inner: Issue[];
+  try {
+    inner = [...Value.Errors(member as never, issue.value)].map((e) => ({
+      path: `${issue.path}${e.path}`,
+      value: e.value,
+      schema: e.schema as SchemaLike,
+      message: e.message,
+    }));
+  } catch {
+    // A schema TypeBox cannot judge alone (a format only Elysia knows): the union's own issue, as before.
+    return [issue];
+  }
   return inner.length > 0 ? inner.flatMap(intoUnionMember) : [issue];
 }
 
