@@ -11,7 +11,7 @@ import { type BUS_TIMING, createRevocationBus } from "./revocation-bus";
 import { createRevocationFeed, type FEED_TIMING } from "./revocation-feed";
 import type { LoggedInvalidation } from "./revocation-log";
 import { createRevoker } from "./revoker";
-import { deleteUserSessions, type SessionChoice } from "./store";
+import { deleteUserSessions, findLiveSession, type SessionChoice } from "./store";
 import { API_KEY_PREFIX_LENGTH, newApiKey } from "./tokens";
 
 export type Credentials = ReturnType<typeof createCredentials>;
@@ -124,11 +124,7 @@ export function createCredentials(opts: CredentialOptions) {
      * The session or OAuth token `token` is, unexpired, whatever its user's memberships: logout
      * needs nothing more (a user in no organization any more can still end theirs). Null when none.
      */
-    async sessionOf(token: string): Promise<{ id: number; userId: number } | null> {
-      const [row] = await opts.sql<{ id: number; user_id: number }[]>`
-        select id, user_id from sessions where token_hash = ${sha256(token)} and expires_at > now()`;
-      return row ? { id: row.id, userId: row.user_id } : null;
-    },
+    sessionOf: (token: string) => findLiveSession(opts.sql, sha256(token)),
     cacheSize: cache.size,
     /** Whether this instance serves callers from its cache now (false: every request resolves against the database). */
     cacheInUse: cacheUsable,

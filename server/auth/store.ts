@@ -19,6 +19,12 @@ export async function findTotpUser(sql: Sql, userId: number): Promise<TotpUserRo
   return row;
 }
 
+/** The unexpired session or OAuth access token of this digest, with its user; null when none. */
+export async function findLiveSession(sql: Sql, tokenHash: Buffer): Promise<{ id: number; userId: number } | null> {
+  const [row] = await sql<{ id: number; user_id: number }[]>`select id, user_id from sessions where token_hash = ${tokenHash} and expires_at > now()`;
+  return row ? { id: row.id, userId: row.user_id } : null;
+}
+
 export async function deleteSession(sql: Sql, sessionId: number) {
   await sql`delete from sessions where id = ${sessionId}`;
 }
