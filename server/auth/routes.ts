@@ -94,7 +94,6 @@ export function authRoutes(services: Deps) {
           "With an API key, `user` is the key's creator while they are a member of its organization, else the organization's first owner (null only if it has none).",
       },
     })
-
     .post(
       "/api/auth/2fa/setup",
       async ({ caller: c }) => {
