@@ -5271,7 +5271,7 @@ export interface operations {
                     max_delay_seconds: number;
                     /** @description at most this many messages a local day (in time_zone); more wait for the next day */
                     daily_cap: number;
-                    /** @description IANA time zone of quiet hours and of the daily cap's day, default UTC; null: the same as leaving it out */
+                    /** @description IANA time zone (Europe/Berlin) or fixed UTC offset (+05:30) of quiet hours and of the daily cap's day, default UTC; null: the same as leaving it out */
                     time_zone?: string | null;
                     /** @description no message is handed to the phone between start and end in time_zone; sends wait for the window to open; null clears it */
                     quiet_hours?: {
@@ -5414,7 +5414,7 @@ export interface operations {
                     max_delay_seconds: number;
                     /** @description at most this many messages a local day (in time_zone); more wait for the next day */
                     daily_cap: number;
-                    /** @description IANA time zone of quiet hours and of the daily cap's day, default UTC; null: the same as leaving it out */
+                    /** @description IANA time zone (Europe/Berlin) or fixed UTC offset (+05:30) of quiet hours and of the daily cap's day, default UTC; null: the same as leaving it out */
                     time_zone?: string | null;
                     /** @description no message is handed to the phone between start and end in time_zone; sends wait for the window to open; null clears it */
                     quiet_hours?: {

@@ -31,7 +31,7 @@ function toPolicy(b: PolicyBody): SendingPolicy {
   const errors: Record<string, string[]> = {};
   if (b.max_delay_seconds < b.min_delay_seconds) errors.max_delay_seconds = ["must be at least min_delay_seconds"];
   const timeZone = canonicalTimeZone(b.time_zone ?? "UTC");
-  if (timeZone === null) errors.time_zone = ["must be an IANA time zone such as Europe/Berlin or UTC"];
+  if (timeZone === null) errors.time_zone = ["must be an IANA time zone such as Europe/Berlin or UTC, or a UTC offset such as +05:30"];
   const quiet = b.quiet_hours ? { start: minutesOf(b.quiet_hours.start), end: minutesOf(b.quiet_hours.end) } : null;
   if (quiet && quiet.start === quiet.end) errors["quiet_hours.end"] = ["must differ from start"];
   if (Object.keys(errors).length > 0) throw validationFailed(errors);

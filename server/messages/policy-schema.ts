@@ -38,7 +38,14 @@ const Fields = {
 export const PolicyBody = t.Object(
   {
     ...Fields,
-    time_zone: Optional(Text({ minLength: 1, maxLength: 64, description: "IANA time zone of quiet hours and of the daily cap's day, default UTC" }), "absent"),
+    time_zone: Optional(
+      Text({
+        minLength: 1,
+        maxLength: 64,
+        description: "IANA time zone (Europe/Berlin) or fixed UTC offset (+05:30) of quiet hours and of the daily cap's day, default UTC",
+      }),
+      "absent",
+    ),
     quiet_hours: Optional(QuietHours, "clears"),
   },
   { additionalProperties: false },

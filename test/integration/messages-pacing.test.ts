@@ -468,6 +468,10 @@ describe("sending policy API", () => {
       source: "number",
     });
     expect((await base.request("DELETE", `/api/numbers/${byos.hostedSimId}/sending-policy`, { token: t.token })).body.data.source).toBe("organization");
+    // A fixed UTC offset is a time zone too (the runtime's), as the document says.
+    const offset = await base.request("PUT", `/api/numbers/${byos.hostedSimId}/sending-policy`, { token: t.token, body: { ...own, time_zone: "+05:30" } });
+    expect([offset.status, offset.body.data?.time_zone]).toEqual([200, "+05:30"]);
+    await base.request("DELETE", `/api/numbers/${byos.hostedSimId}/sending-policy`, { token: t.token });
 
     const bad = await base.request("PUT", "/api/sending-policy", {
       token: t.token,
