@@ -192,7 +192,8 @@ export function buildApp(services: Services, opts: { deprecations?: Deprecation[
     })
     // After authorization (a caller the route refuses is told so, whatever the input holds) and validation.
     .onBeforeHandle(({ body, query, request, route }) => {
-      if (hasNul(body) || hasNul(query)) throw validationFailed(nulFields(query, "query", nulFields(body, "body", {})));
+      if ((hasNul(body) || hasNul(query)) && !bodies.readsOwnInput(request.method, route))
+        throw validationFailed(nulFields(query, "query", nulFields(body, "body", {})));
       // A body that passed validation may still be of a type the route does not take (form data on a JSON route).
       const refused = bodies.refusal(request, route, parsedBodies.get(request));
       if (refused) throw refused;

@@ -21,6 +21,13 @@ export const FORM_MEDIA_TYPE = "application/x-www-form-urlencoded";
  */
 export const BODY_MEDIA_TYPES = "x-body-media-types";
 
+/**
+ * A route that reads and judges its own input and answers in a format of its own (the OAuth
+ * endpoints: RFC 6749 errors, or the sign-in page) says so in its `detail`; the app's NUL check
+ * in API.md §1's shape then leaves its query to it.
+ */
+export const OWN_INPUT = "x-reads-own-input";
+
 type Route = { method: string; path: string; hooks?: { body?: unknown; parse?: unknown; detail?: unknown } };
 
 /** The media type of a Content-Type header, lower case and without parameters. */
@@ -93,12 +100,14 @@ export const notAnObject = () => validationFailed({ body: ["must be a JSON objec
 export function createBodyRules() {
   type Rule = { accepted: readonly string[]; schema: TSchema };
   const rules = new Map<string, Map<string, Rule>>();
+  const ownInput = new Set<string>();
   // By route, then method: both strings come from Elysia as they are (their hashes cached), where a
   // key built per request would be a new string to hash on every request.
   const ruleOf = (method: string, route: string) => rules.get(route)?.get(method);
   return {
     learn(routes: Route[]) {
       for (const route of routes) {
+        if ((route.hooks?.detail as Record<string, unknown> | undefined)?.[OWN_INPUT] === true) ownInput.add(`${route.method} ${route.path}`);
         const accepted = acceptedMediaTypes(route);
         if (!accepted) continue;
         const byMethod = rules.get(route.path) ?? new Map<string, Rule>();
@@ -106,6 +115,8 @@ export function createBodyRules() {
         rules.set(route.path, byMethod);
       }
     },
+    /** Whether the route reads and judges its own input (`OWN_INPUT`). */
+    readsOwnInput: (method: string, route: string) => ownInput.size > 0 && ownInput.has(`${method} ${route}`),
     /** The body schema of a route that takes a body. */
     schema: (method: string, route: string) => ruleOf(method, route)?.schema,
     /** The error a body of this route's request stands for, before its fields are looked at; null when its shape is fine. */

@@ -41,8 +41,13 @@ const digest = (s: string) => createHash("sha256").update(s).digest("base64url")
  */
 export async function validateAuthorizeRequest(sql: Pool, params: URLSearchParams): Promise<{ request: AuthRequest; client: Client } | Outcome> {
   const one = (k: string) => (params.getAll(k).length === 1 ? params.get(k)! : undefined);
+  // No stored value holds a NUL (PostgreSQL refuses one in text): named on the page before any
+  // lookup when it is in client_id or redirect_uri, sent back to the client when elsewhere.
+  const withNul = [...params].find(([k, v]) => k.includes("\0") || v.includes("\0"))?.[0];
   const clientId = one("client_id");
   const redirectUri = one("redirect_uri");
+  if (clientId?.includes("\0") || redirectUri?.includes("\0"))
+    return pageError("Invalid request", "The client_id and redirect_uri must not hold NUL characters.");
   if (!clientId) return pageError("Invalid request", "The request must name exactly one client_id.");
   const client = await store.findClient(sql, clientId);
   if (!client) return pageError("Unknown application", "No application is registered with this client_id.");
@@ -51,6 +56,8 @@ export async function validateAuthorizeRequest(sql: Pool, params: URLSearchParam
   }
   const state = one("state");
   const back = { redirect_uri: redirectUri, state: state ?? params.get("state") ?? undefined };
+  if (withNul !== undefined)
+    return redirectError({ ...back, state: back.state?.includes("\0") ? undefined : back.state }, "invalid_request", "A parameter holds a NUL character.");
   const duplicate = [...new Set(params.keys())].find((k) => params.getAll(k).length > 1);
   if (duplicate) return redirectError(back, "invalid_request", `The ${duplicate} parameter is repeated.`);
   const responseType = one("response_type");

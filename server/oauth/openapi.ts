@@ -1,4 +1,5 @@
 import type { TObject } from "@sinclair/typebox";
+import { OWN_INPUT } from "../lib/body-rules";
 import { AuthorizeQuery, OAuthErrorBody, RevokeRequest, SignInForm, TokenRequest, TokenResponse } from "./schema";
 
 /** The OpenAPI `detail` of each OAuth route. These routes validate by hand (RFC errors, not API.md §1). */
@@ -13,7 +14,8 @@ const rfcError = { description: "RFC 6749 5.2 error", content: { "application/js
 const queryParameters = (schema: TObject) =>
   Object.entries(schema.properties).map(([name, s]) => ({ name, in: "query", required: schema.required?.includes(name) ?? false, schema: s }));
 
-const common = { tags: ["OAuth"], security: [] };
+// Every OAuth route reads and judges its input itself (OWN_INPUT: not the app's API.md §1 NUL check).
+const common = { tags: ["OAuth"], security: [], [OWN_INPUT]: true };
 const page = { description: "The sign-in or consent page (HTML)", content: { "text/html": { schema: { type: "string" as const } } } };
 const redirect = { description: "Redirect to the client's redirect_uri with code and state, or with error (RFC 6749 4.1.2)" };
 

@@ -99,6 +99,29 @@ describe("GET /oauth/authorize", () => {
     expect(q.get("error")).toBe("unsupported_response_type");
   });
 
+  test("a NUL in a parameter: the page for client_id or redirect_uri, invalid_request to the client for any other (it answered API.md §1's JSON 422)", async () => {
+    const { params, client } = await setup();
+    for (const bad of [{ client_id: "oc_\u0000x" }, { redirect_uri: `${client.redirectUri}\u0000` }]) {
+      const res = await ctx.request("GET", params(bad));
+      expect(res.status).toBe(400);
+      expect(res.headers.get("content-type")).toContain("text/html");
+      expect(res.headers.get("location")).toBeNull();
+    }
+    // A NUL state is not sent back; any other parameter's NUL keeps the client's state.
+    for (const [path, state] of [
+      [params({ state: "\u0000" }), null],
+      [`${params()}&x=%00`, "xyz"],
+    ] as const) {
+      const q = redirectParams(await ctx.request("GET", path), client.redirectUri);
+      expect([path, q.get("error"), q.get("error_description"), q.get("state")]).toEqual([
+        path,
+        "invalid_request",
+        "A parameter holds a NUL character.",
+        state,
+      ]);
+    }
+  });
+
   test("a repeated parameter: invalid_request", async () => {
     const { params, client } = await setup();
     const q = redirectParams(await ctx.request("GET", `${params()}&state=again`), client.redirectUri);
