@@ -101,7 +101,8 @@ describe("GET /oauth/authorize", () => {
 
   test("a NUL in a parameter: the page for client_id or redirect_uri, invalid_request to the client for any other (it answered API.md §1's JSON 422)", async () => {
     const { params, client } = await setup();
-    for (const bad of [{ client_id: "oc_\u0000x" }, { redirect_uri: `${client.redirectUri}\u0000` }]) {
+    const cases: Record<string, string>[] = [{ client_id: "oc_\u0000x" }, { redirect_uri: `${client.redirectUri}\u0000` }];
+    for (const bad of cases) {
       const res = await ctx.request("GET", params(bad));
       expect(res.status).toBe(400);
       expect(res.headers.get("content-type")).toContain("text/html");
