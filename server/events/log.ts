@@ -139,9 +139,9 @@ export async function highWaterPosition(sql: Sql): Promise<Position> {
 }
 
 /**
- * Retention: removes up to `chunk` events created before `before` (returns how many went), and moves the log's horizon (the newest
- * position removed, `event_log_horizon`) past them in the same statement, so no cursor before
- * a removed event is taken for a complete one (`removedAfter`).
+ * Retention: removes up to `chunk` events created before `before` (returns how many went), and
+ * moves the log's horizon (the newest position removed, `event_log_horizon`) past them in the same
+ * statement, so no cursor before a removed event is taken for a complete one (`removedAfter`).
  */
 export async function deleteEventsBefore(sql: Sql, before: Date, chunk = 5000): Promise<number> {
   const [row] = await sql<{ n: number }[]>`

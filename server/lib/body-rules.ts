@@ -115,8 +115,8 @@ export function createBodyRules() {
         rules.set(route.path, byMethod);
       }
     },
-    /** Whether the route reads and judges its own input (`OWN_INPUT`). */
-    readsOwnInput: (method: string, route: string) => ownInput.size > 0 && ownInput.has(`${method} ${route}`),
+    /** Whether the route reads and judges its own input (`OWN_INPUT`); asked only of a request holding a NUL. */
+    readsOwnInput: (method: string, route: string) => ownInput.has(`${method} ${route}`),
     /** The body schema of a route that takes a body. */
     schema: (method: string, route: string) => ruleOf(method, route)?.schema,
     /** The error a body of this route's request stands for, before its fields are looked at; null when its shape is fine. */

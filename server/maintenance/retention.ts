@@ -82,9 +82,10 @@ export async function removeExpired(sql: Sql, o: { logRetentionDays: number; eve
       delete from idempotency_keys where ctid in (
         select ctid from idempotency_keys where created_at < now() - interval '24 hours' limit ${CHUNK})`),
   );
-  const eventsBefore = new Date((o.now ?? Date.now()) - (o.eventRetentionDays ?? 30) * DAY_MS);
+  const now = o.now ?? Date.now();
+  const eventsBefore = new Date(now - (o.eventRetentionDays ?? 30) * DAY_MS);
   const events = await inChunks(() => deleteEventsBefore(sql, eventsBefore, CHUNK));
-  const deadBefore = new Date((o.now ?? Date.now()) - o.logRetentionDays * DAY_MS);
+  const deadBefore = new Date(now - o.logRetentionDays * DAY_MS);
   const deadJobs = await inChunks(() => removeDeadJobsBefore(sql, deadBefore, CHUNK));
   return { deliveryLogs, deliveries, sessions, authorizationCodes, refreshTokens, idempotencyKeys, events, deadJobs };
 }

@@ -4,7 +4,7 @@ import type { Pool } from "../db/client";
 import type { FormSigner } from "./form-signer";
 import { consentPage, errorPage, type FormContext, type SignInErrors, signInPage, totpPage } from "./page";
 import { isValidS256Challenge } from "./pkce";
-import { ConsentForm, firstInvalidField, SignInForm, TotpForm } from "./schema";
+import { ConsentForm, firstInvalidField, paramsToFields, SignInForm, TotpForm } from "./schema";
 import type { createSignIn } from "./sign-in";
 import * as store from "./store";
 import { CODE_TTL_SECONDS } from "./token";
@@ -43,7 +43,7 @@ export async function validateAuthorizeRequest(sql: Pool, params: URLSearchParam
   const one = (k: string) => (params.getAll(k).length === 1 ? params.get(k)! : undefined);
   // No stored value holds a NUL (PostgreSQL refuses one in text): named on the page before any
   // lookup when it is in client_id or redirect_uri, sent back to the client when elsewhere.
-  const withNul = [...params].find(([k, v]) => k.includes("\0") || v.includes("\0"))?.[0];
+  const withNul = paramsToFields(params).withNul[0];
   const clientId = one("client_id");
   const redirectUri = one("redirect_uri");
   if (clientId?.includes("\0") || redirectUri?.includes("\0"))
