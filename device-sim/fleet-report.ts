@@ -84,14 +84,19 @@ export function formatReport(r: FleetReport): string {
     `outbound  accepted ${o.accepted}  refused ${o.refused}  sent ${o.sent}  delivered ${o.delivered}  failed ${o.failed}  expired ${o.expired}  cancelled ${o.cancelled}  DUPLICATED ${o.duplicated}  LOST ${o.lost}`,
     `phones    sent ${o.phones.sent}  delivered ${o.phones.delivered}  failed ${o.phones.failed}  cancelled ${o.phones.cancelled}  refused by the server ${o.phones.refused}`,
     `heartbeats ${r.heartbeats}`,
-    "latency (ms)        count     p50     p95     p99     max",
-    ...Object.entries(r.latency_ms).map(
-      ([op, l]) => `  ${op.padEnd(16)} ${String(l.count).padStart(7)} ${fmt(l.p50)} ${fmt(l.p95)} ${fmt(l.p99)} ${fmt(l.max)}`,
-    ),
-    Object.keys(r.errors).length ? "errors" : "errors: none",
-    ...Object.entries(r.errors).map(([kind, n]) => `  ${String(n).padStart(7)}  ${kind}`),
+    ...latencyAndErrorLines(r.latency_ms, r.errors),
   ];
   return lines.join("\n");
+}
+
+/** A run's latencies per operation and its errors by kind, as a table for people (a fleet's, or one device's). */
+export function latencyAndErrorLines(latency: FleetReport["latency_ms"], errors: Record<string, number>): string[] {
+  return [
+    "latency (ms)        count     p50     p95     p99     max",
+    ...Object.entries(latency).map(([op, l]) => `  ${op.padEnd(16)} ${String(l.count).padStart(7)} ${fmt(l.p50)} ${fmt(l.p95)} ${fmt(l.p99)} ${fmt(l.max)}`),
+    Object.keys(errors).length ? "errors" : "errors: none",
+    ...Object.entries(errors).map(([kind, n]) => `  ${String(n).padStart(7)}  ${kind}`),
+  ];
 }
 
 const fmt = (n: number) => n.toFixed(1).padStart(7);

@@ -2,6 +2,7 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { ApiError, type Credentials } from "./api";
 import { formatReport, runFleet } from "./fleet";
+import { latencyAndErrorLines } from "./fleet-report";
 import { defaultAccountSid, forwardToServer, startProvider } from "./provider";
 import { createRandom, resolveSeed } from "./random";
 import { runDevice } from "./run-device";
@@ -249,17 +250,16 @@ function errorMessage(body: string) {
   }
 }
 
-/** One device's run for a person (--json prints it whole). */
+/** One device's run for a person (--json prints it whole), its latencies and errors as a fleet's. */
 function describeRun(s: Awaited<ReturnType<typeof runDevice>>): string {
-  const pairs = (o: Record<string, number>) =>
-    Object.entries(o)
+  const counts =
+    Object.entries(s.counters)
       .map(([k, v]) => `${k} ${v}`)
       .join(", ") || "none";
   return [
     `device ${s.device_id ?? "-"} ${s.state}: ${s.all_sms_made ? "every SMS made" : "not every SMS made"}, ${s.pending} waiting to be accepted`,
-    `counts    ${pairs(s.counters)}`,
-    `errors    ${pairs(s.errors)}`,
-    ...Object.entries(s.latency_ms).map(([op, l]) => `latency   ${op}: p50 ${l.p50} ms, p99 ${l.p99} ms, max ${l.max} ms (${l.count})`),
+    `counts    ${counts}`,
+    ...latencyAndErrorLines(s.latency_ms, s.errors),
   ].join("\n");
 }
 
