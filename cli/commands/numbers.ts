@@ -15,7 +15,13 @@ export async function resolveNumberId(api: ApiClient, ref: number | string): Pro
   return Number(found.id); // documented as string | number (Elysia's t.Integer in the response schema)
 }
 
-const lockText = (n: HostedSim) => (n.lock ? `until ${n.lock.locked_until}` : n.locked ? "by another organization" : "-");
+/** Your organization's lock with how it ends (its time, or the first SMS under it, from one sender or any), another's, or none. */
+const lockText = (n: HostedSim) => {
+  if (!n.lock) return n.locked ? "by another organization" : "-";
+  const until = `until ${n.lock.locked_until}`;
+  if (!n.lock.release_on_message) return until;
+  return `${until} or the first SMS${n.lock.sender === null ? "" : ` from ${n.lock.sender}`}`;
+};
 
 const columns = [
   { header: "ID", value: (n: HostedSim) => n.id },
@@ -101,8 +107,10 @@ export function registerNumbers(program: Command): void {
       const o = globals(cmd);
       const api = createApiClient(o);
       const id = await resolveNumberId(api, ref);
+      // Unlocking an unlocked number succeeds (the wanted state); only what it was before tells a person which happened.
+      const before = await api.ok(api.GET("/api/numbers/{id}", { params: { path: { id } } }));
       const body = await api.ok(api.POST("/api/numbers/{id}/unlock", { params: { path: { id } } }));
-      emit(o, body, () => `Unlocked ${body.data.number}.`);
+      emit(o, body, () => (before.data.lock ? `Unlocked ${body.data.number}.` : `${body.data.number} was not locked by your organization.`));
     });
 
   orgOption(numbers.command("alias"))

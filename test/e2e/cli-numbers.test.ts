@@ -32,10 +32,19 @@ describe("simhost numbers", () => {
     expect(unlocked.code).toBe(0);
     expect(unlocked.json().data.lock).toBeNull();
 
+    const again = await server.run(token, ["numbers", "unlock", String(sim.id)]);
+    expect(again.code).toBe(0);
+    expect(again.stdout.trim()).toBe(`${sim.number} was not locked by your organization.`);
+
     const releasing = await server.run(token, ["numbers", "lock", String(sim.id), "--release-on-message", "--sender", "Google", "--json"]);
     expect(releasing.code).toBe(0);
-    expect(releasing.json().data.lock).toMatchObject({ release_on_message: true, sender: "Google" });
-    expect((await server.run(token, ["numbers", "unlock", String(sim.id)])).code).toBe(0);
+    const lock = releasing.json().data.lock;
+    expect(lock).toMatchObject({ release_on_message: true, sender: "Google" });
+    const shown = await server.run(token, ["numbers", "show", String(sim.id)]);
+    expect(shown.stdout).toContain(`until ${lock.locked_until} or the first SMS from Google`);
+    const released = await server.run(token, ["numbers", "unlock", String(sim.id)]);
+    expect(released.code).toBe(0);
+    expect(released.stdout.trim()).toBe(`Unlocked ${sim.number}.`);
 
     const aliased = await server.run(token, ["numbers", "alias", String(sim.id), "Support line", "--json"]);
     expect(aliased.code).toBe(0);
