@@ -1,5 +1,5 @@
 import type { Sql } from "../db/client";
-import { countInboundOnNumbers } from "../numbers/byos-store";
+import { countInboundOnNumbers, lockInboundNumbers } from "../numbers/byos-store";
 import { extractCode } from "./code";
 import { announceInbound } from "./fanout";
 
@@ -35,7 +35,8 @@ export type StoredInbound = {
  * goes unannounced; the caller notifies the event tail (`services.events.notify()`) after its
  * commit. Each message's one-time code (code.ts) is extracted here, in JavaScript, and stored
  * with it (and flagged on its visibility rows for `has_code`). Message ids follow the order of
- * `inputs`; the answer is in that order too, null where the hosted SIM does not exist.
+ * `inputs` and, on each number, the order in which they commit; the answer is in that order too,
+ * null where the hosted SIM does not exist.
  */
 export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Promise<(StoredInbound | null)[]> {
   if (inputs.length === 0) return [];
@@ -51,6 +52,11 @@ export async function storeInboundMessages(tx: Sql, inputs: InboundInput[]): Pro
     received_at: i.receivedAt.toISOString(),
     code: extractCode(i.text),
   }));
+  // The numbers' rows are locked before the statement draws the messages' ids: drawn first, a
+  // batch waiting on one of its numbers would hold ids below those of SMS committed meanwhile on
+  // its other numbers, and `after=<id>` (messages/next, history) would skip or repeat messages.
+  // Locked here, a number's messages take their ids in the order they commit.
+  await lockInboundNumbers(tx, [...new Set(rows.map((r) => r.hosted_sim_id))]);
   const stored = await tx<
     { ord: number; message_id: number; hosted_sim_id: number; locked: boolean; released: number[] | null; visibility: StoredInbound["visibility"] }[]
   >`

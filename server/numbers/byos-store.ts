@@ -82,6 +82,11 @@ export async function findActiveHostedSimByNumber(sql: Sql, number: string) {
   return row ?? null;
 }
 
+/** Locks the rows of the numbers a batch of inbound SMS arrives on (in id order, as countInboundOnNumbers does), for the rest of the transaction. */
+export async function lockInboundNumbers(sql: Sql, hostedSimIds: number[]): Promise<void> {
+  await sql`select 1 from hosted_sims where id = any(${hostedSimIds}::bigint[]) order by id for no key update`;
+}
+
 /**
  * The part of storeInboundMessages' one statement that belongs to the numbers: it locks the
  * batch's hosted SIMs in id order (batches sharing numbers queue up instead of deadlocking),

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomString } from "../../server/lib/crypto";
+import { storeInboundMessages } from "../../server/messages/inbound";
 import { createApiKey, createTenant, sessionFor } from "../fixtures";
 import { providerPost } from "../fixtures-devices";
 import { isReadable } from "../fixtures-events";
-import { createByosNumber, createSharedNumber, eventually, receiveSms } from "../fixtures-numbers";
+import { createByosNumber, createSharedNumber, eventually, holdLocks, lockWaiters, receiveSms } from "../fixtures-numbers";
 import { buildRequest, createTestContext, expectErrorShape, freshDatabase, type TestContext } from "../helpers";
 
 /**
@@ -74,6 +75,28 @@ describe("GET /api/numbers/{id}/messages/next", () => {
     expect((await next(t.token, sim.id, "after=2026-03-01T09:00:00%2B00:00&timeout=1")).body.data.id).toBe(first.messageId);
     expect((await next(t.token, sim.id, `after=${second.messageId}&timeout=1`)).body.data).toBeNull();
   });
+
+  // PostgreSQL only: a batch must wait on one of its numbers while an SMS commits on the other (holdLocks).
+  test.skipIf(!process.env.DATABASE_URL)(
+    "a batch held up on one of its numbers: on the other, its message takes an id above the SMS committed meanwhile, so chaining after=<id> misses nothing",
+    async () => {
+      const t = await createTenant(ctx.sql);
+      const x = await createSharedNumber(ctx.sql, [t.org.id]);
+      const y = await createSharedNumber(ctx.sql, [t.org.id]);
+      const release = await holdLocks(ctx.sql, (tx) => tx`select 1 from hosted_sims where id = ${x.id} for update`);
+      const input = (hostedSimId: number, text: string) => ({ hostedSimId, from: "+15550001111", text, source: "device" as const, receivedAt: new Date() });
+      const batch = ctx.sql.begin((tx) => storeInboundMessages(tx, [input(x.id, "on X"), input(y.id, "Your code is 777777")]));
+      await lockWaiters(ctx.sql, 1);
+      const meanwhile = await receiveSms(ctx.sql, y.id, { text: "Your code is 111111" });
+      const first = await next(t.token, y.id, "after=0&timeout=1");
+      expect(first.body.data.id).toBe(meanwhile.messageId);
+      const chained = next(t.token, y.id, `after=${meanwhile.messageId}&has_code=true&timeout=5`);
+      await release();
+      const [, later] = await batch;
+      expect(later!.messageId).toBeGreaterThan(meanwhile.messageId);
+      expect((await chained).body.data).toMatchObject({ id: later!.messageId, code: "777777" });
+    },
+  );
 
   test("filters from, contains and has_code: stored messages that do not match are passed over, the matching one answers", async () => {
     const t = await createTenant(ctx.sql);
