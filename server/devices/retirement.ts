@@ -1,5 +1,5 @@
 import type { Pool, Sql } from "../db/client";
-import { enqueuePace } from "../messages/pacer";
+import { reconsiderSends } from "../messages/pacer";
 import { deactivateHostedSims } from "../numbers/byos-store";
 import { appendDeviceEvents, DEVICE_NEWS, retiredEvents } from "./announce";
 import { MISSED_HEARTBEATS_TO_INACTIVE } from "./presence-store";
@@ -43,16 +43,17 @@ export async function retireCards(
 
 /**
  * Retired cards' numbers stop being served: numbers/ deactivates the hosted SIMs of the ones that
- * were active (an inactive card's hosted SIM may serve another card by now), and each number's
- * pacer runs, which ends the sends that waited on these cards (messages/pacer.ts: failed, or moved
- * within their sender pool) so they neither wait forever nor hold up the number's next holder.
+ * were active (an inactive card's hosted SIM may serve another card by now), and messages/ ends
+ * the sends these cards will never send (messages/pacer.ts reconsiderSends: those handed to the
+ * phone and not taken up fail at once; those still waiting fail or move within their sender pool)
+ * so they neither wait forever nor hold up the number's next holder.
  */
 export async function endService(tx: Sql, cards: { hosted_sim_id: number | null; was: SimCardStatus }[]) {
   await deactivateHostedSims(
     tx,
     cards.flatMap((c) => (c.was === "active" && c.hosted_sim_id !== null ? [c.hosted_sim_id] : [])),
   );
-  await enqueuePace(
+  await reconsiderSends(
     tx,
     cards.flatMap((c) => (c.hosted_sim_id === null ? [] : [c.hosted_sim_id])),
   );

@@ -49,9 +49,14 @@ export function assertAcceptsSms(status: DeviceStatus) {
  */
 export const OFFLINE_ALERT_STATUSES: readonly DeviceStatus[] = ["active", "pending_verification"];
 
-/** Reports on the sends a device was handed: from any device but a revoked one (revocation is final; its sends were rerouted or failed). */
-export function assertReportsSends(status: DeviceStatus) {
-  if (status === "revoked") throw invalidState("This device has been revoked; it can no longer report on messages.");
+/**
+ * Reports on the sends a device was handed: from any device, and from a revoked one only on the
+ * sends it had taken up (`sending`, `sent`): those went to the air through it, and only it can
+ * say how they ended. Its sends not taken up were failed at the revocation (messages/pacer.ts).
+ */
+export function assertReportsSends(deviceStatus: DeviceStatus, messageStatus: string) {
+  if (deviceStatus === "revoked" && messageStatus !== "sending" && messageStatus !== "sent")
+    throw invalidState("This device has been revoked; it can report only on the messages it had taken up (sending or sent).");
 }
 
 /** Operators and users may change a device until it is revoked. */

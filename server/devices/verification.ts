@@ -3,7 +3,7 @@ import { isUniqueViolation, type Pool } from "../db/client";
 import { event } from "../events/catalog";
 import type { EventTail } from "../events/tail";
 import type { Clock } from "../lib/clock";
-import { enqueuePace } from "../messages/pacer";
+import { reconsiderSends } from "../messages/pacer";
 import { linkProvenNumber, renumberProvenNumber } from "../numbers/byos-store";
 import { deviceKey, senderKey, type VerificationThrottle } from "../numbers/verification-throttle";
 import type { DeviceActors } from "./actor";
@@ -59,7 +59,7 @@ async function proveNumber(tx: Tx, card: CodeCard, from: string, providerNumber:
   if (from === providerNumber || (holder && holder.id !== card.id)) return null;
   if (card.status !== "active") return linkProvenNumber(tx, from, card.organization_id);
   const hostedSimId = await renumberProvenNumber(tx, card.hosted_sim_id, from, card.organization_id);
-  if (hostedSimId !== null && card.hosted_sim_id !== null) await enqueuePace(tx, [card.hosted_sim_id]);
+  if (hostedSimId !== null && card.hosted_sim_id !== null) await reconsiderSends(tx, [card.hosted_sim_id]);
   return hostedSimId;
 }
 

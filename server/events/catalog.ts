@@ -136,7 +136,7 @@ export const CATALOG = {
     channels: ["device"],
     audience: DEVICE_AUDIENCE,
     cause:
-      "a BYOS send handed to its phone ended before the phone took it up (cancelled by POST /api/messages/{id}/cancel, expired, or past the pick-up timeout): the device is told not to send it",
+      "a BYOS send handed to its phone ended before the phone took it up (cancelled by POST /api/messages/{id}/cancel, expired, past the pick-up timeout, or its phone stopped serving the number): the device is told not to send it",
     command: true,
   },
   "device.online": device("device.status_changed", "a heartbeat from a device marked offline"),

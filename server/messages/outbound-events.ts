@@ -66,3 +66,13 @@ export function deviceCommand(
   const { id, hosted_sim_id, number, to, text, sim_slot } = m;
   return event.messageSend({ organizationId, hostedSimId: hosted_sim_id, deviceId }, { message: { id, hosted_sim_id, number, to, text, sim_slot } });
 }
+
+/** message.send_cancelled for those of `ids` that were handed to a phone: it is told not to send them. */
+export async function callOffEvents(tx: Sql, ids: number[]): Promise<NewEvent[]> {
+  if (ids.length === 0) return [];
+  const handed = await tx<{ id: number; organization_id: number; hosted_sim_id: number | null; device_id: number }[]>`
+    select id, organization_id, hosted_sim_id, device_id from messages where id = any(${ids}::bigint[]) and dispatched_at is not null and device_id is not null`;
+  return handed.map((m) =>
+    event.messageSendCancelled({ organizationId: m.organization_id, hostedSimId: m.hosted_sim_id, deviceId: m.device_id }, { message: { id: m.id } }),
+  );
+}

@@ -10,7 +10,7 @@ import type { Clock } from "../lib/clock";
 import { numberLocked, requireNumber } from "../numbers/locks";
 import { attachmentOf, byosDeviceOf, type HostedSimRow } from "../numbers/store";
 import { findVisibleMessage } from "./history-store";
-import { outboundViews, statusEventsOf, statusEventsOfViews } from "./outbound-events";
+import { callOffEvents, outboundViews, statusEventsOf, statusEventsOfViews } from "./outbound-events";
 import { insertOutbound, moveStatus, moveStatuses, type OutboundInsert, type StatusExtra, sendContext, takeQuota } from "./outbound-store";
 import { planSend, type SendRequest } from "./send-request";
 import { chooseSenders } from "./sender-pool";
@@ -53,16 +53,6 @@ export async function changeStatuses(deps: Pick<OutboundDeps, "sql" | "events">,
   });
   if (moved.length > 0) deps.events.notify();
   return moved;
-}
-
-/** message.send_cancelled for those of `ids` that were handed to a phone. */
-async function callOffEvents(tx: Sql, ids: number[]) {
-  if (ids.length === 0) return [];
-  const handed = await tx<{ id: number; organization_id: number; hosted_sim_id: number | null; device_id: number }[]>`
-    select id, organization_id, hosted_sim_id, device_id from messages where id = any(${ids}::bigint[]) and dispatched_at is not null and device_id is not null`;
-  return handed.map((m) =>
-    event.messageSendCancelled({ organizationId: m.organization_id, hostedSimId: m.hosted_sim_id, deviceId: m.device_id }, { message: { id: m.id } }),
-  );
 }
 
 /** Moves an outbound message's status and appends its event in the same transaction; false when it was not in `from`. */

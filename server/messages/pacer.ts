@@ -3,9 +3,19 @@ import { appendEvents, type NewEvent } from "../events/log";
 import type { EventTail } from "../events/tail";
 import { enqueueJobs, type JobQueue } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
-import { deviceCommand, statusEventsOf } from "./outbound-events";
+import { callOffEvents, deviceCommand, statusEventsOf } from "./outbound-events";
 import { moveStatuses } from "./outbound-store";
-import { effectivePolicies, lockPacings, markDispatched, type SimPacing, savePacings, simsWaitingFor, type WaitingSend, waitingSends } from "./policy-store";
+import {
+  effectivePolicies,
+  lockPacings,
+  markDispatched,
+  type SimPacing,
+  savePacings,
+  simsWaitingFor,
+  untakenByGonePhones,
+  type WaitingSend,
+  waitingSends,
+} from "./policy-store";
 import { rerouteStranded } from "./reroute";
 import { afterSend, nextSlot, type SendingPolicy } from "./sending-policy";
 
@@ -139,13 +149,23 @@ function planRun(sends: WaitingSend[], before: SimPacing, policyOf: (m: WaitingS
 }
 
 /**
- * A pace job for each of these SIMs, due at once: something changed that the sends waiting on
- * them depend on (their cards left service, the SIM proved another number), and the pacer decides
- * what becomes of them (handed over, failed, or moved within their sender pool).
+ * Something changed that these SIMs' device sends depend on (their cards left service, the device
+ * was revoked, the SIM proved another number). Sends handed to a phone that will now never send
+ * them and that it had not taken up end `failed` at once, the phone told not to send them (its
+ * quota unit kept, as when the pick-up timeout ends one: the phone had it); and a pace job for
+ * each SIM, due at once, decides what becomes of the sends still waiting (handed over, failed,
+ * or moved within their sender pool). Sends the phone took up (`sending`, `sent`) are left to
+ * its reports, which a revoked phone may still make on them (devices/transitions.ts).
  */
-export async function enqueuePace(tx: Sql, hostedSimIds: number[]) {
+export async function reconsiderSends(tx: Sql, hostedSimIds: number[]) {
   const ids = [...new Set(hostedSimIds)];
-  if (ids.length > 0) await enqueueJobs(tx, "message.outbound.pace", tx`select jsonb_build_object('hosted_sim_id', id) from unnest(${ids}::bigint[]) as t(id)`);
+  if (ids.length === 0) return;
+  const failed = await moveStatuses(tx, await untakenByGonePhones(tx, ids), "failed", ["queued"], {
+    error:
+      "The phone it was handed to no longer serves its number (revoked, its SIM card left service, or the SIM proved another number) and had not taken it up.",
+  });
+  if (failed.length > 0) await appendEvents(tx, [...(await statusEventsOf(tx, failed)), ...(await callOffEvents(tx, failed))]);
+  await enqueueJobs(tx, "message.outbound.pace", tx`select jsonb_build_object('hosted_sim_id', id) from unnest(${ids}::bigint[]) as t(id)`);
 }
 
 /** The pace jobs of SIMs at their next slots, one statement for all. */

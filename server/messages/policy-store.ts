@@ -127,14 +127,34 @@ export async function waitingSends(tx: Sql, hostedSimIds: number[], perSim: numb
   return tx<WaitingSend[]>`
     select w.* from unnest(${hostedSimIds}::bigint[]) as s(id) cross join lateral (
       select m.id, m.hosted_sim_id, m.organization_id, m.device_id, m.expires_at, coalesce(d.is_online and d.status = 'active', false) as device_ready,
-        coalesce(d.status = 'revoked', true) or not exists (
-          select 1 from sim_cards c where c.device_id = m.device_id and c.hosted_sim_id = m.hosted_sim_id and c.status = 'active')
-          or h.number is distinct from m.number as device_gone,
+        ${deviceGone(tx)} as device_gone,
         m.sender_pool is not null as pooled
       from messages m left join devices d on d.id = m.device_id left join hosted_sims h on h.id = m.hosted_sim_id
       where m.hosted_sim_id = s.id and m.direction = 'outbound' and m.status = 'queued' and m.device_id is not null and m.dispatched_at is null
       order by m.id limit ${perSim}) w
     order by w.hosted_sim_id, w.id`;
+}
+
+/**
+ * WaitingSend's `device_gone` of a send `m`, with its device `d` and hosted SIM `h` joined (left
+ * joins): the phone will never send it.
+ */
+const deviceGone = (tx: Sql) => tx`(
+  coalesce(d.status = 'revoked', true) or not exists (
+    select 1 from sim_cards c where c.device_id = m.device_id and c.hosted_sim_id = m.hosted_sim_id and c.status = 'active')
+  or h.number is distinct from m.number)`;
+
+/**
+ * Sends of these SIMs handed to their phone (message.send) that it has not taken up (still
+ * `queued`) and never will: their phone is gone, as WaitingSend's `device_gone` judges.
+ */
+export async function untakenByGonePhones(tx: Sql, hostedSimIds: number[]): Promise<number[]> {
+  const rows = await tx<{ id: number }[]>`
+    select m.id from messages m left join devices d on d.id = m.device_id left join hosted_sims h on h.id = m.hosted_sim_id
+    where m.hosted_sim_id = any(${hostedSimIds}::bigint[]) and m.direction = 'outbound' and m.status = 'queued'
+      and m.device_id is not null and m.dispatched_at is not null and ${deviceGone(tx)}
+    order by m.id`;
+  return rows.map((r) => r.id);
 }
 
 /**

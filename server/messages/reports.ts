@@ -41,7 +41,7 @@ export async function reportDeviceStatus(deps: Deps, c: Caller, q: { deviceId: n
   const org = c.organization.id;
   const found = await findDeviceOutbound(deps.sql, { messageId: q.messageId, deviceId: q.deviceId, organizationId: org });
   if (!found) throw notFound("Message");
-  assertReportsSends(found.device_status);
+  assertReportsSends(found.device_status, found.status);
   // Its phone learns of a send from message.send, once the pacer has handed it over: before that it
   // waits on the pace (and may still be cancelled), and no report may move it past the pacer.
   if (!found.dispatched) throw invalidState(`The message has not been handed to the device yet (it is ${found.status}).`);

@@ -199,17 +199,38 @@ describe("POST /api/messages through the device (BYOS numbers)", () => {
     expectErrorShape(late.body, "invalid_state");
   });
 
-  test("a revoked device's report is refused with 409 invalid_state; the message stays as it was", async () => {
+  test("a phone revoked with sends handed to it: the one it had not taken up fails at once and is called off; the one it took up it may still report on, forward only", async () => {
     const t = await createTenant(ctx.sql);
     const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });
     await unpaced(ctx.sql, t.org.id);
-    const id = (await send(t.token, { hosted_sim: byos.hostedSimId, to: "+15557770005", text: "x" })).body.data.id;
+    const handed = async (text: string) => {
+      const id = (await send(t.token, { hosted_sim: byos.hostedSimId, to: randomNumber(), text })).body.data.id;
+      await eventually(() => events.find((e) => e.event === "message.send" && (e.data as any).message.id === id), 10_000, `send ${id} handed over`);
+      return id;
+    };
+    const untaken = await handed("never taken up");
+    const taken = await handed("taken up");
+    const report = (id: number, status: string) =>
+      ctx.request("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, { token: t.token, body: { status } });
+    expect((await report(taken, "sending")).status).toBe(200);
     expect((await ctx.request("DELETE", `/api/byos/devices/${byos.deviceId}`, { token: t.token })).status).toBe(204);
-    const before = (await ctx.request("GET", `/api/messages/${id}`, { token: t.token })).body.data;
-    const res = await ctx.request("POST", `/api/byos/devices/${byos.deviceId}/messages/${id}/status`, { token: t.token, body: { status: "delivered" } });
-    expect(res.status).toBe(409);
-    expectErrorShape(res.body, "invalid_state");
-    expect((await ctx.request("GET", `/api/messages/${id}`, { token: t.token })).body.data).toMatchObject({ status: before.status, attempts: before.attempts });
+
+    // At once, with the revocation: no waiting for the pick-up timeout.
+    const failed = await show(t.token, untaken);
+    expect(failed).toMatchObject({ status: "failed" });
+    expect(failed.error).toContain("had not taken it up");
+    const callOff = (e: BusMessage) =>
+      e.channel === `private-device.${byos.deviceId}` && e.event === "message.cancelled" && (e.data as any).message.id === untaken;
+    await eventually(() => events.find(callOff), 10_000, "the phone told not to send it");
+    expect((await ctx.request("GET", "/api/usage", { token: t.token })).body.data.monthly_messages.used).toBe(2);
+    const refused = await report(untaken, "sending");
+    expect(refused.status).toBe(409);
+    expectErrorShape(refused.body, "invalid_state");
+
+    expect((await report(taken, "sent")).body.data.status).toBe("sent");
+    expect((await report(taken, "delivered")).body.data.status).toBe("delivered");
+    expect((await show(t.token, taken)).status).toBe("delivered");
+    expect((await report(taken, "failed")).status).toBe(409);
   });
 
   test("a send waiting for a phone that is revoked fails, its unit given back, and holds up none of the number's next holder's sends", async () => {
