@@ -41,15 +41,20 @@ export type TypedClient = Client<paths, Json>;
 
 type Outcome<D> = { data?: D; error?: unknown; response: Response };
 
+/** A webhook test waits for the target up to the integration's timeout_seconds, at most this. */
+const WEBHOOK_TEST_SECONDS = 120;
+const WEBHOOK_TEST = /\/(webhook-integrations|webhooks)\/\d+\/test$/;
+
 /**
- * How long a request may go unanswered: SIMHOST_REQUEST_TIMEOUT_SECONDS (30), plus the time a
- * long-poll asks the server to hold it (`wait` of `GET /api/events`, `timeout` of
- * `messages/next`). A server that accepts and never answers fails the command ("Could not reach
- * ...") instead of hanging it for good.
+ * How long a request may go unanswered: SIMHOST_REQUEST_TIMEOUT_SECONDS (30), plus the time the
+ * server may hold it on purpose: a long-poll's (`wait` of `GET /api/events`, `timeout` of
+ * `messages/next`), a webhook test's (the target's time, up to 120 s). A server that accepts and
+ * never answers fails the command ("Could not reach ...") instead of hanging it for good.
  */
 export function requestTimeoutMs(url: string): number {
-  const q = new URL(url).searchParams;
-  const held = Math.max(Number(q.get("wait")) || 0, Number(q.get("timeout")) || 0);
+  const u = new URL(url);
+  const q = u.searchParams;
+  const held = Math.max(Number(q.get("wait")) || 0, Number(q.get("timeout")) || 0, WEBHOOK_TEST.test(u.pathname) ? WEBHOOK_TEST_SECONDS : 0);
   return ((Number(process.env.SIMHOST_REQUEST_TIMEOUT_SECONDS) || 30) + held) * 1000;
 }
 

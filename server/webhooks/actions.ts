@@ -85,9 +85,16 @@ export async function regenerateSecret(deps: WebhookDeps, organizationId: number
   return { id: row.id, name: row.name, secret, updated_at: row.updated_at.toISOString() };
 }
 
-export async function testIntegration(deps: WebhookDeps, organizationId: number, id: number) {
+/**
+ * Sends the integration a signed webhook.test now and answers how it went. `holdOpen` gives the
+ * caller's connection the attempt's time and a margin: a target slower than Bun's idle timeout
+ * (30 s) answers within its own timeout_seconds (up to 120), and the caller hears the outcome
+ * instead of a connection reset.
+ */
+export async function testIntegration(deps: WebhookDeps, organizationId: number, id: number, holdOpen: (seconds: number) => void) {
   const row = await findIntegrationForSend(deps.sql, organizationId, id);
   if (!row) throw notFound("Webhook integration");
+  holdOpen(row.timeout_seconds + 10);
   return deps.webhooks.sendTest(row);
 }
 

@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound } from "../errors";
 import { idempotencyPlugin } from "../lib/idempotency";
+import { holdOpen } from "../lib/versions";
 import type { Services } from "../services";
 import {
   changeIntegration,
@@ -125,9 +126,8 @@ function integrationRoutes(services: Pick<Services, "auth" | "sql" | "webhooks" 
     )
     .post(
       "/api/webhook-integrations/:webhook_integration/test",
-      async ({ caller: c, params }) => {
-        return testIntegration(services, c.organization.id, params.webhook_integration);
-      },
+      async ({ caller: c, params, server, request }) =>
+        testIntegration(services, c.organization.id, params.webhook_integration, (seconds) => holdOpen(server, request, seconds)),
       {
         auth: manage,
         params: IntegrationParams,

@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { callerPlugin } from "../auth/plugin";
 import { notFound } from "../errors";
 import { idempotencyPlugin } from "../lib/idempotency";
+import { holdOpen } from "../lib/versions";
 import type { Services } from "../services";
 import { changeIntegration, createIntegration, logsPage, manage, read, redeliver, replay, requireIntegration, testIntegration } from "./actions";
 import { presentIntegration } from "./present";
@@ -129,9 +130,9 @@ export function teamWebhookRoutes(services: Pick<Services, "auth" | "sql" | "web
     )
     .post(
       "/api/teams/:team/webhooks/:webhook/test",
-      async ({ caller: c, params }) => {
+      async ({ caller: c, params, server, request }) => {
         const { integration } = await requireTeamMapping(c.organization.id, params.team, params.webhook);
-        return testIntegration(services, c.organization.id, integration.id);
+        return testIntegration(services, c.organization.id, integration.id, (seconds) => holdOpen(server, request, seconds));
       },
       {
         auth: manage,

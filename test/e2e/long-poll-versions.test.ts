@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { buildApp } from "../../server/app";
 import { createTenant } from "../fixtures";
-import { createSharedNumber } from "../fixtures-numbers";
+import { createSharedNumber, createTeam } from "../fixtures-numbers";
 import { createTestContext, type TestContext } from "../helpers";
 
 /**
@@ -44,5 +44,32 @@ describe("long-polls past the idle timeout, with and without a version prefix", 
       }),
     );
     expect(answers).toEqual(paths.map((path) => ({ path, status: 200, seconds: 4 })));
+  }, 30_000);
+});
+
+describe("a webhook test to a target slower than the idle timeout", () => {
+  test("answers the test's outcome when the target answers (3 s), not a reset at the idle timeout (2 s), on both test routes", async () => {
+    const target = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => Bun.sleep(3000).then(() => new Response("ok")) });
+    try {
+      const t = await createTenant(ctx.sql);
+      const team = await createTeam(ctx.sql, t.org.id);
+      const post = (path: string, body?: unknown) =>
+        fetch(`${url}${path}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${t.token}`, "content-type": "application/json" },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+      const created = await post("/api/webhook-integrations", { name: "slow", url: `http://127.0.0.1:${target.port}/hook`, timeout_seconds: 10 });
+      expect(created.status).toBe(201);
+      const id = ((await created.json()) as { data: { id: number } }).data.id;
+      expect((await post(`/api/webhook-integrations/${id}/mappings`, { team_id: team.id, forwarding_mode: "always" })).status).toBe(201);
+      for (const path of [`/api/webhook-integrations/${id}/test`, `/api/teams/${team.id}/webhooks/${id}/test`]) {
+        const res = await post(path).catch((e: Error) => ({ status: `failed: ${e.message}` }) as const);
+        expect({ path, status: res.status }).toEqual({ path, status: 200 });
+        expect(await (res as Response).json()).toMatchObject({ success: true, http_status: 200 });
+      }
+    } finally {
+      target.stop(true);
+    }
   }, 30_000);
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { plainHttpWarning, serverUrlProblem } from "../../cli/api-client";
+import { plainHttpWarning, requestTimeoutMs, serverUrlProblem } from "../../cli/api-client";
 
 // Address classification only: nothing here connects anywhere.
 describe("the CLI's warning for credentials over plain http", () => {
@@ -31,5 +31,17 @@ describe("a server URL needs its scheme", () => {
     const run = Bun.spawnSync(["bun", "cli/main.ts", "--url", "127.0.0.1:3000", "health"], { cwd: `${import.meta.dir}/../..` });
     expect(run.exitCode).toBe(2);
     expect(run.stderr.toString()).toContain("is not a server URL");
+  });
+});
+
+describe("how long the CLI waits for an answer", () => {
+  test("30 s, plus what the server holds on purpose: a long-poll's wait, a webhook test's target (up to 120 s)", () => {
+    const base = "http://localhost:3000";
+    expect(requestTimeoutMs(`${base}/api/me`)).toBe(30_000);
+    expect(requestTimeoutMs(`${base}/api/events?wait=60`)).toBe(90_000);
+    expect(requestTimeoutMs(`${base}/api/numbers/1/messages/next?timeout=300`)).toBe(330_000);
+    expect(requestTimeoutMs(`${base}/api/webhook-integrations/7/test`)).toBe(150_000);
+    expect(requestTimeoutMs(`${base}/api/teams/2/webhooks/7/test`)).toBe(150_000);
+    expect(requestTimeoutMs(`${base}/api/webhook-integrations/7/logs`)).toBe(30_000);
   });
 });
