@@ -33,20 +33,24 @@ export async function insertApiKey(
   return row!;
 }
 
+/** Renames the key and/or sets its permissions; `permissionsChanged` says whether its set of permissions is another now (the row locked, so two changes are judged one after the other). */
 export async function updateApiKey(
   sql: Sql,
   organizationId: number,
   id: number,
   changes: { name?: string; permissions?: Permission[] },
-): Promise<ApiKeyRow | undefined> {
-  const [row] = await sql<ApiKeyRow[]>`
-    update api_keys set
+): Promise<{ row: ApiKeyRow; permissionsChanged: boolean } | undefined> {
+  const [found] = await sql<(ApiKeyRow & { permissions_changed: boolean })[]>`
+    update api_keys k set
       name = coalesce(${changes.name ?? null}, name),
       permissions = coalesce(${changes.permissions ?? null}::text[], permissions),
       updated_at = now()
-    where organization_id = ${organizationId} and id = ${id}
-    returning ${columns(sql)}`;
-  return row;
+    from (select id as key_id, permissions as before from api_keys where organization_id = ${organizationId} and id = ${id} for update) old
+    where k.id = old.key_id
+    returning ${columns(sql)}, not (k.permissions @> old.before and old.before @> k.permissions) as permissions_changed`;
+  if (!found) return undefined;
+  const { permissions_changed, ...row } = found;
+  return { row, permissionsChanged: permissions_changed };
 }
 
 /** Replaces the key's secret: the old key's hash is gone, so it answers 401 from the next request on. */

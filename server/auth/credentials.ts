@@ -153,12 +153,16 @@ function apiKeyOperations(revoker: ReturnType<typeof createRevoker>) {
         const secret = newSecret();
         return { row: await insertApiKey(tx, { ...k, prefix: secret.prefix, hash: secret.hash }), key: secret.key };
       }),
-    /** A permission change ends what the key authorized (sockets too); a rename only refreshes cached callers. */
+    /**
+     * A change of the key's permissions ends what the key authorized (sockets too); a rename, or
+     * the same permissions sent again (a client sending the whole object), only refreshes cached callers.
+     */
     updateApiKey: (organizationId: number, id: number, changes: { name?: string; permissions?: Permission[] }) =>
       revoker.change(async (tx, record): Promise<ApiKeyRow | undefined> => {
-        const row = await updateApiKey(tx, organizationId, id, changes);
-        if (row) (changes.permissions ? record.revoke : record.refresh)({ apiKeyId: row.id });
-        return row;
+        const updated = await updateApiKey(tx, organizationId, id, changes);
+        if (!updated) return undefined;
+        (updated.permissionsChanged ? record.revoke : record.refresh)({ apiKeyId: updated.row.id });
+        return updated.row;
       }),
     deleteApiKey: (organizationId: number, id: number) =>
       revoker.change(async (tx, record) => {

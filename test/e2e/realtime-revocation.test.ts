@@ -4,6 +4,7 @@ import { event } from "../../server/events/catalog";
 import { storeInboundMessage } from "../../server/messages/inbound";
 import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
 import { raiseEvents } from "../fixtures-events";
+import { eventually } from "../fixtures-numbers";
 import type { TestContext } from "../helpers";
 import { awaitCallback, type ConnectionDetails, connectPusher, openRaw, startServer, stopServer, subscribed } from "./realtime-client";
 
@@ -93,6 +94,20 @@ describe("revoking a credential ends the subscriptions it authorized", () => {
     await store("after");
     expect(byKey.texts).toEqual(["before"]);
     expect(owner.texts).toEqual(["before", "after"]);
+  });
+
+  test("an API key renamed with its permissions sent again, in another order: its subscription goes on (only a changed set ends it)", async () => {
+    const { org, token } = await createTenant(ctx.sql);
+    const key = await createApiKey(ctx.sql, org.id, ["numbers.read", "messages.read"]);
+    const channel = `private-organization.${org.id}`;
+    const byKey = await watch(key.key, channel);
+    const owner = await watch(token, channel);
+    const renamed = await ctx.request("PATCH", `/api/api-keys/${key.id}`, { token, body: { name: "renamed", permissions: ["messages.read", "numbers.read"] } });
+    expect(renamed.status).toBe(200);
+    await publishSeenBy(channel, "after the rename", owner);
+    await eventually(() => byKey.texts.includes("after the rename"), 5000, "the key's subscription to receive it");
+    expect(byKey.errors).toEqual([]);
+    expect(byKey.channel.subscribed).toBe(true);
   });
 
   test("an API key regenerated: the old key's subscription ends, the new key subscribes and receives", async () => {
