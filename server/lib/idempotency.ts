@@ -53,14 +53,21 @@ function canonical(value: unknown): string {
 
 export const fingerprintOf = (method: string, path: string, body: unknown) => sha256(`${method} ${path}\n${canonical(body)}`).toString("hex");
 
+/** Refusals whose request may go through later under the same key: corrected, or once another organization's lock ends. */
+const NOT_KEPT = new Set(["validation_failed", "number_locked"]);
+
 /**
  * Whether an answer is kept under its key. Not a 5xx or 429 (a retry does the work), nor a
  * refusal of the request itself: a validation error (422 `validation_failed`) or an authorization
  * one (401, 403) from the route's own checks answers as those found before the key is looked at
- * do, so the corrected request, or the same one once allowed, goes through under the same key.
+ * do, so the corrected request, or the same one once allowed, goes through under the same key;
+ * nor 409 `number_locked`, which names when the other organization's lock ends (`locked_until`):
+ * kept, the retry it invites would have answered the stale refusal for 24 h.
  */
-const kept = (status: number, body: unknown) =>
-  status < 500 && status !== 429 && status !== 401 && status !== 403 && (body as { code?: unknown } | null)?.code !== "validation_failed";
+const kept = (status: number, body: unknown) => {
+  const code = (body as { code?: unknown } | null)?.code;
+  return status < 500 && status !== 429 && status !== 401 && status !== 403 && !(typeof code === "string" && NOT_KEPT.has(code));
+};
 
 const principalOf = (c: Caller) => (c.apiKey ? `api_key:${c.apiKey.id}` : `user:${c.user?.id ?? 0}`);
 

@@ -155,6 +155,25 @@ describe("Idempotency-Key", () => {
     expect(await outboundCount(sim.id)).toBe(2);
   });
 
+  test("409 number_locked is not kept: once the other organization's lock ends, the same send and lock under their keys go through", async () => {
+    const a = await createTenant(ctx.sql);
+    const b = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [a.org.id, b.org.id]);
+    expect((await ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: b.token, body: {} })).status).toBe(200);
+    const body = { hosted_sim: sim.id, to: randomNumber(), text: "after the lock" };
+    const lock = (key: string) => ctx.request("POST", `/api/numbers/${sim.id}/lock`, { token: a.token, body: {}, headers: { "idempotency-key": key } });
+    for (const refused of [await send(a.token, body, "send-1"), await lock("lock-1")]) {
+      expect(refused.status).toBe(409);
+      expectErrorShape(refused.body, "number_locked");
+    }
+    expect((await ctx.request("POST", `/api/numbers/${sim.id}/unlock`, { token: b.token })).status).toBe(200);
+    const sent = await send(a.token, body, "send-1");
+    expect([sent.status, sent.headers.get("idempotent-replayed")]).toEqual([202, null]);
+    const locked = await lock("lock-1");
+    expect([locked.status, locked.headers.get("idempotent-replayed")]).toEqual([200, null]);
+    expect(locked.body.data.lock.organization_id).toBe(a.org.id);
+  });
+
   test("an expired key (over 24 h) does the work again", async () => {
     const t = await createTenant(ctx.sql);
     const sim = await createSharedNumber(ctx.sql, [t.org.id]);
