@@ -85,7 +85,8 @@ export function createCredentials(opts: CredentialOptions) {
     const orgHeader = request.headers.get("x-organization-id");
     // Hashed once: the digest is both the cache key and (on a miss) what the lookup compares.
     const digest = sha256Base64(token);
-    const key = `${digest}|${orgHeader ?? ""}`;
+    // No header and an empty one are two keys: the lookup answers them differently (an empty one is 404).
+    const key = orgHeader === null ? digest : `${digest}|${orgHeader}`;
     const usable = cacheUsable();
     const cached = usable ? cache.get(key) : undefined;
     if (cached) return cached;

@@ -6,7 +6,7 @@ import { issueSession } from "../../server/auth/tokens";
 import { createFakeClock } from "../fake-clock";
 import { createApiKey, createTenant } from "../fixtures";
 import { eventually } from "../fixtures-numbers";
-import { sharedTestContext, twoInstances } from "../helpers";
+import { expectErrorShape, sharedTestContext, twoInstances } from "../helpers";
 
 const caller = (over: Partial<Caller>): Caller =>
   ({ kind: "session", organization: { id: 1 }, user: { id: 7 }, role: "owner", apiKey: null, sessionId: 3, ...over }) as Caller;
@@ -53,6 +53,19 @@ describe("caller cache", () => {
     const cache = createCallerCache({ ttlMs: 10_000, max: 2, clock: createFakeClock(0) });
     for (const k of ["x", "y", "z"]) cache.set(k, caller({}), 0);
     expect([cache.get("x"), cache.size()]).toEqual([undefined, 2]);
+  });
+});
+
+describe("cache keys", () => {
+  test("an empty X-Organization-Id answers 404 whether or not the same token's call without the header was cached", async () => {
+    const ctx = await sharedTestContext();
+    const { token } = await createTenant(ctx.sql);
+    const empty = () => ctx.request("GET", "/api/teams", { token, headers: { "x-organization-id": "" } });
+    expect((await empty()).status).toBe(404);
+    expect((await ctx.request("GET", "/api/teams", { token })).status).toBe(200);
+    const after = await empty();
+    expect(after.status).toBe(404);
+    expectErrorShape(after.body, "not_found");
   });
 });
 
