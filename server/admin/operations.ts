@@ -53,6 +53,10 @@ export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
       const user = existing ?? (await store.insertUser(tx, { name: u.name ?? u.email.split("@")[0]!, email: u.email, passwordHash }));
       const role = u.role ?? (members === 0 ? "owner" : "member");
       const m = await store.upsertMembership(tx, { userId: user.id, organizationId: u.organizationId, role, keepRole: u.role === undefined });
+      // An organization's first member is its owner: one made admin or member would leave it
+      // without an owner, and the members after it could never be removed (keepAnOwner).
+      if (members === 0 && m.after !== "owner")
+        throw new AdminError(`The first member of organization ${u.organizationId} must be its owner: leave out --role, or give --role owner.`);
       if (m.before === "owner" && m.after !== "owner") await keepAnOwner(tx, u.organizationId, members);
       // A new membership widens what the user's cached callers read (Caller.readScope); a new role changes what they may do.
       if (m.before === null) record.refresh({ userId: user.id });
@@ -84,8 +88,9 @@ export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
         if (!user) throw new AdminError(`No user ${email}.`);
         const members = await store.lockOrganizationMembers(tx, organizationId);
         if (members === undefined) throw new AdminError(`Organization ${organizationId} not found.`);
-        if (!(await store.deleteMembership(tx, user.id, organizationId))) throw new AdminError(`${email} is not a member of organization ${organizationId}.`);
-        await keepAnOwner(tx, organizationId, members - 1);
+        const role = await store.deleteMembership(tx, user.id, organizationId);
+        if (role === null) throw new AdminError(`${email} is not a member of organization ${organizationId}.`);
+        if (role === "owner") await keepAnOwner(tx, organizationId, members - 1);
         record.revoke({ userId: user.id, organizationId });
         return { id: user.id, email: user.email, organization_id: organizationId };
       }),

@@ -1,3 +1,4 @@
+import type { Role } from "../auth/caller";
 import type { Sql } from "../db/client";
 
 export type OrganizationSummary = { id: number; name: string; plan: string };
@@ -59,10 +60,11 @@ export async function upsertMembership(sql: Sql, m: { userId: number; organizati
  * the row (teams/store.ts addTeamMember), so the team rows' delete, a statement later, sees what
  * that addition inserted.
  */
-export async function deleteMembership(sql: Sql, userId: number, organizationId: number): Promise<boolean> {
-  const rows = await sql`delete from memberships where user_id = ${userId} and organization_id = ${organizationId} returning user_id`;
+/** Ends the membership (and the user's team memberships there); the role it had, null when there was none. */
+export async function deleteMembership(sql: Sql, userId: number, organizationId: number): Promise<Role | null> {
+  const [row] = await sql<{ role: Role }[]>`delete from memberships where user_id = ${userId} and organization_id = ${organizationId} returning role`;
   await sql`delete from team_members where user_id = ${userId} and team_id in (select id from teams where organization_id = ${organizationId})`;
-  return rows.length > 0;
+  return row?.role ?? null;
 }
 
 export async function countOwners(sql: Sql, organizationId: number): Promise<number> {

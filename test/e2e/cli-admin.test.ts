@@ -70,6 +70,7 @@ describe("simhost admin user create", () => {
   test("an existing email (any case) gets the membership added, password unchanged", async () => {
     const a = await createOrg(ctx.sql);
     const b = await createOrg(ctx.sql);
+    await createUser(ctx.sql, { orgId: b.id, role: "owner" });
     const email = `${crypto.randomUUID().slice(0, 8)}@example.test`;
     const first = await admin("admin", "user", "create", "--org", String(a.id), "--email", email, "--password", "first-password", "--json");
     const again = await admin(
@@ -272,6 +273,21 @@ describe("an organization keeps an owner", () => {
     expect((await admin("admin", "user", "remove", "--org", String(org.id), "--email", owner.email)).code).toBe(0);
     expect((await admin("admin", "user", "remove", "--org", String(org.id), "--email", member.email)).code).toBe(0);
     expect(await ctx.sql`select 1 from memberships where organization_id = ${org.id}`).toHaveLength(0);
+  });
+
+  test("an organization's first member is its owner: --role admin or member for it is an error (exit 1), nothing added; a member is removed where no owner is left to keep", async () => {
+    const org = await createOrg(ctx.sql);
+    const email = `${crypto.randomUUID().slice(0, 8)}@example.test`;
+    const first = await admin("admin", "user", "create", "--org", String(org.id), "--email", email, "--password", "long-password", "--role", "member");
+    expect([first.code, first.stderr]).toEqual([1, expect.stringContaining("first member of organization")]);
+    expect(await ctx.sql`select 1 from memberships where organization_id = ${org.id}`).toHaveLength(0);
+
+    // An organization left without an owner by older data: removing a member is not refused for it.
+    const ownerless = await createOrg(ctx.sql);
+    const a = await createUser(ctx.sql, { orgId: ownerless.id, role: "member" });
+    await createUser(ctx.sql, { orgId: ownerless.id, role: "admin" });
+    const removed = await admin("admin", "user", "remove", "--org", String(ownerless.id), "--email", a.email);
+    expect([removed.code, removed.stderr]).toEqual([0, ""]);
   });
 });
 

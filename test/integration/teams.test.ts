@@ -283,7 +283,7 @@ describe.skipIf(!process.env.DATABASE_URL)("a member added to a team while remov
     const removed = ctx.sql.begin((tx) => deleteMembership(tx, second.id, t.org.id));
     await lockWaiters(ctx.sql, 1);
     await release();
-    expect(await removed).toBe(true);
+    expect(await removed).toBe("member");
     expect(await teamRows(second.id)).toBe(0);
   });
 });
