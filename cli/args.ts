@@ -34,8 +34,13 @@ const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w
 
 /** A point in time: an ISO 8601 date-time, or an age such as `90s`, `15m`, `2h`, `7d` (that long ago). */
 export function instant(value: string): string {
+  return instantAt(value, Date.now());
+}
+
+/** instant, an age counted back from `now` (one clock reading for several options). */
+export function instantAt(value: string, now: number): string {
   const age = value.match(/^(\d+)([smhdw])$/);
-  if (age) return new Date(Date.now() - Number(age[1]) * UNIT_SECONDS[age[2]!]! * 1000).toISOString();
+  if (age) return new Date(now - Number(age[1]) * UNIT_SECONDS[age[2]!]! * 1000).toISOString();
   const date = /^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : new Date(Number.NaN);
   if (Number.isNaN(date.getTime())) throw new InvalidArgumentError("Not a date-time (2026-11-21T10:00:00Z) or an age (15m, 2h, 7d).");
   return date.toISOString();

@@ -1,8 +1,9 @@
 #!/usr/bin/env bun
-import { Command, InvalidArgumentError, Option } from "commander";
+import { Command, Option } from "commander";
 import { ApiError, type Credentials } from "./api";
 import { formatReport, runFleet } from "./fleet";
 import { latencyAndErrorLines } from "./fleet-report";
+import { account, duration, factor, num, numbers, share, slots } from "./options";
 import { defaultAccountSid, forwardToServer, startProvider } from "./provider";
 import { createRandom, resolveSeed } from "./random";
 import { runDevice } from "./run-device";
@@ -20,30 +21,8 @@ function publicUrlFor(server: string, given?: string) {
   return given ?? env.PUBLIC_URL ?? `http://localhost:${new URL(server).port || 80}`;
 }
 
-const num =
-  (name: string, min = 0) =>
-  (v: string) => {
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < min) throw new InvalidArgumentError(`${name} must be a number ≥ ${min}`);
-    return n;
-  };
-const share = (name: string) => (v: string) => {
-  const n = num(name)(v);
-  if (n > 1) throw new InvalidArgumentError(`${name} must be a share between 0 and 1`);
-  return n;
-};
-const duration = (v: string) => {
-  try {
-    return parseDuration(/^\d+(\.\d+)?$/.test(v) ? Number(v) : v);
-  } catch (e) {
-    throw new InvalidArgumentError((e as Error).message);
-  }
-};
-const account = (v: string, prev: Credentials[] = []) => {
-  const [email, password, totpSecret] = v.split(":");
-  if (!email || !password) throw new InvalidArgumentError("use email:password or email:password:totp-secret");
-  return [...prev, { email, password, totpSecret }];
-};
+/** Mean gap between random SMS when `--sms N` is given without `--sms-every`. */
+const DEFAULT_SMS_EVERY_MS = 1000;
 
 const program = new Command("device-sim")
   .description("Simulated Android devices and SMS provider for simhost")
@@ -121,8 +100,8 @@ program
   .requiredOption("--password <password>", "password")
   .option("--totp-secret <base32>", "TOTP secret when the account has 2FA on")
   .option("--state <dir>", "folder for the phone's identity and outbox (survives restarts)")
-  .option("--slots <list>", "SIM slots, e.g. 1 or 1,2", (v) => v.split(",").map(Number))
-  .option("--numbers <list>", "the SIMs' numbers, comma separated (E.164)", (v) => v.split(","))
+  .option("--slots <list>", "SIM slots: 1, 2 or 1,2", slots)
+  .option("--numbers <list>", "the SIMs' numbers, comma separated (E.164)", numbers)
   .option("--doze", "report doze mode", false)
   .option("--no-listen", "do not open the private-device channel")
   .option(
@@ -131,16 +110,20 @@ program
     num("send-pace", 1),
   )
   .option("--send-fail-rate <share>", "share of outbound sends (message.send) the radio fails", share("send-fail-rate"), 0)
-  .option("--sms-every <duration>", "mean gap between random incoming SMS (e.g. 30s); 0 for none", duration, 0)
-  .option("--sms <count>", "stop after this many incoming SMS", num("sms", 0))
+  .option("--sms-every <duration>", "mean gap between random incoming SMS (e.g. 30s); 0 for none (default: none, or 1s with --sms)", duration)
+  .option("--sms <count>", "make this many incoming SMS (scripted ones first, then random ones), then no more", num("sms", 0))
   .option("--script <file>", "JSON array of scripted SMS: { at, from?, body?, sim_slot? }")
   .option("--duration <duration>", "stop after this long (default: until Ctrl-C)", duration)
   .option("--exit-when-idle", "exit once every SMS was made and acknowledged", false)
-  .option("--time-scale <factor>", "multiply server-given waits (heartbeat, backoff)", num("time-scale"), 1)
+  .option("--time-scale <factor>", "multiply server-given waits (heartbeat, backoff); more than 0", factor("time-scale"), 1)
   .option("--seed <seed>", "seed: the same seed is the same phone and the same SMS")
   .option("--json", "print the final summary as JSON")
   .action(async (opts) => {
     const script = opts.script ? await loadScript(opts.script) : undefined;
+    if (opts.sms > (script?.length ?? 0) && opts.smsEvery === 0) {
+      console.error(`error: --sms ${opts.sms} needs random SMS, and --sms-every 0 makes none: leave --sms-every out (1s) or give a gap`);
+      process.exit(2);
+    }
     const summary = await runDevice({
       serverUrl: opts.server,
       providerUrl: opts.providerUrl,
@@ -152,7 +135,7 @@ program
       doze: opts.doze,
       listen: opts.listen,
       outboundFailRate: opts.sendFailRate,
-      smsEveryMs: opts.smsEvery,
+      smsEveryMs: opts.smsEvery ?? (opts.sms === undefined ? 0 : DEFAULT_SMS_EVERY_MS),
       smsCount: opts.sms,
       script,
       durationMs: opts.duration,
@@ -186,7 +169,7 @@ program
   .option("--state <dir>", "keep the fleet's outbox on disk")
   .option("--listen", "open a pusher connection per device for message.send and config.changed", false)
   .option("--concurrency <n>", "HTTP requests in flight at most", num("concurrency", 1), 64)
-  .option("--time-scale <factor>", "multiply server-given waits (heartbeat, backoff)", num("time-scale"), 1)
+  .option("--time-scale <factor>", "multiply server-given waits (heartbeat, backoff); more than 0", factor("time-scale"), 1)
   .addOption(
     new Option("--settle <duration>", "how long to wait for queued SMS, visibility and outbound statuses at the end (e.g. 30s, 2m)")
       .argParser(duration)

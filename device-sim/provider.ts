@@ -179,6 +179,13 @@ export async function sendThroughProvider(providerUrl: string, sms: InboundSms):
     signal: AbortSignal.timeout(30_000),
   });
   const json = (await res.json().catch(() => ({}))) as { sid?: string; callback_status?: number; message?: string };
-  if (!res.ok) throw new Error(`provider answered ${res.status}: callback ${json.callback_status ?? "?"} ${json.message ?? ""}`.trim());
+  if (!res.ok) {
+    // Without a callback status the provider refused the SMS itself (e.g. a sender not in E.164); with one, the server's callback failed.
+    const why =
+      json.callback_status === undefined
+        ? `it refused the SMS from ${sms.from} to ${sms.to}: ${json.message ?? "no reason given"}`
+        : `the server's callback answered ${json.callback_status || "nothing (not reached)"}`;
+    throw new Error(`provider answered ${res.status}: ${why}`);
+  }
   return { sid: json.sid!, callback_status: json.callback_status! };
 }

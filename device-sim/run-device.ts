@@ -23,7 +23,7 @@ export type DeviceRunOptions = {
   outboundFailRate?: number;
   /** Mean gap between random incoming SMS; 0 for none. */
   smsEveryMs: number;
-  /** Stop making SMS after this many (scripted ones included). */
+  /** Make this many SMS in all: the scripted ones (the first this many), then random ones at smsEveryMs. */
   smsCount?: number;
   script?: (Partial<ReceivedSms> & { atMs: number })[];
   durationMs?: number;
@@ -78,18 +78,19 @@ export async function runDevice(o: DeviceRunOptions) {
   identity.save(device.id()!);
   o.log(`device ${device.id()} ${device.snapshot().state}, SIMs ${identity.reg.numbers.join(", ")}`);
   const channel = o.listen ? await startListening(api, device, o) : undefined;
-  const stopSms = startSms(o, device, rng.fork("sms"), () => (o.exitWhenIdle ? void checkIdle() : undefined));
 
   let made = false;
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
   const checkIdle = async () => {
-    made = true;
     while (device.snapshot().pending > 0) await Bun.sleep(100);
     finish();
   };
   const limit = o.durationMs ? setTimeout(() => finish(), o.durationMs) : undefined;
-  if (o.exitWhenIdle && !o.smsEveryMs && !o.script?.length) void checkIdle();
+  const stopSms = startSms(o, device, rng.fork("sms"), () => {
+    made = true;
+    if (o.exitWhenIdle) void checkIdle();
+  });
   function finish() {
     clearTimeout(limit);
     stopSms();
@@ -129,27 +130,35 @@ async function startListening(api: ReturnType<typeof createApi>, device: ReturnT
   return l;
 }
 
-/** Scripted SMS at their times, then random ones at the given mean gap, up to smsCount. */
+/**
+ * Scripted SMS at their times, and random ones at the given mean gap: up to smsCount in all, the
+ * scripted ones first (a random SMS never takes a scripted one's place). `onAllMade` is called once
+ * the last is made, at once when there is none to make.
+ */
 function startSms(o: DeviceRunOptions, device: ReturnType<typeof createDevice>, rng: Random, onAllMade: () => void) {
+  const scripted = [...(o.script ?? [])].sort((a, b) => a.atMs - b.atMs).slice(0, o.smsCount);
+  const max = o.smsCount ?? (o.smsEveryMs ? Number.POSITIVE_INFINITY : scripted.length);
   let made = 0;
-  const max = o.smsCount ?? (o.smsEveryMs ? Number.POSITIVE_INFINITY : (o.script?.length ?? 0));
+  let randomLeft = max - scripted.length;
   const timers: ReturnType<typeof setTimeout>[] = [];
   const make = (input?: Partial<ReceivedSms>) => {
-    if (made >= max) return;
     device.receive(input);
-    if (++made >= max) onAllMade();
+    if (++made === max) onAllMade();
   };
-  for (const { atMs, ...sms } of o.script ?? []) timers.push(setTimeout(() => make(sms), atMs));
+  for (const { atMs, ...sms } of scripted) timers.push(setTimeout(() => make(sms), atMs));
   const random = () => {
-    if (!o.smsEveryMs || made >= max) return;
+    if (!o.smsEveryMs || randomLeft <= 0) return;
     timers.push(
       setTimeout(() => {
+        randomLeft--;
         make();
         random();
       }, rng.exponential(o.smsEveryMs)),
     );
   };
   random();
+  // From a timer as the others: the caller's stop function exists by then.
+  if (max === 0) timers.push(setTimeout(onAllMade, 0));
   return () => timers.forEach(clearTimeout);
 }
 

@@ -1,6 +1,6 @@
 import { type Command, Option } from "commander";
 import { createApiClient } from "../api-client";
-import { globals, instant, orgOption, positiveInt } from "../args";
+import { globals, instant, instantAt, orgOption, positiveInt } from "../args";
 import { CliError, details, emit, statusColor, table } from "../output";
 
 const LOG_STATUSES = ["pending", "succeeded", "failed", "retrying"] as const;
@@ -24,6 +24,19 @@ const modeOption = () =>
   new Option("--mode <mode>", "always: every message of the team's numbers; lock_required: only those that came while the team held the number's lock")
     .choices(["always", "lock_required"])
     .default("always");
+
+/** The server's limit on a replay's window (docs/api-notes.md): at most 7 days. */
+const REPLAY_MAX_MS = 7 * 86_400_000;
+
+/**
+ * `--since`/`--until` are checked while parsing (a bad one is a usage error) and resolved in the
+ * action against one clock reading: an age resolved at parsing and a default until taken later
+ * made `--since 7d` a few milliseconds longer than the 7 days the server allows.
+ */
+function when(value: string): string {
+  instant(value);
+  return value;
+}
 
 type IntegrationOptions = { name?: string; endpoint?: string; events?: string[]; timeout?: number; retries?: number };
 
@@ -69,6 +82,11 @@ export function registerWebhooks(program: Command): void {
     .option("--retries <n>", "retries after the first attempt (0 to 10, default 3)", (v) => (v === "0" ? 0 : positiveInt(v)))
     .action(async (_opts, cmd: Command) => {
       const o = globals<IntegrationOptions & { name: string; endpoint: string; team?: number; mode: ForwardingMode }>(cmd);
+      // A mode belongs to a team's mapping: without --team there is none to give it to.
+      if (o.team === undefined && cmd.getOptionValueSource("mode") === "cli")
+        cmd.error("error: --mode applies to a team's mapping: give --team too, or map it later (simhost webhooks map <id> --team <team-id> --mode ...)", {
+          exitCode: 2,
+        });
       const api = createApiClient(o);
       const fields = { name: o.name, url: o.endpoint, event_types: o.events, timeout_seconds: o.timeout, retry_count: o.retries };
       // With a team, the integration and its mapping are made together (the team's route), or neither.
@@ -138,16 +156,23 @@ export function registerWebhooks(program: Command): void {
   orgOption(webhooks.command("replay"))
     .description("send the integration's events of a window again (same webhook-ids; at most 7 days, 10,000 events)")
     .argument("<integration-id>", "webhook integration id", positiveInt)
-    .requiredOption("--since <when>", "start: ISO 8601 date-time or an age (2h, 1d)", instant)
-    .option("--until <when>", "end: ISO 8601 date-time or an age (default now)", instant)
+    .requiredOption("--since <when>", "start: ISO 8601 date-time or an age (2h, 1d)", when)
+    .option("--until <when>", "end: ISO 8601 date-time or an age (default now)", when)
     .option("--events <types>", "only these event types (of those the integration gets)", eventList)
     .action(async (id: number, _opts, cmd: Command) => {
       const o = globals<{ since: string; until?: string; events?: string[] }>(cmd);
+      const now = Date.now();
+      const since = instantAt(o.since, now);
+      // The server's answer would name an until the user never gave: say it in terms of --since.
+      if (o.until === undefined && now - Date.parse(since) > REPLAY_MAX_MS)
+        cmd.error("error: --since is more than 7 days ago; a replay covers at most 7 days: give --until too", { exitCode: 2 });
+      if (o.until === undefined && Date.parse(since) >= now) cmd.error("error: --since is not in the past; give --until too", { exitCode: 2 });
+      const until = o.until === undefined ? new Date(now).toISOString() : instantAt(o.until, now);
       const api = createApiClient(o);
       const body = await api.ok(
         api.POST("/api/webhook-integrations/{webhook_integration}/replay", {
           params: { path: { webhook_integration: id } },
-          body: { since: o.since, until: o.until ?? new Date().toISOString(), event_types: o.events },
+          body: { since, until, event_types: o.events },
         }),
       );
       const d = body.data;
@@ -191,7 +216,8 @@ export function registerWebhooks(program: Command): void {
           { header: "STATUS", value: (l) => l.status, color: paint },
           { header: "HTTP", value: (l) => l.http_status },
           { header: "MS", value: (l) => l.response_time_ms },
-          { header: "ERROR", value: (l) => l.error ?? (l.next_retry_at ? `retry at ${l.next_retry_at}` : "") },
+          // A failed attempt has its error and, while retries are left, when the next one is due.
+          { header: "ERROR", value: (l) => [l.error, l.next_retry_at && `retry at ${l.next_retry_at}`].filter(Boolean).join("; ") },
         ]),
       );
     });

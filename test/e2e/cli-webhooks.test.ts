@@ -17,6 +17,12 @@ const receiver = Bun.serve({
     return new Response(status === 200 ? "thanks" : "nope", { status });
   },
 });
+let servicesStarted = false;
+/** Background work (event-log deliveries, retries), started once for the tests that need it. */
+function startServices() {
+  if (!servicesStarted) server.ctx.services.start();
+  servicesStarted = true;
+}
 beforeAll(async () => {
   server = await startCliServer();
 }, 60_000);
@@ -111,7 +117,7 @@ describe("simhost webhooks", () => {
   });
 
   test("create and update with --events, redeliver a log record, replay a window", async () => {
-    server.ctx.services.start();
+    startServices();
     const { token, org } = await createTenant(server.ctx.sql);
     const url = `http://127.0.0.1:${receiver.port}/events`;
     const created = await server.run(token, [
@@ -157,6 +163,66 @@ describe("simhost webhooks", () => {
     expect(replay.code).toBe(0);
     expect(replay.json().data).toMatchObject({ deliveries: 1, event_types: ["device.online"] });
     await eventually(() => ids.filter((i) => i === eventId).length === 3, 10_000, "the replay");
-    expect((await server.run(token, ["webhooks", "replay", id, "--since", "30d"])).code).toBe(1);
+    const tooOld = await server.run(token, ["webhooks", "replay", id, "--since", "30d"]);
+    expect(tooOld.code).toBe(2);
+    expect(tooOld.stderr).toContain("--since is more than 7 days ago");
+  }, 60_000);
+
+  test("replay --since 7d (1w, 168h) without --until is exactly the 7 days allowed; 8d is a usage error that names --since", async () => {
+    const { token } = await createTenant(server.ctx.sql);
+    const created = await server.run(token, ["webhooks", "create", "--name", "Week", "--endpoint", `http://127.0.0.1:${receiver.port}/week`, "--json"]);
+    const id = String(created.json().data.id);
+    for (const age of ["7d", "1w", "168h"]) {
+      const r = await server.run(token, ["webhooks", "replay", id, "--since", age, "--json"]);
+      expect([age, r.code, r.stderr]).toEqual([age, 0, ""]);
+      const { since, until } = r.json().data;
+      expect(Date.parse(until) - Date.parse(since)).toBe(7 * 86_400_000);
+    }
+    const over = await server.run(token, ["webhooks", "replay", id, "--since", "8d"]);
+    expect(over.code).toBe(2);
+    expect(over.stderr).toContain("--since is more than 7 days ago");
+    expect(over.stderr).not.toContain("until field");
+  });
+
+  test("create --mode without --team is a usage error (exit 2) and creates nothing", async () => {
+    const { token } = await createTenant(server.ctx.sql);
+    const r = await server.run(token, [
+      "webhooks",
+      "create",
+      "--name",
+      "Lost mode",
+      "--endpoint",
+      `http://127.0.0.1:${receiver.port}/x`,
+      "--mode",
+      "lock_required",
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--mode applies to a team's mapping: give --team too");
+    expect((await server.run(token, ["webhooks", "list", "--json"])).json().data).toEqual([]);
+  });
+
+  test("logs shows a failed attempt's error and when its retry is due", async () => {
+    startServices();
+    const { token, org } = await createTenant(server.ctx.sql);
+    const created = await server.ctx.request("POST", "/api/webhook-integrations", {
+      token,
+      body: { name: "Failing", url: `http://127.0.0.1:${receiver.port}/failing`, event_types: ["device.offline"] },
+    });
+    const id = String(created.body.data.id);
+    status = 500;
+    try {
+      await server.ctx.sql.begin((tx) => appendEvents(tx, [{ organizationId: org.id, type: "device.offline", payload: { device_id: 1 } }]));
+      server.ctx.services.events.notify();
+      const failed = await eventually(async () => {
+        const l = (await server.run(token, ["webhooks", "logs", id, "--json"])).json().data as { error: string | null; next_retry_at: string | null }[];
+        return l.find((x) => x.next_retry_at);
+      }, 15_000);
+      expect(failed.error).toBe("HTTP 500");
+      const table = await server.run(token, ["webhooks", "logs", id]);
+      expect(table.code).toBe(0);
+      expect(table.stdout).toContain(`HTTP 500; retry at ${failed.next_retry_at}`);
+    } finally {
+      status = 200;
+    }
   }, 60_000);
 });

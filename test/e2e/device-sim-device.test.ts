@@ -68,6 +68,40 @@ describe("device-sim device and provider inject as subprocesses", () => {
     expect(without.stderr).toContain("--totp-secret");
   }, 60_000);
 
+  test("--sms N without --sms-every makes N random SMS, and --exit-when-idle exits once they are acknowledged", async () => {
+    if (!s.available) return;
+    const tenant = await createTenant(s.server.sql);
+    const dir = mkdtempSync(join(tmpdir(), "device-sim-count-"));
+    const run = await sim([
+      ...["device", "--server", s.server.url, "--provider-url", s.provider.url, "--email", tenant.user.email, "--password", TEST_PASSWORD],
+      ...["--sms", "3", "--exit-when-idle", "--no-listen", "--state", dir, "--seed", "3", "--json"],
+    ]);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ all_sms_made: true, pending: 0, counters: { "sms.received": 3, "sms.acknowledged": 3 } });
+  }, 60_000);
+
+  test("device usage errors exit 2: --time-scale 0, bad --slots, --numbers not in E.164, --sms with --sms-every 0", async () => {
+    const device = ["device", "--server", "http://127.0.0.1:9", "--email", "qa@example.test", "--password", "pw", "--exit-when-idle"];
+    const cases: [string[], string][] = [
+      [["--time-scale", "0"], "time-scale must be a number > 0"],
+      [["--slots", "a"], "slots must be 1, 2 or 1,2"],
+      [["--slots", "3"], "slots must be 1, 2 or 1,2"],
+      [["--slots", "1,"], "slots must be 1, 2 or 1,2"],
+      [["--slots", "2,2"], "a slot may be listed once"],
+      [["--numbers", "12345"], '"12345" is not an E.164 number'],
+      [["--numbers", "+15551234567,"], '"" is not an E.164 number'],
+      [["--sms", "2", "--sms-every", "0"], "--sms 2 needs random SMS"],
+    ];
+    for (const [args, message] of cases) {
+      const r = await sim([...device, ...args]);
+      expect([args, r.code]).toEqual([args, 2]);
+      expect(r.stderr).toContain(message);
+    }
+    const fleet = await sim(["fleet", "--server", "http://127.0.0.1:9", "--account", "qa@example.test:pw", "--time-scale", "0"]);
+    expect(fleet.code).toBe(2);
+    expect(fleet.stderr).toContain("time-scale must be a number > 0");
+  }, 30_000);
+
   test("provider inject delivers a signed SMS to a pool number; a wrong token exits 1 with the API's message", async () => {
     if (!s.available) return;
     const tenant = await createTenant(s.server.sql);

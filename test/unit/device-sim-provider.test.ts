@@ -67,6 +67,11 @@ describe("emulated provider", () => {
     }
   });
 
+  test("an SMS the provider itself refuses says so, not a callback status", async () => {
+    const sent = sendThroughProvider(provider.url, { from: "12345", to: "+15005550006", body: "x" });
+    await expect(sent).rejects.toThrow("provider answered 422: it refused the SMS from 12345 to +15005550006: Send JSON { from (E.164), to, body }.");
+  });
+
   test("a wrong token is refused by the server and reported to the phone", async () => {
     const r = await forwardToServer(
       { serverUrl, publicUrl: "https://sims.example.test", authToken: "not-the-token", accountSid: "AC1" },
