@@ -25,12 +25,16 @@ function headerError(name: string, value: string): string | null {
 /** Per-header problems, keyed `headers.<name>` as API.md §1 wants nested fields. */
 export function headerErrors(headers: Record<string, string>): Record<string, string[]> {
   const errors: Record<string, string[]> = {};
+  const seen = new Map<string, string>();
   for (const [name, value] of Object.entries(headers)) {
     if (name.length > MAX_HEADER_NAME) {
       (errors.headers ??= []).push(`header names must be at most ${MAX_HEADER_NAME} characters`);
       continue;
     }
-    const problem = headerError(name, value);
+    // Header names ignore case: two spellings of one would reach the receiver as one header, both values joined.
+    const first = seen.get(name.toLowerCase());
+    seen.set(name.toLowerCase(), first ?? name);
+    const problem = first === undefined ? headerError(name, value) : `is the header ${first} again (header names ignore case)`;
     if (problem) errors[`headers.${name}`] = [problem];
   }
   if (errors.headers) errors.headers = [...new Set(errors.headers)];

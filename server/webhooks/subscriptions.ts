@@ -13,7 +13,7 @@ export const DEFAULT_EVENT_TYPES: string[] = [event.messageReceived.type];
 export const NOT_FROM_LOG: readonly EventType[] = [...DEVICE_COMMANDS, event.webhookTest.type];
 
 /** Types an integration may subscribe to. */
-export const SUBSCRIBABLE: readonly string[] = EVENT_TYPES.filter((t) => !DEVICE_COMMANDS.includes(t));
+export const SUBSCRIBABLE: readonly string[] = EVENT_TYPES.filter((t) => !NOT_FROM_LOG.includes(t));
 
 /** Problems with a requested list of event types, keyed as API.md §1 wants (`event_types.<i>`). */
 export function eventTypeErrors(types: string[]): Record<string, string[]> {
@@ -22,6 +22,8 @@ export function eventTypeErrors(types: string[]): Record<string, string[]> {
     if (t === ALL_EVENTS) return;
     if (DEVICE_COMMANDS.includes(t as EventType))
       errors[`event_types.${i}`] = [`names ${t}, a command to a device, not a webhook event; subscribe to message.queued or message.cancelled`];
+    else if (t === event.webhookTest.type)
+      errors[`event_types.${i}`] = [`names ${t}, which only the test route sends (to the integration it tests); no subscription is needed`];
     // Read after "The event_types.0 field" in the error's message.
     else if (!isEventType(t)) errors[`event_types.${i}`] = [`names an unknown event type "${t}"; known: ${SUBSCRIBABLE.join(", ")} or *`];
   });

@@ -85,6 +85,14 @@ describe("webhook integrations", () => {
       [{ headers: { "Webhook-Signature": "v1,forged" } }, "headers.Webhook-Signature"],
       [{ headers: { "X-A": "a\r\nX-B: b" } }, "headers.X-A"],
       [{ headers: { "X-N": 5 } }, "headers.X-N"],
+      // One header in two spellings would reach the receiver as one, both values joined.
+      [{ headers: { "X-A": "1", "x-a": "2" } }, "headers.x-a"],
+      // Stored as sent, the URL shown would not be where deliveries go (the parser drops these).
+      [{ url: "  https://example.com/hook  " }, "url"],
+      [{ url: "https://example.com/a\nb" }, "url"],
+      [{ url: "https://exa\tmple.com/t" }, "url"],
+      // Sent by the test route only, never from the log: a subscription to it would never deliver.
+      [{ event_types: ["message.received", "webhook.test"] }, "event_types.1"],
     ];
     for (const [body, field] of cases) {
       const res = await create(token, body);

@@ -144,6 +144,8 @@ describe("SSRF guard: targets", () => {
     expect(parseTargetUrl("ftp://example.com/")).toBe("must be an http or https URL");
     expect(parseTargetUrl("https://user:pw@example.com/")).toBe("must not contain credentials");
     expect(parseTargetUrl("not a url")).toBe("must be a valid URL");
+    for (const spaced of [" https://example.com/", "https://example.com/a\nb", "https://exa\tmple.com/"])
+      expect(parseTargetUrl(spaced)).toStartWith("must not contain spaces");
     expect(parseTargetUrl("https://example.com/hook")).toBeInstanceOf(URL);
   });
 });
