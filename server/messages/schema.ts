@@ -57,7 +57,8 @@ export const NextQuery = t.Object({
 });
 
 const Recipient = Type.String({ pattern: E164, description: "an E.164 phone number" });
-const VarName = "^[A-Za-z_][A-Za-z0-9_]{0,63}$";
+/** A bulk send's variable name, as the text uses it in `{{name}}` (send-request.ts checks the names the schema lets through). */
+export const VarName = "^[A-Za-z_][A-Za-z0-9_]{0,63}$";
 export const SendBody = Type.Object({
   hosted_sim: Optional({ ...Id(), description: "the number to send from; give it or `hosted_sims`" }, "absent"),
   hosted_sims: Optional(

@@ -1,5 +1,6 @@
 import { validationFailed } from "../errors";
 import { characterCount } from "../lib/fields";
+import { VarName } from "./schema";
 
 /** A recipient of a bulk send: a number, or a number with the values of the text's `{{name}}` variables. */
 export type Recipient = string | { to: string; vars?: Record<string, string> };
@@ -31,6 +32,10 @@ export const SEND_BODY_BYTES = 1024 * 1024;
 export const SEND_PATH = /^\/api(?:\/v\d+)?\/messages\/?$/;
 
 const VARIABLE = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
+/** Anything written as a placeholder: one that is not a VARIABLE would be sent as written, braces and all. */
+const PLACEHOLDER = /\{\{([^{}]*)\}\}/g;
+const NAME = new RegExp(VarName);
+const NOT_A_NAME = "is not a variable name: letters, digits and _, not starting with a digit, at most 64 (e.g. first_name)";
 
 /**
  * The texts of a bulk send with each recipient's `{{name}}` variables filled in. A variable the
@@ -39,6 +44,16 @@ const VARIABLE = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
  * as before bulk sends existed.
  */
 function render(text: string, recipients: Recipient[], errors: Record<string, string[]>) {
+  // A placeholder that is no variable ({{First Name}}, {{x.y}}) and a value under a name no text
+  // can use would both leave the braces in every text sent.
+  const unnamed = [...text.matchAll(PLACEHOLDER)].filter((m) => !NAME.test(m[1]!.trim())).map((m) => m[0]);
+  if (unnamed.length > 0)
+    errors.text = [
+      `uses ${[...new Set(unnamed)].join(", ")}, not a variable: a name is letters, digits and _, not starting with a digit, at most 64 (e.g. {{first_name}})`,
+    ];
+  recipients.forEach((r, i) => {
+    for (const name of Object.keys(typeof r === "string" ? {} : (r.vars ?? {}))) if (!NAME.test(name)) errors[`to.${i}.vars.${name}`] = [NOT_A_NAME];
+  });
   const matches = [...text.matchAll(VARIABLE)];
   const used = [...new Set(matches.map((m) => m[1]!))];
   // The text's own characters, without its {{name}}s: a filled text's length is this plus its

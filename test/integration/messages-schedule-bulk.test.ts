@@ -452,6 +452,30 @@ describe("bulk sends (to as an array)", () => {
     expect(await used(t.org.id)).toBe(0);
   });
 
+  test("a placeholder that is no variable, or a value under a name no text can use, is refused: either would send the braces as written", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const cases: [string, unknown[], Record<string, string[]>][] = [
+      [
+        "Hi {{First Name}} {{x.y}} {{first_name}}",
+        [{ to: randomNumber(), vars: { first_name: "Ann" } }],
+        { text: [expect.stringContaining("uses {{First Name}}, {{x.y}}, not a variable")] as never },
+      ],
+      [
+        "Hi {{first_name}}",
+        [{ to: randomNumber(), vars: { first_name: "Ann", "first name": "Ann" } }],
+        { "to.0.vars.first name": [expect.stringContaining("not a variable name")] as never },
+      ],
+    ];
+    for (const [text, to, errors] of cases) {
+      const res = await send(t.token, { hosted_sim: sim.id, to, text });
+      expect([text, res.status, res.body.errors]).toEqual([text, 422, errors]);
+    }
+    expect(await used(t.org.id)).toBe(0);
+    // A single recipient's text is sent as written, braces and all, as before bulk sends existed.
+    expect((await send(t.token, { hosted_sim: sim.id, to: randomNumber(), text: "literal {{First Name}}" })).status).toBe(202);
+  });
+
   test("a batch sent in another of the caller's organizations is read like its messages, across the memberships", async () => {
     const a = await createTenant(ctx.sql);
     const b = await createOrg(ctx.sql);
