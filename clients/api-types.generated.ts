@@ -4485,7 +4485,7 @@ export interface operations {
                 before?: string | number;
                 /** @description 1 to 100, default 50 */
                 per_page?: string | number;
-                /** @description exact sender */
+                /** @description the sender, letter case ignored */
                 from?: string;
                 /** @description text contains, case-insensitive */
                 q?: string;
@@ -4591,7 +4591,7 @@ export interface operations {
                 /** @description at least 1, default 1 */
                 page?: string | number;
                 direction?: "inbound" | "outbound";
-                /** @description exact sender */
+                /** @description the sender, letter case ignored */
                 from?: string;
                 /** @description an ISO 8601 date-time with offset between 1970 and 9999, inclusive */
                 since?: string;
@@ -5541,7 +5541,7 @@ export interface operations {
             query?: {
                 /** @description a message id (messages with a higher id: stored later) or an ISO 8601 date-time (messages received after it); default: the call's start, so a message stored before the call is not returned */
                 after?: string;
-                /** @description exact sender */
+                /** @description the sender, letter case ignored */
                 from?: string;
                 /** @description text contains, case-insensitive */
                 contains?: string;

@@ -14,10 +14,14 @@ function hasMessageFilters(f: HistoryFilter) {
   return f.from !== undefined || f.since !== undefined || f.until !== undefined || f.q !== undefined;
 }
 
-/** Conditions on the joined `messages m`; the message's time is when it was received, else when it was created. */
+/**
+ * Conditions on the joined `messages m`; the message's time is when it was received, else when it
+ * was created. The sender compares without letter case, as a lock's sender does (an alphanumeric
+ * sender arrives as GOOGLE one day and Google the next).
+ */
 function messageConditions(sql: Sql, f: HistoryFilter) {
   return sql`
-    ${f.from !== undefined ? sql`and m.from_number = ${f.from}` : sql``}
+    ${f.from !== undefined ? sql`and lower(m.from_number) = lower(${f.from})` : sql``}
     ${f.since !== undefined ? sql`and coalesce(m.received_at, m.created_at) >= ${f.since}` : sql``}
     ${f.until !== undefined ? sql`and coalesce(m.received_at, m.created_at) < ${f.until}` : sql``}
     ${f.q !== undefined ? sql`and m.text ilike ${likePattern(f.q)}` : sql``}`;

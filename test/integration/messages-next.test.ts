@@ -115,6 +115,16 @@ describe("GET /api/numbers/{id}/messages/next", () => {
     expect(older.body.data.text).toBe("ACME: see you at 18:30");
   });
 
+  test("from ignores letter case, as a lock's sender does: a wait for Google gets the SMS from GOOGLE, and so does the history", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const waiting = await startWait(t.token, sim.id, "from=Google&timeout=30");
+    await deliver(sim.number, "Your Google verification code is 555111", "GOOGLE");
+    expect((await waiting.answer).body.data).toMatchObject({ from: "GOOGLE", code: "555111" });
+    const history = await ctx.request("GET", `/api/messages?hosted_sim=${sim.id}&from=google`, { token: t.token });
+    expect(history.body.data.map((m: { from: string }) => m.from)).toEqual(["GOOGLE"]);
+  });
+
   test("outbound messages are not waited for", async () => {
     const t = await createTenant(ctx.sql);
     const byos = await createByosNumber(ctx.sql, t.org.id);
