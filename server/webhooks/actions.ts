@@ -60,7 +60,7 @@ export async function changeIntegration(deps: WebhookDeps, viewer: Viewer, organ
   const refuseMovingHeaders = (existing: IntegrationRow) => {
     if (!mayReadHeaderValues(viewer) && movesStoredHeaders(body, existing))
       throw permissionDenied(
-        "Only an admin or owner signed in may move an integration's custom header values to another host: send new values for its headers, or leave the URL's host as it is.",
+        "Only an admin or owner signed in may move an integration's custom header values to another URL: send new values for its headers, or leave the URL as it is.",
       );
   };
   // The 403 before the target's 422, then again on the row as the update finds it.

@@ -71,14 +71,15 @@ function keepMasked(headers: Record<string, string>, existing: Record<string, st
 }
 
 /**
- * Whether an update moves stored header values to another origin (scheme, host and port): the
- * body changes the URL's origin and keeps some stored value (omits `headers`, or sends a value
- * masked). A caller who may not read the values must not do it (actions.ts `changeIntegration`):
- * the receiver at the new URL would read them.
+ * Whether an update moves stored header values to another URL: the body changes the URL (its
+ * path too: on a shared receiver host, webhook.site or an automation service's hooks, the path
+ * names the tenant) and keeps some stored value (omits `headers`, or sends a value masked). A
+ * caller who may not read the values must not do it (actions.ts `changeIntegration`): the
+ * receiver at the new URL would read them.
  */
 export function movesStoredHeaders(body: Pick<Body, "url" | "headers">, existing: Pick<IntegrationRow, "url" | "headers">): boolean {
-  const origin = (url: string) => URL.parse(url)?.origin ?? url;
-  if (origin(body.url) === origin(existing.url)) return false;
+  const href = (url: string) => URL.parse(url)?.href ?? url;
+  if (href(body.url) === href(existing.url)) return false;
   const stored = Object.keys(existing.headers);
   if (body.headers === undefined) return stored.length > 0;
   return Object.entries(body.headers).some(([name, value]) => value === MASKED_HEADER_VALUE && stored.includes(name));
