@@ -3,6 +3,7 @@ import type { Revoker } from "../auth/revoker";
 import type { Pool, Sql } from "../db/client";
 import { countJobs, type DeadJobSelection, discardDeadJobs, listDeadJobs, retryDeadJobs } from "../jobs/dead-jobs";
 import { randomString } from "../lib/crypto";
+import { characterCount } from "../lib/fields";
 import { findPoolNumbers, findTakenNumbers, insertPoolNumbers, type NewPoolNumbers } from "../numbers/pool";
 
 export type { DeadJob, DeadJobSelection, QueueCounts } from "../jobs/dead-jobs";
@@ -44,13 +45,14 @@ export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
   const { change } = deps;
 
   async function addUser(u: NewUser) {
-    if (u.password.length < 8) throw new AdminError("The password must have at least 8 characters.");
-    const passwordHash = await Bun.password.hash(u.password, { algorithm: "argon2id" });
+    // Hashed before the transaction (argon2id takes a while); an existing user's password stays as it is, so only a new one's is checked.
+    const passwordHash = u.password.length >= 8 ? await Bun.password.hash(u.password, { algorithm: "argon2id" }) : null;
     return change(async (tx, record) => {
       const members = await store.lockOrganizationMembers(tx, u.organizationId);
       if (members === undefined) throw new AdminError(`Organization ${u.organizationId} not found.`);
       const existing = await store.findUserIdByEmail(tx, u.email);
-      const user = existing ?? (await store.insertUser(tx, { name: u.name ?? u.email.split("@")[0]!, email: u.email, passwordHash }));
+      if (!existing && passwordHash === null) throw new AdminError("The password must have at least 8 characters.");
+      const user = existing ?? (await store.insertUser(tx, { name: u.name ?? u.email.split("@")[0]!, email: u.email, passwordHash: passwordHash! }));
       const role = u.role ?? (members === 0 ? "owner" : "member");
       const m = await store.upsertMembership(tx, { userId: user.id, organizationId: u.organizationId, role, keepRole: u.role === undefined });
       // An organization's first member is its owner: one made admin or member would leave it
@@ -70,6 +72,7 @@ export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
   return {
     createOrganization: (name: string, plan: Plan = "free") => {
       if (!name.trim()) throw new AdminError("The organization name must not be empty.");
+      if (characterCount(name.trim()) > 255) throw new AdminError("The organization name must be at most 255 characters.");
       return change((tx) => store.insertOrganization(tx, name.trim(), plan));
     },
     setPlan: (organizationId: number, plan: Plan) =>

@@ -30,6 +30,12 @@ describe("simhost admin org create", () => {
     expect(row).toEqual({ name, plan: "pro" });
   });
 
+  test("a name over 255 characters is an error (exit 1), nothing created", async () => {
+    const r = await admin("admin", "org", "create", "x".repeat(256));
+    expect([r.code, r.stderr]).toEqual([1, expect.stringContaining("at most 255 characters")]);
+    expect(await ctx.sql`select 1 from organizations where name = ${"x".repeat(256)}`).toHaveLength(0);
+  });
+
   test("plan defaults to free; human output names the organization", async () => {
     const r = await admin("admin", "org", "create", "Plain Org");
     expect(r.code).toBe(0);
@@ -96,6 +102,10 @@ describe("simhost admin user create", () => {
     ]);
     const [user] = await ctx.sql`select password_hash from users where id = ${first.json().id}`;
     expect(await Bun.password.verify("first-password", user!.password_hash)).toBe(true);
+    // An existing user's password is not used, so a short one is not refused for it.
+    const third = await createOrg(ctx.sql);
+    await createUser(ctx.sql, { orgId: third.id, role: "owner" });
+    expect((await admin("admin", "user", "create", "--org", String(third.id), "--email", email, "--password", "short")).code).toBe(0);
     // Said as it is: a membership there already is not "added" again.
     const said = async (...extra: string[]) =>
       (await admin("admin", "user", "create", "--org", String(b.id), "--email", email, "--password", "other-password", ...extra)).stdout.trim();
