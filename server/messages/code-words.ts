@@ -22,10 +22,20 @@ export const KEYWORD = new RegExp(
   "giu",
 );
 
+/**
+ * A word whose "<word> code" is an identifier, not a one-time code ("Store code: 0042", "merchant
+ * code 5411", "Order code 1234"): such a "code" is no keyword, and a number right after it is no
+ * candidate. Only before "code": "Dear customer OTP is 482913" keeps its OTP. Not here: words of a
+ * code that is typed once (login, access, security, delivery, pickup, transaction, account ...).
+ */
+export const IDENTIFIER_NOUN =
+  /^(?:order|store|shop|outlet|branch|merchant|dealer|vendor|seller|partner|agent|employee|staff|customer|client|member|membership|referral|ref|reference|product|item|sku|booking|reservation|gift|offer|sort|swift|ifsc|tax)(?:'?s)?$/i;
+
 /** Around a keyword (before it, or just after): the code is not a one-time code (postal, promo, tracking, error ...). */
 export const NOT_OTP_BEFORE =
   /(?:zip|postal|post|area|country|error|promo|discount|coupon|cupom|cup[oó]n|voucher|gutschein|rabatt|tracking|rastreio|rastreamento|seguimiento|barras|bar|промо|скидк|купон|优惠|折扣|쿠폰|할인|クーポン|割引)[\s-]*[\p{L}\s-]{0,3}$/iu;
-export const NOT_OTP_AFTER = /^[\p{L}]*\s*(?:de\s+)?(?:postal|pocztowy|promo|de barras|de rastreio|de rastreamento|de seguimiento|de descuento|de desconto)/iu;
+export const NOT_OTP_AFTER =
+  /^[\p{L}]*\s*(?:de\s+)?(?:postal|pocztowy|promo|de barras|de rastreio|de rastreamento|de seguimiento|de descuento|de desconto|d[aeo] (?:pedido|cliente|producto|produto|tienda|loja|sucursal|referencia|referência|reserva)(?![\p{L}]))/iu;
 
 /** Promotions in a text: letter-bearing candidates (SAVE20, BDAY25) are then coupons, never taken. */
 export const PROMO =
@@ -52,3 +62,9 @@ export const SPENT =
 
 /** Where a clause ends: a code and its keyword are in one clause. */
 export const CLAUSE_BREAK = /[.!?。！？।]\s|,\s|[，、;；]|\n/u;
+
+/**
+ * The TLDs of domains named by digits only ("12306.cn", "163.com", "58.com"), in lower case as
+ * they are written: any other "482913.Valid" is a code ending a sentence, not a domain.
+ */
+export const NUMERIC_DOMAIN = /\.(?:com|net|org|cn|ru|in|io|co|cc|info|top|xyz|vip|hk|tw|jp|kr|vn)$/;

@@ -1,4 +1,16 @@
-import { CLAUSE_BREAK, CURRENCY_BEFORE, KEYWORD, NOT_CODE_PREFIX, NOT_OTP_AFTER, NOT_OTP_BEFORE, PROMO, SPENT, UNIT_AFTER } from "./code-words";
+import {
+  CLAUSE_BREAK,
+  CURRENCY_BEFORE,
+  IDENTIFIER_NOUN,
+  KEYWORD,
+  NOT_CODE_PREFIX,
+  NOT_OTP_AFTER,
+  NOT_OTP_BEFORE,
+  NUMERIC_DOMAIN,
+  PROMO,
+  SPENT,
+  UNIT_AFTER,
+} from "./code-words";
 
 /**
  * The one-time code an SMS carries, or null (docs/api-notes.md "One-time codes in messages").
@@ -8,14 +20,15 @@ import { CLAUSE_BREAK, CURRENCY_BEFORE, KEYWORD, NOT_CODE_PREFIX, NOT_OTP_AFTER,
  * wins over one it merely comes near ("code for transaction 99887766 is 482913"); then the
  * closest, and null when two different candidates are equally close. A candidate whose sentence
  * says it is spent ("was already used", "has expired") is never taken, so the new code of "Your
- * code 4412 has expired. Your new code is 482913." is. Digit codes come back without their
- * separators ("123 456", "123-456" → "123456"); letter-prefixed and alphanumeric codes as shown
- * ("G-123456", "AB12CD"). Linear in the text's length: each candidate looks only at the keywords
- * within MAX_GAP of it, and each sentence is judged spent once.
+ * code 4412 has expired. Your new code is 482913." is; nor is the number of an identifier's
+ * "code" ("Store code: 0042", "merchant code 5411"), which is no keyword either. Digit codes come
+ * back without their separators ("123 456", "123-456" → "123456"); letter-prefixed and
+ * alphanumeric codes as shown ("G-123456", "AB12CD"). Linear in the text's length: each candidate
+ * looks only at the keywords within MAX_GAP of it, and each sentence is judged spent once.
  */
 export function extractCode(text: string): string | null {
   const t = maskLinks(asciiDigits(text));
-  const keywords = findKeywords(t);
+  const { keywords, identified } = findKeywords(t);
   if (keywords.length === 0) return null;
   const candidates = [...digitCandidates(t), ...prefixedCandidates(t), ...(PROMO.test(t) ? [] : alphanumericCandidates(t))];
   const spent = spentSentences(t);
@@ -23,7 +36,7 @@ export function extractCode(text: string): string | null {
   let tied = false;
   for (const c of candidates) {
     const rank = nearestKeyword(t, c, keywords);
-    if (rank === null || spent(c.start)) continue;
+    if (rank === null || identified.has(c.start) || spent(c.start)) continue;
     const order = best === null ? -1 : compareRanks(rank, best.rank);
     if (order < 0) {
       best = { c, rank };
@@ -106,19 +119,53 @@ export function maskLinks(text: string): string {
   return text
     .replace(/\bhttps?:\/\/\S+/gi, blank)
     .replace(/(?<!\S)[^\s@]*@\S+/g, blank)
-    .replace(/(?<![\p{L}\p{N}-]|[\p{L}\p{N}-]\.)(?:[\p{L}\p{N}-]+\.)+[a-z]{2,}(?:\/\S*)?/giu, blank);
+    .replace(/(?<![\p{L}\p{N}-]|[\p{L}\p{N}-]\.)(?:[\p{L}\p{N}-]+\.)+[a-z]{2,}(?:\/\S*)?/giu, (m) => (isNumberThenWord(m) ? m : blank(m)));
 }
 
-function findKeywords(t: string): Span[] {
-  const found: Span[] = [];
+/**
+ * "482913.Valid", "OTP:482913.Do not share": a number, a dot and the next sentence's first word,
+ * not a domain. A name of digits only is a domain with a path or with a TLD such names have
+ * ("12306.cn", "163.com"), written in lower case: "Do", "It", "No" are TLDs too.
+ */
+const isNumberThenWord = (m: string) => /^(?:\d+\.)+[^./]+$/.test(m) && !NUMERIC_DOMAIN.test(m);
+
+/**
+ * The code keywords, and where the number an identifier's "code" names starts ("Store code: 0042",
+ * "merchant code 5411"): such a number is no candidate, however near a real keyword it stands.
+ */
+function findKeywords(t: string): { keywords: Span[]; identified: Set<number> } {
+  const keywords: Span[] = [];
+  const identified = new Set<number>();
   for (const m of t.matchAll(KEYWORD)) {
     const start = m.index;
     const end = start + m[0].length;
     if (NOT_OTP_BEFORE.test(t.slice(Math.max(0, start - 16), start)) || NOT_OTP_AFTER.test(t.slice(end, end + 24))) continue;
-    found.push({ start, end });
+    if (/^code$/i.test(m[0]) && namesIdentifier(t, start)) {
+      identified.add(end + /^\s*[:：.#]?\s*/.exec(t.slice(end, end + 8))![0].length);
+      continue;
+    }
+    keywords.push({ start, end });
   }
-  return found;
+  return { keywords, identified };
 }
+
+/**
+ * Whether the "code" at `at` is an identifier's: the whole word before it, past at most three
+ * spaces or hyphens, is an IDENTIFIER_NOUN ("Store code", "merchant-code", "customer's code").
+ * Walked back a character at a time: a pattern anchored at `at` is tried from every position
+ * before it, and this runs for every keyword.
+ */
+function namesIdentifier(t: string, at: number): boolean {
+  let end = at;
+  while (end > 0 && at - end < 3 && isSpaceOrHyphen(t.charCodeAt(end - 1))) end--;
+  let start = end;
+  while (start > 0 && end - start < 16 && isAsciiLetterOrApostrophe(t.charCodeAt(start - 1))) start--;
+  if (start === end || (start > 0 && /[\p{L}\p{N}]/u.test(t[start - 1]!))) return false;
+  return IDENTIFIER_NOUN.test(t.slice(start, end));
+}
+
+const isSpaceOrHyphen = (c: number) => c === 32 || c === 45 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x202f || (c >= 0x2000 && c <= 0x200a);
+const isAsciiLetterOrApostrophe = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 39;
 
 const LETTER = /[\p{Script=Latin}\p{Script=Cyrillic}\p{Script=Greek}_]/u;
 

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { extractCode, maskLinks } from "../../server/messages/code";
+import { NUMERIC_DOMAIN } from "../../server/messages/code-words";
 
 type Labelled = { text: string; code: string | null; lang: string; note?: string };
 
@@ -94,6 +95,40 @@ describe("extractCode rules", () => {
     expect(extractCode("482913")).toBeNull();
     expect(extractCode("")).toBeNull();
   });
+
+  // A store, order, merchant ... code is an identifier: its "code" is no keyword and its number no candidate.
+  test.each([
+    ["482913 is your verification code. Store code: 0042", "482913"],
+    ["Your Amazon OTP is 482913. Do not share it. Order code 1234 ships today.", "482913"],
+    ["Your OTP is 482913 for payment at merchant code 5411.", "482913"],
+    ["Your verification code is 482913. Branch code 0231.", "482913"],
+    ["Your verification code is 482913\nAgent code: 7781", "482913"],
+    ["Your login code is 482913. Employee code 4455", "482913"],
+    ["Store code 0042 OTP 482913", "482913"],
+    ["Use your OTP at store code 0042", null],
+    ["Tu código de verificación es 482913. Tu código de cliente: 5530.", "482913"],
+    ["Your store code is 0042.", null],
+    ["Merchant code: 5411", null],
+    ["0042 is your referral code", null],
+    ["Código de cliente: 5530", null],
+  ])("an identifier's code is not the one-time code: %j", (text, code) => {
+    expect(extractCode(text)).toBe(code);
+  });
+
+  test('only before "code": the OTP of "Dear customer OTP" and a login code are still keywords', () => {
+    expect(extractCode("Dear customer OTP is 482913 for your transaction")).toBe("482913");
+    expect(extractCode("Your store login code is 482913")).toBe("482913");
+    expect(extractCode("Your customer code 5530 and your login code 482913")).toBe("482913");
+  });
+
+  test.each([
+    ["Your OTP is 482913.Valid for 10 mins.", "482913"],
+    ["OTP:482913.Do not share", "482913"],
+    ["Your code is 482913.Don't share it.", "482913"],
+    ["Your verification code is 482913.Ignore if not requested.", "482913"],
+  ])("a code followed by a dot and a word is not a domain: %j", (text, code) => {
+    expect(extractCode(text)).toBe(code);
+  });
 });
 
 describe("maskLinks", () => {
@@ -103,10 +138,19 @@ describe("maskLinks", () => {
     return text
       .replace(/\bhttps?:\/\/\S+/gi, blank)
       .replace(/\S*@\S+/g, blank)
-      .replace(/(?<![\p{L}\p{N}])(?:[\p{L}\p{N}-]+\.)+[a-z]{2,}(?:\/\S*)?/giu, blank);
+      .replace(/(?<![\p{L}\p{N}])(?:[\p{L}\p{N}-]+\.)+[a-z]{2,}(?:\/\S*)?/giu, (m) => (/^(?:\d+\.)+[^./]+$/.test(m) && !NUMERIC_DOMAIN.test(m) ? m : blank(m)));
   };
   /** Strings over the characters the patterns turn on. */
   const shaped = fc.string({ unit: fc.constantFrom("a", "b", "1", "2", "-", ".", "@", " ", "/", "é", "Z", "_", ":", "h", "t", "p", "s"), maxLength: 40 });
+
+  test("a number, a dot and a word stay; links and domains, also named by digits, are blanked", () => {
+    expect(maskLinks("OTP is 482913.Valid for 10 mins")).toBe("OTP is 482913.Valid for 10 mins");
+    expect(maskLinks("OTP:482913.Do not share")).toBe("OTP:482913.Do not share");
+    expect(maskLinks("see 12306.cn now")).toBe(`see ${" ".repeat(8)} now`);
+    expect(maskLinks("see 163.com now")).toBe(`see ${" ".repeat(7)} now`);
+    expect(maskLinks("at example.com/482913 or g.co/abc")).toBe(`at ${" ".repeat(18)} or ${" ".repeat(8)}`);
+    expect(maskLinks("482913.Valid/x")).toBe(" ".repeat(14));
+  });
 
   test("starting only where an earlier start could not match, it blanks what a start at every position blanks", () => {
     const crafted = [
