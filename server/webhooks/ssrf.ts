@@ -177,7 +177,7 @@ export function parseTargetUrl(value: string): URL | string {
   }
   // The URL parser drops surrounding whitespace and tabs and line breaks inside: stored as sent,
   // what the console and the API showed would not be where deliveries go.
-  if (/[\s\x00-\x1f\x7f]/.test(value)) return "must not contain spaces, tabs, line breaks or control characters (percent-encode them)";
+  if (/[\s\p{Cc}]/u.test(value)) return "must not contain spaces, tabs, line breaks or control characters (percent-encode them)";
   if (url.protocol !== "http:" && url.protocol !== "https:") return "must be an http or https URL";
   if (url.username || url.password) return "must not contain credentials";
   if (!url.hostname) return "must have a host";
