@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Revoker } from "../auth/revoker";
+import { type Revoker, revokeEnded } from "../auth/revoker";
 import type { Pool, Sql } from "../db/client";
 import { countJobs, type DeadJobSelection, discardDeadJobs, listDeadJobs, retryDeadJobs } from "../jobs/dead-jobs";
 import { randomString } from "../lib/crypto";
@@ -113,9 +113,9 @@ export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
     /** Deletes a client; its codes, refresh tokens and access tokens stop working at once, everywhere. */
     deleteOAuthClient: (clientId: string) =>
       change(async (tx, record) => {
-        const sessions = await store.deleteOAuthClient(tx, clientId);
-        if (!sessions) throw new AdminError(`No OAuth client ${clientId}.`);
-        for (const sessionId of sessions) record.revoke({ sessionId });
+        const ended = await store.deleteOAuthClient(tx, clientId);
+        if (!ended) throw new AdminError(`No OAuth client ${clientId}.`);
+        revokeEnded(record, ended);
       }),
     /** The job queue per queue (waiting, running, dead), and its dead jobs (server/jobs/dead-jobs.ts). */
     jobCounts: () => countJobs(deps.sql),

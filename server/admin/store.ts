@@ -1,4 +1,5 @@
 import type { Role } from "../auth/caller";
+import type { EndedTokens } from "../auth/store";
 import type { Sql } from "../db/client";
 
 export type OrganizationSummary = { id: number; name: string; plan: string };
@@ -84,10 +85,12 @@ export async function listOAuthClients(sql: Sql): Promise<OAuthClientRow[]> {
 }
 
 /** Deletes a client with its access tokens (session rows); returns those session ids, or null when there is no such client. */
-export async function deleteOAuthClient(sql: Sql, clientId: string): Promise<number[] | null> {
+export async function deleteOAuthClient(sql: Sql, clientId: string): Promise<EndedTokens | null> {
   const sessions = await sql<{ id: number }[]>`delete from sessions where id in (
     select a.session_id from oauth_access_tokens a join oauth_grants g on g.id = a.grant_id
     join oauth_clients c on c.id = g.client_id where c.client_id = ${clientId}) returning id`;
+  const grants = await sql<{ id: string }[]>`
+    select g.id from oauth_grants g join oauth_clients c on c.id = g.client_id where c.client_id = ${clientId}`;
   const rows = await sql`delete from oauth_clients where client_id = ${clientId} returning id`;
-  return rows.length > 0 ? sessions.map((s) => s.id) : null;
+  return rows.length > 0 ? { sessionIds: sessions.map((s) => s.id), grantIds: grants.map((g) => g.id) } : null;
 }

@@ -3,13 +3,15 @@ import type { Caller } from "./caller";
 
 /**
  * What a revocation names: every cached caller of that session, API key or user is dropped, and
- * every realtime subscription it authorized ends. `organizationId` with `userId`: only the user's
+ * every realtime subscription it authorized ends. `grantId`: an OAuth grant, every token issued
+ * from one authorization (its access tokens' rows are revoked by `sessionId` alongside; a
+ * subscription names its grant, since it outlives the access token it began with). `organizationId` with `userId`: only the user's
  * access to that organization went (membership removed): callers acting or reading in it. `organizationId` alone: callers acting
  * in that organization (a cache-only invalidation after a plan change, never sent to listeners).
  * `everything`: this instance may have missed revocations (it could not read the revocation log
  * for longer than the log keeps rows), so nothing it holds may be trusted.
  */
-export type Revocation = { sessionId?: number; apiKeyId?: number; userId?: number; organizationId?: number; everything?: true };
+export type Revocation = { sessionId?: number; grantId?: string; apiKeyId?: number; userId?: number; organizationId?: number; everything?: true };
 
 /**
  * A change the credential module spreads: a revocation (listeners run: sockets end), or with
@@ -23,6 +25,8 @@ export function matches(r: Revocation, caller: Caller): boolean {
   if (r.everything) return true;
   if (r.sessionId !== undefined) return caller.sessionId === r.sessionId;
   if (r.apiKeyId !== undefined) return caller.apiKey?.id === r.apiKeyId;
+  // A cached caller is one access token: its row's revocation (`sessionId`) comes alongside its grant's.
+  if (r.grantId !== undefined) return false;
   // A membership's end also drops callers that only read in that organization (their readScope).
   if (r.userId !== undefined)
     return (

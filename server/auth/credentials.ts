@@ -10,7 +10,7 @@ import { createCallerLookup } from "./lookup";
 import { type BUS_TIMING, createRevocationBus } from "./revocation-bus";
 import { createRevocationFeed, type FEED_TIMING } from "./revocation-feed";
 import type { LoggedInvalidation } from "./revocation-log";
-import { createRevoker } from "./revoker";
+import { createRevoker, revokeEnded } from "./revoker";
 import { deleteUserSessions, findLiveSession, type SessionChoice } from "./store";
 import { API_KEY_PREFIX_LENGTH, newApiKey } from "./tokens";
 
@@ -117,9 +117,9 @@ export function createCredentials(opts: CredentialOptions) {
     endUserSessions: (userId: number, which: SessionChoice, alongside?: (tx: Sql) => Promise<void>) =>
       revoker.change(async (tx, record) => {
         await alongside?.(tx);
-        const ids = await deleteUserSessions(tx, userId, which);
-        for (const sessionId of ids) record.revoke({ sessionId });
-        return ids;
+        const ended = await deleteUserSessions(tx, userId, which);
+        revokeEnded(record, ended);
+        return ended.sessionIds;
       }),
     /**
      * The session or OAuth token `token` is, unexpired, whatever its user's memberships: logout

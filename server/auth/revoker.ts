@@ -2,6 +2,7 @@ import type { Pool, Sql } from "../db/client";
 import type { Invalidation, Revocation } from "./caller-cache";
 import { FEED_TIMING } from "./revocation-feed";
 import { appendInvalidations, type LoggedInvalidation } from "./revocation-log";
+import type { EndedTokens } from "./store";
 
 type Bus = { announce(list: LoggedInvalidation[], deadline: number): Promise<number | false> };
 
@@ -10,6 +11,12 @@ export const REVOKE_WAIT_MS = FEED_TIMING.freshMs + 150;
 
 /** What a change's function records: revocations (listeners run) or cache-only invalidations (role, plan). */
 export type Recorder = { revoke(r: Revocation): void; refresh(r: Revocation): void };
+
+/** Records the revocation of every token a change ended: each session or access token, and each OAuth grant as a whole. */
+export function revokeEnded(record: Recorder, ended: EndedTokens) {
+  for (const sessionId of ended.sessionIds) record.revoke({ sessionId });
+  for (const grantId of ended.grantIds) record.revoke({ grantId });
+}
 
 export type Revoker = ReturnType<typeof createRevoker>;
 

@@ -154,6 +154,9 @@ export async function listUserSessions(sql: Sql, userId: number, limit: number):
 
 export type SessionChoice = { only: number } | { except: number };
 
+/** Tokens a change ended: sessions and OAuth access tokens (`sessions` rows), and OAuth grants (each revoked as a whole, removed access tokens included). */
+export type EndedTokens = { sessionIds: number[]; grantIds: string[] };
+
 /**
  * Deletes one of the user's tokens, or every one but one (and moves their credentials epoch on,
  * ending sign-ins under way); answers the ids deleted (never another user's). An OAuth token
@@ -162,7 +165,7 @@ export type SessionChoice = { only: number } | { except: number };
  * one but one, every grant of the user but the kept token's, those whose access tokens have
  * expired (refresh tokens outlive them) included.
  */
-export async function deleteUserSessions(sql: Sql, userId: number, which: SessionChoice): Promise<number[]> {
+export async function deleteUserSessions(sql: Sql, userId: number, which: SessionChoice): Promise<EndedTokens> {
   // Every one but one: sign-ins under way end too (`inEpoch`). Its own statement, so the delete's
   // snapshot, taken after the row lock, sees what an issuance holding the lock committed.
   if ("except" in which) await sql`update users set credentials_epoch = credentials_epoch + 1 where id = ${userId}`;
@@ -171,11 +174,14 @@ export async function deleteUserSessions(sql: Sql, userId: number, which: Sessio
     "only" in which
       ? sql`g.id in (select grant_id from oauth_access_tokens where session_id = ${which.only})`
       : sql`g.id not in (select grant_id from oauth_access_tokens where session_id = ${which.except})`;
-  const rows = await sql<{ id: number }[]>`
+  const [row] = await sql<{ session_ids: number[]; grant_ids: string[] }[]>`
     with grants as (
-      update oauth_grants g set revoked_at = now() where g.user_id = ${userId} and g.revoked_at is null and ${grantFilter} returning g.id)
-    delete from sessions s where s.user_id = ${userId}
-      and (${filter} or s.id in (select session_id from oauth_access_tokens where grant_id in (select id from grants)))
-    returning s.id`;
-  return rows.map((r) => r.id);
+      update oauth_grants g set revoked_at = now() where g.user_id = ${userId} and g.revoked_at is null and ${grantFilter} returning g.id),
+    ended as (
+      delete from sessions s where s.user_id = ${userId}
+        and (${filter} or s.id in (select session_id from oauth_access_tokens where grant_id in (select id from grants)))
+      returning s.id)
+    select coalesce((select array_agg(id) from ended), '{}')::int8[] as session_ids,
+           coalesce((select array_agg(id::text) from grants), '{}')::text[] as grant_ids`;
+  return { sessionIds: row!.session_ids.map(Number), grantIds: row!.grant_ids };
 }

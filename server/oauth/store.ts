@@ -1,4 +1,4 @@
-import { inEpoch } from "../auth/store";
+import { type EndedTokens, inEpoch } from "../auth/store";
 import type { Sql } from "../db/client";
 import { randomString, sha256 } from "../lib/crypto";
 
@@ -54,22 +54,28 @@ export async function createGrant(sql: Sql, g: { clientId: number; userId: numbe
   return row?.id;
 }
 
+/** The grant an OAuth access token (its `sessions` row) was issued from; null when the row is gone. */
+export async function grantOfAccessToken(sql: Sql, sessionId: number): Promise<string | null> {
+  const [row] = await sql<{ grant_id: string }[]>`select grant_id from oauth_access_tokens where session_id = ${sessionId}`;
+  return row?.grant_id ?? null;
+}
+
 export async function grantRevoked(tx: Sql, grantId: string): Promise<boolean> {
   const [row] = await tx<{ revoked: boolean }[]>`select revoked_at is not null as revoked from oauth_grants where id = ${grantId}`;
   return row?.revoked ?? true;
 }
 
-/** Revokes a grant: its refresh tokens stop working and its access tokens are deleted. Returns their session ids (to revoke). */
-export async function revokeGrant(sql: Sql, grantId: string): Promise<number[]> {
+/** Revokes a grant: its refresh tokens stop working and its access tokens are deleted. Returns what ended (to revoke). */
+export async function revokeGrant(sql: Sql, grantId: string): Promise<EndedTokens> {
   await sql`update oauth_grants set revoked_at = coalesce(revoked_at, now()) where id = ${grantId}`;
   const rows = await sql<{ id: number }[]>`
     delete from sessions where id in (select session_id from oauth_access_tokens where grant_id = ${grantId}) returning id`;
-  return rows.map((r) => r.id);
+  return { sessionIds: rows.map((r) => r.id), grantIds: [grantId] };
 }
 
-export async function revokeGrantOfCode(sql: Sql, codeId: number): Promise<number[]> {
+export async function revokeGrantOfCode(sql: Sql, codeId: number): Promise<EndedTokens> {
   const [row] = await sql<{ id: string }[]>`select id from oauth_grants where authorization_code_id = ${codeId}`;
-  return row ? revokeGrant(sql, row.id) : [];
+  return row ? revokeGrant(sql, row.id) : { sessionIds: [], grantIds: [] };
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Recorder, Revoker } from "../auth/revoker";
+import { type Recorder, type Revoker, revokeEnded } from "../auth/revoker";
 import { credentialsEpoch, deleteSession } from "../auth/store";
 import { issueSession } from "../auth/tokens";
 import type { Pool, Sql } from "../db/client";
@@ -44,10 +44,6 @@ export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number
     return result;
   }
 
-  const revokeSessions = (record: Recorder, sessionIds: number[]) => {
-    for (const sessionId of sessionIds) record.revoke({ sessionId });
-  };
-
   async function exchangeCode(p: AuthorizationCodeGrant): Promise<TokenBody> {
     const client = await clientOrFail(p.client_id);
     if (!isValidVerifier(p.code_verifier)) throw invalidRequest("code_verifier must be 43 to 128 characters of [A-Za-z0-9-._~].");
@@ -56,7 +52,7 @@ export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number
       const code = await store.lockCode(tx, p.code);
       if (!code || code.client_id !== client.id) return invalidGrant("The authorization code is invalid.");
       if (code.used_at) {
-        revokeSessions(record, await store.revokeGrantOfCode(tx, code.id));
+        revokeEnded(record, await store.revokeGrantOfCode(tx, code.id));
         return invalidGrant("The authorization code was already used; tokens issued from it are revoked.");
       }
       // Single use means a single attempt: a failed redemption burns the code too.
@@ -76,7 +72,7 @@ export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number
       const token = await store.lockRefreshToken(tx, p.refresh_token);
       if (!token || token.client_id !== client.id || token.revoked) return invalidGrant("The refresh token is invalid or revoked.");
       if (token.used_at) {
-        revokeSessions(record, await store.revokeGrant(tx, token.grant_id));
+        revokeEnded(record, await store.revokeGrant(tx, token.grant_id));
         return invalidGrant("The refresh token was already used; its token family is revoked.");
       }
       if (token.expired) return invalidGrant("The refresh token has expired.");
@@ -104,7 +100,7 @@ export function createTokenService(opts: { sql: Pool; accessTokenSeconds: number
   async function revokeRefresh(tx: Sql, token: string, clientId: number, record: Recorder) {
     const row = await store.lockRefreshToken(tx, token);
     if (!row || row.client_id !== clientId) return false;
-    revokeSessions(record, await store.revokeGrant(tx, row.grant_id));
+    revokeEnded(record, await store.revokeGrant(tx, row.grant_id));
     return true;
   }
 

@@ -6,7 +6,8 @@ import type { RedisGuard } from "../lib/redis-guard";
  * (their user's membership in the grant's organization is part of their validity); an API key
  * carries the first bytes of its digest too, so a regenerated key (same id) is told apart.
  */
-export type Credential = { sessionId: number | null; userId: number | null; apiKeyId: number | null; keyDigest: string | null };
+/** `grantId`: an OAuth access token's grant (null for a session or an API key). */
+export type Credential = { sessionId: number | null; grantId?: string | null; userId: number | null; apiKeyId: number | null; keyDigest: string | null };
 
 /**
  * What the auth endpoint decided for a (socket, channel) pair: the organization it joins for and

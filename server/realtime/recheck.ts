@@ -10,7 +10,7 @@ type Held = { ws: Socket; channel: string; grant: Grant };
 
 /** What standingCredentials judges of a grant: grants alike in all of it stand or fall together. */
 const credentialKey = (g: Grant) =>
-  `${g.organizationId}|${g.credential.sessionId}|${g.credential.apiKeyId}|${g.credential.keyDigest}|${[...(g.permissions ?? [])].sort().join(",")}`;
+  `${g.organizationId}|${g.credential.sessionId}|${g.credential.grantId ?? ""}|${g.credential.apiKeyId}|${g.credential.keyDigest}|${[...(g.permissions ?? [])].sort().join(",")}`;
 
 /**
  * After a revocation of `everything` (this instance may have missed some while its bus was down):

@@ -1,20 +1,20 @@
+import type { Revocation } from "../auth/caller-cache";
 import type { Grant } from "./grants";
 
-/**
- * A revocation as the authenticator announces it (server/auth: `onRevoked`), on every instance:
- * a session (or OAuth token), an API key, a user, a user's membership of one organization
- * (`userId` + `organizationId`), or `everything` (this instance may have missed some).
- */
-export type Revocation = { sessionId?: number; apiKeyId?: number; userId?: number; organizationId?: number; everything?: true };
+/** A revocation as the authenticator announces it (server/auth: `onRevoked`, the type's owner), on every instance. */
+export type { Revocation };
 
 /** Whether the revocation takes away the credential a subscription was granted on. */
 export function revokes(r: Revocation, g: Grant): boolean {
   const c = g.credential;
   if (r.everything) return true;
   if (r.sessionId !== undefined && c.sessionId === r.sessionId) return true;
+  // An extension's socket outlives the access token it subscribed with (it refreshes; the old
+  // token expires and retention removes its row): its grant is what a sign-out ends.
+  if (r.grantId !== undefined && c.grantId === r.grantId) return true;
   if (r.apiKeyId !== undefined && c.apiKeyId === r.apiKeyId) return true;
   if (r.userId !== undefined) return c.userId === r.userId && (r.organizationId === undefined || g.organizationId === r.organizationId);
-  if (r.sessionId !== undefined || r.apiKeyId !== undefined) return false;
+  if (r.sessionId !== undefined || r.grantId !== undefined || r.apiKeyId !== undefined) return false;
   // An organization alone: every subscription granted for it.
   return r.organizationId !== undefined && g.organizationId === r.organizationId;
 }

@@ -5,6 +5,7 @@ import { AppError } from "../errors";
 import { BODY_MEDIA_TYPES, FORM_MEDIA_TYPE, JSON_MEDIA_TYPE } from "../lib/body-rules";
 import { sha256 } from "../lib/crypto";
 import { clientAddress } from "../lib/versions";
+import { grantOfAccessToken } from "../oauth/store";
 import type { Services } from "../services";
 import { authorizeChannel } from "./channels";
 import type { Credential } from "./grants";
@@ -51,10 +52,11 @@ export function connectionDetails(publicUrl: string, key: string): ConnectionDet
  * bytes of its digest: regenerating keeps the id, and the old key's subscriptions must not pass
  * for the new key's.
  */
-function credentialOf(c: Caller, request: Request): Credential {
+function credentialOf(c: Caller, request: Request, grantId: string | null): Credential {
   const token = c.apiKey ? bearerToken(request.headers.get("authorization")) : null;
   return {
     sessionId: c.sessionId,
+    grantId,
     userId: c.user?.id ?? null,
     apiKeyId: c.apiKey?.id ?? null,
     keyDigest: token ? sha256(token).subarray(0, 8).toString("hex") : null,
@@ -85,7 +87,9 @@ export function realtimeRoutes(services: Pick<Services, "auth" | "config" | "sql
         // A refusal keeps the CORS headers set above (Elysia adds them to every answer of these routes).
         async ({ caller: c, body, request }) => {
           const organizationId = await authorizeChannel(services.sql, c, body.channel_name);
-          const grant = { organizationId, credential: credentialOf(c, request), ...(c.apiKey ? { permissions: c.apiKey.permissions } : {}) };
+          // An OAuth token's subscription names its grant too: it outlives the token (docs/events.md).
+          const grantId = c.kind === "oauth" && c.sessionId !== null ? await grantOfAccessToken(services.sql, c.sessionId) : null;
+          const grant = { organizationId, credential: credentialOf(c, request, grantId), ...(c.apiKey ? { permissions: c.apiKey.permissions } : {}) };
           await realtime.grants.put(body.socket_id, body.channel_name, grant);
           return { auth: signChannel(realtime.credentials.key, realtime.credentials.secret, body.socket_id, body.channel_name) };
         },

@@ -60,14 +60,17 @@ export async function userNumberOrganization(sql: Sql, userId: number, hostedSim
 
 export type CredentialCheck = {
   organizationId: number;
-  credential: { sessionId: number | null; apiKeyId: number | null; keyDigest: string | null };
+  credential: { sessionId: number | null; grantId?: string | null; apiKeyId: number | null; keyDigest: string | null };
   /** An API key's permissions when it authorized (grants.ts `Grant`). */
   permissions?: readonly string[];
 };
 
 /**
  * Which of these credentials still stand for their organization (the indexes of those that do):
- * a session or OAuth token unexpired and its user still a member, or the same API key (id and
+ * a session unexpired and its user still a member; an OAuth token's grant not revoked, with a
+ * token still usable (its refresh token unused and unexpired, or an unexpired access token), and
+ * its user still a member (the extension refreshes; the token it subscribed with expiring is no
+ * revocation: docs/events.md); or the same API key (id and
  * digest: a regenerated key is another credential) still in that organization and holding the
  * permissions it authorized with, no more and no fewer (a permission change revokes the key's
  * grants: one made before it would otherwise still deliver the families it lost). One statement
@@ -79,14 +82,20 @@ export async function standingCredentials(sql: Sql, checks: CredentialCheck[]): 
     i,
     org: c.organizationId,
     session_id: c.credential.sessionId,
+    grant_id: c.credential.grantId ?? null,
     api_key_id: c.credential.apiKeyId,
     key_digest: c.credential.keyDigest,
     permissions: c.permissions ?? null,
   }));
   const standing = await sql<{ i: number }[]>`
     select g.i from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
-      as g(i int, org bigint, session_id bigint, api_key_id bigint, key_digest text, permissions text[])
+      as g(i int, org bigint, session_id bigint, grant_id uuid, api_key_id bigint, key_digest text, permissions text[])
     where case
+      when g.grant_id is not null then exists (
+        select 1 from oauth_grants og join memberships m on m.user_id = og.user_id and m.organization_id = g.org
+        where og.id = g.grant_id and og.revoked_at is null and (
+          exists (select 1 from oauth_refresh_tokens r where r.grant_id = og.id and r.used_at is null and r.expires_at > now())
+          or exists (select 1 from oauth_access_tokens a join sessions s on s.id = a.session_id where a.grant_id = og.id and s.expires_at > now())))
       when g.session_id is not null then exists (
         select 1 from sessions s join memberships m on m.user_id = s.user_id and m.organization_id = g.org
         where s.id = g.session_id and s.expires_at > now())

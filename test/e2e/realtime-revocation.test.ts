@@ -1,11 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type Pusher from "pusher-js";
+import { credentialsEpoch } from "../../server/auth/store";
+import { issueSession } from "../../server/auth/tokens";
 import { event } from "../../server/events/catalog";
 import { storeInboundMessage } from "../../server/messages/inbound";
+import { insertRefreshToken, linkAccessToken } from "../../server/oauth/store";
 import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
 import { raiseEvents } from "../fixtures-events";
 import { eventually } from "../fixtures-numbers";
 import type { TestContext } from "../helpers";
+import { createOAuthClient } from "../integration/oauth-flow";
 import { awaitCallback, type ConnectionDetails, connectPusher, openRaw, startServer, stopServer, subscribed } from "./realtime-client";
 
 let ctx: TestContext & { baseUrl: string; port: number };
@@ -66,6 +70,56 @@ async function publishSeenBy(channel: string, text: string, control: Watched) {
   ]);
   await seen;
 }
+
+/**
+ * OAuth tokens as the token endpoint issues them (a grant, an access token linked to it, a refresh
+ * token), made in the database; refresh and revoke then go through /oauth/token and /oauth/revoke.
+ */
+async function oauthTokens(userId: number) {
+  const client = await createOAuthClient(ctx.sql);
+  const [clientRow] = await ctx.sql<{ id: number }[]>`select id from oauth_clients where client_id = ${client.clientId}`;
+  return ctx.sql.begin(async (tx) => {
+    const [grant] = await tx<{ id: string }[]>`insert into oauth_grants (client_id, user_id) values (${clientRow!.id}, ${userId}) returning id`;
+    const grantId = grant!.id;
+    const epoch = (await credentialsEpoch(tx, userId))!;
+    const access = (await issueSession(tx, userId, { kind: "oauth", ttlSeconds: 3600, epoch }))!;
+    await linkAccessToken(tx, access.id, grantId);
+    const refresh = await insertRefreshToken(tx, grantId, 3600);
+    return { clientId: client.clientId, accessToken: access.token, accessId: access.id, refresh };
+  });
+}
+const oauthForm = (path: string, form: Record<string, string>) => ctx.request("POST", path, { form });
+
+describe("an OAuth grant's subscriptions outlive its access tokens, not its revocation", () => {
+  test("the token it subscribed with refreshed, expired and removed by retention: revoking the grant still ends the subscription", async () => {
+    const { org, user } = await createTenant(ctx.sql);
+    const t = await oauthTokens(user.id);
+    const channel = `private-organization.${org.id}`;
+    const byExtension = await watch(t.accessToken, channel);
+    const refreshed = await oauthForm("/oauth/token", { grant_type: "refresh_token", refresh_token: t.refresh, client_id: t.clientId });
+    expect(refreshed.status).toBe(200);
+    // The hourly retention job removes the first access token's row a day after it expired.
+    await ctx.sql`delete from sessions where id = ${t.accessId}`;
+    const revoked = await oauthForm("/oauth/revoke", { token: refreshed.body.refresh_token, client_id: t.clientId });
+    expect(revoked.status).toBe(200);
+    await expectEnded(byExtension);
+  });
+
+  test("a re-check of everything keeps a subscription whose token only expired while its grant lives, and ends one whose grant was revoked", async () => {
+    const { org, user, token } = await createTenant(ctx.sql);
+    const [live, gone] = [await oauthTokens(user.id), await oauthTokens(user.id)];
+    const channel = `private-organization.${org.id}`;
+    const [byLive, byGone] = [await watch(live.accessToken, channel), await watch(gone.accessToken, channel)];
+    const owner = await watch(token, channel);
+    await ctx.sql`update sessions set expires_at = now() - interval '1 minute' where id in ${ctx.sql([live.accessId, gone.accessId])}`;
+    await ctx.sql`update oauth_grants set revoked_at = now() where id = (select grant_id from oauth_access_tokens where session_id = ${gone.accessId})`;
+    ctx.services.auth.revoke({ everything: true });
+    await expectEnded(byGone);
+    await publishSeenBy(channel, "after the re-check", owner);
+    await eventually(() => byLive.texts.includes("after the re-check"), 5000, "the live grant's subscription to receive it");
+    expect(byLive.errors).toEqual([]);
+  });
+});
 
 describe("revoking a credential ends the subscriptions it authorized", () => {
   test("an API key deleted: its subscription stops receiving message.received; the owner's goes on", async () => {

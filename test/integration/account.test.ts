@@ -67,7 +67,7 @@ describe("POST /api/auth/password", () => {
       const signOut = ctx.sql.begin((tx) => deleteUserSessions(tx, t.user.id, { except: keep }));
       await lockWaiters(ctx.sql, 1);
       await release();
-      expect(await signOut).toEqual([session!.id]);
+      expect(await signOut).toEqual({ sessionIds: [session!.id], grantIds: [] });
       expect((await ctx.sql`select id from sessions where user_id = ${t.user.id}`).map((r) => r.id)).toEqual([keep]);
     },
   );
