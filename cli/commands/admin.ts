@@ -89,6 +89,21 @@ export function registerAdmin(program: Command): void {
       emit(o, removed, () => `User ${removed.id} <${removed.email}> is no longer a member of organization ${o.org}.`);
     });
 
+  user
+    .command("reset-2fa")
+    .description("turn a user's two-factor authentication off (a lost authenticator) and end all their sessions and OAuth tokens, on every running server")
+    .requiredOption("--email <email>", "email address", email)
+    .action(async (_opts, cmd: Command) => {
+      const o = globals<{ email: string }>(cmd);
+      const r = await withAdminOps((a) => a.resetTwoFactor(o.email));
+      emit(
+        o,
+        r,
+        () =>
+          `Two-factor authentication is off for <${r.email}>; ${r.sessions_ended} session${r.sessions_ended === 1 ? "" : "s"} and ${r.grants_ended} OAuth grant${r.grants_ended === 1 ? "" : "s"} ended: they sign in again with their password.`,
+      );
+    });
+
   admin
     .command("plan")
     .description("plans")

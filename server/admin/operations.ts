@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { type Revoker, revokeEnded } from "../auth/revoker";
+import { deleteUserSessions, setTotpEnabled } from "../auth/store";
 import type { Pool, Sql } from "../db/client";
 import { countJobs, type DeadJobSelection, discardDeadJobs, listDeadJobs, retryDeadJobs } from "../jobs/dead-jobs";
 import { randomString } from "../lib/crypto";
@@ -96,6 +97,20 @@ export function createAdmin(deps: { sql: Pool; change: Revoker["change"] }) {
         if (role === "owner") await keepAnOwner(tx, organizationId, members - 1);
         record.revoke({ userId: user.id, organizationId });
         return { id: user.id, email: user.email, organization_id: organizationId };
+      }),
+    /**
+     * Turns a user's two-factor authentication off (an owner who lost their authenticator, or whose
+     * stolen token turned it on with the thief's), and ends every session and OAuth grant of theirs
+     * on every instance: whoever held one signs in again, with the password.
+     */
+    resetTwoFactor: (email: string) =>
+      change(async (tx, record) => {
+        const user = await store.findUserIdByEmail(tx, email);
+        if (!user) throw new AdminError(`No user ${email}.`);
+        await setTotpEnabled(tx, user.id, { enabled: false });
+        const ended = await deleteUserSessions(tx, user.id, { all: true });
+        revokeEnded(record, ended);
+        return { id: user.id, email: user.email, sessions_ended: ended.sessionIds.length, grants_ended: ended.grantIds.length };
       }),
     addPoolNumbers: (n: NewPoolNumbers) =>
       change(async (tx) => {

@@ -152,14 +152,14 @@ export async function listUserSessions(sql: Sql, userId: number, limit: number):
     order by coalesce(last_used_at, created_at) desc, id desc limit ${limit}`;
 }
 
-export type SessionChoice = { only: number } | { except: number };
+export type SessionChoice = { only: number } | { except: number } | { all: true };
 
 /** Tokens a change ended: sessions and OAuth access tokens (`sessions` rows), and OAuth grants (each revoked as a whole, removed access tokens included). */
 export type EndedTokens = { sessionIds: number[]; grantIds: string[] };
 
 /**
- * Deletes one of the user's tokens, or every one but one (and moves their credentials epoch on,
- * ending sign-ins under way); answers the ids deleted (never another user's). An OAuth token
+ * Deletes one of the user's tokens, or every one but one, or every one (these two move their
+ * credentials epoch on, ending sign-ins under way); answers what it ended (never another user's). An OAuth token
  * ends with its grant (its refresh tokens stop working, its other access tokens are deleted
  * too), or a refresh token would mint a new one: for one token, that token's grant; for every
  * one but one, every grant of the user but the kept token's, those whose access tokens have
@@ -168,12 +168,14 @@ export type EndedTokens = { sessionIds: number[]; grantIds: string[] };
 export async function deleteUserSessions(sql: Sql, userId: number, which: SessionChoice): Promise<EndedTokens> {
   // Every one but one: sign-ins under way end too (`inEpoch`). Its own statement, so the delete's
   // snapshot, taken after the row lock, sees what an issuance holding the lock committed.
-  if ("except" in which) await sql`update users set credentials_epoch = credentials_epoch + 1 where id = ${userId}`;
-  const filter = "only" in which ? sql`s.id = ${which.only}` : sql`s.id <> ${which.except}`;
+  if (!("only" in which)) await sql`update users set credentials_epoch = credentials_epoch + 1 where id = ${userId}`;
+  const filter = "only" in which ? sql`s.id = ${which.only}` : "except" in which ? sql`s.id <> ${which.except}` : sql`true`;
   const grantFilter =
     "only" in which
       ? sql`g.id in (select grant_id from oauth_access_tokens where session_id = ${which.only})`
-      : sql`g.id not in (select grant_id from oauth_access_tokens where session_id = ${which.except})`;
+      : "except" in which
+        ? sql`g.id not in (select grant_id from oauth_access_tokens where session_id = ${which.except})`
+        : sql`true`;
   const [row] = await sql<{ session_ids: number[]; grant_ids: string[] }[]>`
     with grants as (
       update oauth_grants g set revoked_at = now() where g.user_id = ${userId} and g.revoked_at is null and ${grantFilter} returning g.id),

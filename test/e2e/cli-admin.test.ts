@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { createOrg, createUser, sessionFor } from "../fixtures";
 import { eventually } from "../fixtures-numbers";
 import { createTestContext, type TestContext } from "../helpers";
+import { enableTotp } from "../integration/oauth-flow";
 import { cliEnv, runCli, uniqueNumber } from "./cli-helpers";
 
 // Admin commands work on the database directly. The context keeps its database open (the
@@ -164,6 +165,25 @@ describe("changes by admin commands reach the running server at once (no cached 
     expect(stranger.code).toBe(1);
     expect(stranger.stderr).toContain("is not a member of organization");
     expect(await ctx.sql`select 1 from memberships where user_id = ${outsider.id}`).toHaveLength(1);
+  });
+
+  test("admin user reset-2fa: two-factor authentication off, and every session of the user ends at once; an unknown email exits 1", async () => {
+    const org = await createOrg(ctx.sql);
+    const u = await createUser(ctx.sql, { orgId: org.id, role: "owner" });
+    await enableTotp(ctx.sql, u.id);
+    const token = await sessionFor(ctx.sql, u.id);
+    expect((await ctx.request("GET", "/api/me", { token })).status).toBe(200);
+    const r = await admin("admin", "user", "reset-2fa", "--email", u.email.toUpperCase());
+    expect([r.code, r.stdout.trim()]).toEqual([
+      0,
+      `Two-factor authentication is off for <${u.email}>; 1 session and 0 OAuth grants ended: they sign in again with their password.`,
+    ]);
+    expect((await ctx.request("GET", "/api/me", { token })).status).toBe(401);
+    expect((await ctx.sql`select totp_enabled, totp_secret from users where id = ${u.id}`)[0]).toEqual({ totp_enabled: false, totp_secret: null });
+    const login = await ctx.request("POST", "/api/auth/login", { body: { email: u.email, password: u.password } });
+    expect([login.status, login.body["2fa_required"]]).toEqual([200, undefined]);
+    const unknown = await admin("admin", "user", "reset-2fa", "--email", "nobody@example.test");
+    expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringContaining("No user nobody@example.test")]);
   });
 
   test("admin user create --role: an admin demoted to member is refused admin operations as soon as the command returns", async () => {
