@@ -5905,8 +5905,8 @@ export interface operations {
                 "application/x-www-form-urlencoded": {
                     /** @description An access or refresh token */
                     token: string;
-                    /** @enum {string} */
-                    token_type_hint?: "access_token" | "refresh_token";
+                    /** @description access_token or refresh_token: where to look first; any other value is ignored */
+                    token_type_hint?: string;
                     /** @description The client the token was issued to */
                     client_id: string;
                 };

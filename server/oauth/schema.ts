@@ -39,7 +39,8 @@ export const TokenRequest = Type.Union([AuthorizationCodeGrant, RefreshTokenGran
 /** POST /oauth/revoke, form encoded (RFC 7009 2.1). */
 export const RevokeRequest = Type.Object({
   token: Text("An access or refresh token", 200),
-  token_type_hint: Type.Optional(Type.Union([Type.Literal("access_token"), Type.Literal("refresh_token")])),
+  // RFC 7009 2.1: a hint that does not locate the token widens the search; an unknown one is ignored, not refused.
+  token_type_hint: Type.Optional(Type.String({ maxLength: 64, description: "access_token or refresh_token: where to look first; any other value is ignored" })),
   client_id: Text("The client the token was issued to", 200),
 });
 export type RevokeRequest = Static<typeof RevokeRequest>;
@@ -97,11 +98,14 @@ export function paramsToFields(params: URLSearchParams): OAuthForm {
 
 /**
  * Which redirect URIs a client may register (RFC 6749 3.1.2, RFC 8252 for native and extension
- * clients): absolute, no fragment; https anywhere, http only to a loopback host; a private-use
- * scheme such as chrome-extension: or com.example.app:. Never script-bearing schemes.
- * Returns why a URI is refused, or null when it is fine.
+ * clients): absolute, no fragment; https anywhere, http only to a loopback host; a browser
+ * extension's scheme (chrome-extension:, moz-extension:, safari-web-extension:) or a private-use
+ * scheme in reverse-domain form (com.example.app:, RFC 8252 7.1). An allow-list: any other scheme
+ * (ws:, ftp:, view-source:, javascript: ...) would carry the code in clear to a remote host, or
+ * into a page. Returns why a URI is refused, or null when it is fine.
  */
-const FORBIDDEN_SCHEMES = new Set(["javascript:", "data:", "vbscript:", "file:", "blob:", "about:"]);
+const EXTENSION_SCHEME = /^[a-z-]+-extension:$/;
+const REVERSE_DOMAIN_SCHEME = /^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+:$/;
 const LOOPBACK = new Set(["127.0.0.1", "[::1]", "localhost"]);
 
 export function redirectUriProblem(uri: string): string | null {
@@ -113,7 +117,9 @@ export function redirectUriProblem(uri: string): string | null {
   }
   if (uri.length > 2048) return "is longer than 2048 characters";
   if (url.hash || uri.includes("#")) return "must not contain a fragment (#...)";
-  if (FORBIDDEN_SCHEMES.has(url.protocol)) return `must not use the ${url.protocol} scheme`;
+  const p = url.protocol;
+  if (p !== "https:" && p !== "http:" && !EXTENSION_SCHEME.test(p) && !REVERSE_DOMAIN_SCHEME.test(p))
+    return `must not use the ${p} scheme: use https, http to a loopback host, a browser extension's scheme (chrome-extension:) or a reverse-domain scheme (com.example.app:)`;
   if (url.protocol === "http:" && !LOOPBACK.has(url.hostname)) return "may use http only for a loopback host (127.0.0.1, [::1], localhost); use https";
   if ((url.protocol === "http:" || url.protocol === "https:") && url.username + url.password !== "") return "must not contain user information";
   return null;

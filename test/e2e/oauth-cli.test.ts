@@ -22,13 +22,20 @@ describe("simhost admin oauth-client", () => {
       "--redirect-uri",
       "https://abc.chromiumapp.org/cb",
       "http://127.0.0.1:8000/cb",
+      "chrome-extension://abcdefghijklmnop/cb.html",
+      "com.example.app:/oauth",
       "--json",
     );
     expect(created.code).toBe(0);
     const client = created.json();
     expect(client.client_id).toMatch(/^oc_[\w-]{24}$/);
     expect(client.name).toBe("Chrome extension");
-    expect(client.redirect_uris).toEqual(["https://abc.chromiumapp.org/cb", "http://127.0.0.1:8000/cb"]);
+    expect(client.redirect_uris).toEqual([
+      "https://abc.chromiumapp.org/cb",
+      "http://127.0.0.1:8000/cb",
+      "chrome-extension://abcdefghijklmnop/cb.html",
+      "com.example.app:/oauth",
+    ]);
 
     const listed = await admin("list", "--json");
     expect(listed.json().data.map((c: { client_id: string }) => c.client_id)).toContain(client.client_id);
@@ -42,7 +49,16 @@ describe("simhost admin oauth-client", () => {
   }, 60_000);
 
   test("a redirect URI with a fragment or plain http to another host is a usage error (exit 2)", async () => {
-    for (const uri of ["https://example.com/cb#x", "http://example.com/cb", "javascript:alert(1)", "not a uri"]) {
+    for (const uri of [
+      "https://example.com/cb#x",
+      "http://example.com/cb",
+      "javascript:alert(1)",
+      "not a uri",
+      // Network schemes other than https carry the code in clear to a remote host.
+      "ws://example.com/cb",
+      "ftp://example.com/cb",
+      "view-source:https://example.com/",
+    ]) {
       const r = await admin("create", "--name", "Bad", "--redirect-uri", uri, "--json");
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");

@@ -354,6 +354,10 @@ describe("OAuth refresh and revocation", () => {
     const next = await oauth.processRefreshTokenResponse(as, f.client, await refresh(f, tokens.refresh_token!));
     expect((await me(next.access_token)).status).toBe(200);
     expect((await oauth.revocationRequest(as, f.client, oauth.None(), "rt_unknown", opts())).status).toBe(200);
+    // RFC 7009 2.1: a hint the server does not know is ignored; the token is still found and revoked.
+    const odd = await oauth.revocationRequest(as, f.client, oauth.None(), next.access_token, opts({ additionalParameters: { token_type_hint: "foo" } }));
+    expect(odd.status).toBe(200);
+    expect((await me(next.access_token)).status).toBe(401);
   });
 
   test("revocation by another client leaves the token alone", async () => {
