@@ -61,11 +61,13 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
     }
     throw new RetryAfter(until - now(), "another organization holds the number's lock");
   }
-  // Not moved: cancelled (or expired) meanwhile, and so never handed to the provider.
   // Each provider call is an attempt: the first counted with the move to `sending`, a retry alone;
-  // either marks the message as possibly at the provider until an answer says otherwise.
-  if (m.status === "sending") await countAttempt(deps.sql, m.id);
-  else if (!(await changeStatus(deps, m.id, "sending", ["queued"], { attempt: true, providerCall: true }))) return;
+  // either marks the message as possibly at the provider until an answer says otherwise. Not
+  // moved: cancelled (or expired) meanwhile, never handed to the provider; or, on a retry, a
+  // status callback ended it since this job read it (the provider has it: no second call).
+  if (m.status === "sending") {
+    if (!(await countAttempt(deps.sql, m.id))) return;
+  } else if (!(await changeStatus(deps, m.id, "sending", ["queued"], { attempt: true, providerCall: true }))) return;
   const outcome = await provider.send({ id: m.id, from: m.from, to: m.to, body: m.text });
   if (outcome.kind === "accepted") {
     await changeStatus(deps, m.id, "sent", ["queued", "sending"], { externalId: outcome.sid || null });
@@ -76,16 +78,14 @@ export async function sendThroughProvider(deps: Deps, provider: ProviderClient, 
     await changeStatus(deps, m.id, "failed", ["queued", "sending"], { error: outcome.error });
     return;
   }
-  // A 429 or 5xx says the provider did not take it; no answer at all (a timeout, a lost
-  // connection) leaves it possibly at the provider.
-  if (!outcome.unknown) await providerDeclined(deps.sql, m.id);
+  // A 429 or 5xx says the provider did not take this call; no answer at all (a timeout, a lost
+  // connection) leaves it possibly at the provider. An earlier call left unanswered (the flag as
+  // this job read it, before this call set it) may still be there whatever this one's answer.
+  const mayHave = outcome.unknown === true || m.provider_may_have;
+  if (!mayHave) await providerDeclined(deps.sql, m.id);
   const delay = outcome.retryAfterMs ?? backoff(job.attempts);
   if (expiresAt !== null && now() + delay >= expiresAt - EXPIRY_MARGIN_MS) {
-    await endUnaccepted(
-      deps,
-      { id: m.id, provider_may_have: outcome.unknown === true },
-      `It expired before the provider accepted it (last answer: ${outcome.error})`,
-    );
+    await endUnaccepted(deps, { id: m.id, provider_may_have: mayHave }, `It expired before the provider accepted it (last answer: ${outcome.error})`);
     return;
   }
   deps.logger.info({ message: m.id, attempt: job.attempts, err: outcome.error }, "provider send will be retried");

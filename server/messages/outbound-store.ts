@@ -193,12 +193,17 @@ export async function moveStatuses(sql: Sql, ids: number[], to: string, from: st
   return rows.map((r) => r.id);
 }
 
-/** One more provider call for a message already `sending` (a retry: its first call moved it there). */
-export async function countAttempt(sql: Sql, id: number) {
-  await sql`update messages set attempts = attempts + 1, provider_may_have = true, updated_at = now() where id = ${id} and status = 'sending'`;
+/**
+ * One more provider call for a message already `sending` (a retry: its first call moved it
+ * there); false when it is `sending` no more (a status callback moved it on since the job read it).
+ */
+export async function countAttempt(sql: Sql, id: number): Promise<boolean> {
+  const rows =
+    await sql`update messages set attempts = attempts + 1, provider_may_have = true, updated_at = now() where id = ${id} and status = 'sending' returning 1`;
+  return rows.length > 0;
 }
 
-/** The provider answered that it did not take the message (a 429 or 5xx): no call of it is at the provider. */
+/** The provider answered that it did not take the message (a 429 or 5xx), and no earlier call went unanswered: no call of it is at the provider. */
 export async function providerDeclined(sql: Sql, id: number) {
   await sql`update messages set provider_may_have = false, updated_at = now() where id = ${id} and status = 'sending'`;
 }

@@ -45,12 +45,14 @@ const readJson = async (res: Response): Promise<Record<string, unknown>> => {
 };
 
 async function describe(res: Response): Promise<string> {
-  const text = (await readCapped(res, ANSWER_BYTES).catch(() => "")).slice(0, 300);
+  // Parsed whole (up to ANSWER_BYTES), its reason then cut: cut first, a longer answer (a
+  // provider's error with details) was no JSON any more and lost its reason.
+  const text = await readCapped(res, ANSWER_BYTES).catch(() => "");
   try {
     const body = JSON.parse(text) as { message?: unknown; error?: unknown };
     const reason = body.message ?? body.error;
     // The status's write failed on a NUL, after the provider had taken the SMS.
-    if (typeof reason === "string") return `provider answered ${res.status}: ${storableText(reason)}`;
+    if (typeof reason === "string") return `provider answered ${res.status}: ${storableText(reason).slice(0, 300)}`;
   } catch {
     // not JSON: the status alone says enough
   }

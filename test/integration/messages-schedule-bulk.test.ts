@@ -250,6 +250,24 @@ describe("expiring sends (expires_at)", () => {
     expect(await used(t.org.id)).toBe(2);
   });
 
+  test("an unanswered call, then a 503 on the retry as expires_at comes: failed 'may have been sent', unit kept (the 503 answers for its own call only)", async () => {
+    const t = await createTenant(ctx.sql);
+    const sim = await createSharedNumber(ctx.sql, [t.org.id]);
+    const services = { ...ctx.services, clock: undefined };
+    const job = (id: number, attempts: number) => ({ id: 0, queue: "message.outbound.provider", payload: { message_id: id }, attempts, max_attempts: 6 });
+    const res = await send(t.token, { hosted_sim: sim.id, to: randomNumber(), text: "timed out, then busy", send_at: ahead(3_600_000) });
+    const id = res.body.data.id as number;
+    await ctx.sql`update messages set status = 'queued', send_at = null, expires_at = now() + interval '1 hour' where id = ${id}`;
+    const silent: ProviderClient = { send: async () => ({ kind: "retry", error: "provider unreachable: timed out", unknown: true }) };
+    expect(await sendThroughProvider(services, silent, job(id, 1), () => 5_000).catch((e) => e)).toBeInstanceOf(Error);
+    // The retry is declined with a wait past expires_at: the send ends now, and the first call may be at the provider.
+    await ctx.sql`update messages set expires_at = now() + interval '2 seconds' where id = ${id}`;
+    const busy: ProviderClient = { send: async () => ({ kind: "retry", error: "provider answered 503", retryAfterMs: 60_000 }) };
+    await sendThroughProvider(services, busy, job(id, 2), () => 5_000);
+    expect(await show(t.token, id)).toMatchObject({ status: "failed", error: expect.stringContaining("it may have been sent") });
+    expect(await used(t.org.id)).toBe(1);
+  });
+
   test("BYOS: with expires_at the device timeout is the expiry (expired, not failed); a late report is refused", async () => {
     const t = await createTenant(ctx.sql);
     const byos = await createByosNumber(ctx.sql, t.org.id, { online: true });

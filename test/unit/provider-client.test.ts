@@ -100,3 +100,18 @@ test("no answer at all (the connection closed, or a timeout) is a retry whose ou
   answer = { status: 503, opening: "" };
   expect(await client.send(message)).not.toHaveProperty("unknown");
 });
+
+test("a refusal's reason is read from the whole answer, however long its details, and cut to 300 characters", async () => {
+  const details = { code: 21211, message: "Invalid 'To' Phone Number", details: "d".repeat(300) };
+  const long = { ...details, message: "x".repeat(400) };
+  let body: object = details;
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json(body, { status: 400 }) });
+  try {
+    const c = createProviderClient({ baseUrl: `http://127.0.0.1:${server.port}`, authToken: "t" });
+    expect(await c.send(message)).toEqual({ kind: "rejected", error: "provider answered 400: Invalid 'To' Phone Number" });
+    body = long;
+    expect(await c.send(message)).toEqual({ kind: "rejected", error: `provider answered 400: ${"x".repeat(300)}` });
+  } finally {
+    server.stop(true);
+  }
+});
