@@ -1,8 +1,9 @@
 import { Elysia } from "elysia";
 import type { Caller } from "../auth/caller";
 import { callerPlugin } from "../auth/plugin";
-import { validationFailed } from "../errors";
+import { invalidState, validationFailed } from "../errors";
 import { requireNumber } from "../numbers/locks";
+import { isByosNumber } from "../numbers/store";
 import type { Services } from "../services";
 import { PolicyBody, PolicyData, PolicyParams } from "./policy-schema";
 import { deletePolicy, effectivePolicy, type PolicySource, savePolicy } from "./policy-store";
@@ -79,6 +80,9 @@ export function policyRoutes(services: Pick<Services, "auth" | "sql">) {
       "/api/numbers/:id/sending-policy",
       async ({ caller: c, params, body }) => {
         const sim = await requireNumber(sql, c, params.id);
+        // Stored, it would read as in force while nothing applies it.
+        if (!isByosNumber(sim))
+          throw invalidState("Sending policies pace the sends a phone makes (BYOS numbers); this pool number sends through the provider, which is not paced.");
         await savePolicy(sql, c.organization.id, sim.id, toPolicy(body));
         return ofNumber(c, sim.id);
       },

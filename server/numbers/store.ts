@@ -39,6 +39,9 @@ export type HostedSimRow = {
   updated_at: string;
 };
 
+/** A bring-your-own-SIM number (proved by a phone, byos-store.ts): its sends go through its phone; a pool number's through the provider. */
+export const isByosNumber = (sim: Pick<HostedSimRow, "provider" | "type">) => sim.type === "virtual" && sim.provider === "byos";
+
 export type HostedSimFilter = { id?: number; type?: string; status?: string; teamId?: number };
 
 /** The numbers attached to any of `organizationIds`, each once (SPEC.md 1.4: a user reaches the SIMs of all their organizations). */

@@ -5,7 +5,7 @@ import { localTime } from "../../server/messages/sending-policy";
 import { createFakeClock, type FakeClock } from "../fake-clock";
 import { createTenant } from "../fixtures";
 import { clockedContext } from "../fixtures-devices";
-import { createByosNumber, eventually, randomNumber } from "../fixtures-numbers";
+import { createByosNumber, createSharedNumber, eventually, randomNumber } from "../fixtures-numbers";
 import { createTestContext, type TestContext } from "../helpers";
 
 /**
@@ -472,6 +472,12 @@ describe("sending policy API", () => {
     const offset = await base.request("PUT", `/api/numbers/${byos.hostedSimId}/sending-policy`, { token: t.token, body: { ...own, time_zone: "+05:30" } });
     expect([offset.status, offset.body.data?.time_zone]).toEqual([200, "+05:30"]);
     await base.request("DELETE", `/api/numbers/${byos.hostedSimId}/sending-policy`, { token: t.token });
+    // A pool number sends through the provider, which no policy paces: a policy of its own would read as in force.
+    const pool = await createSharedNumber(base.sql, [t.org.id]);
+    const onPool = await base.request("PUT", `/api/numbers/${pool.id}/sending-policy`, { token: t.token, body: own });
+    expect(onPool.status).toBe(409);
+    expect(onPool.body.code).toBe("invalid_state");
+    expect((await get(`/api/numbers/${pool.id}/sending-policy`)).body.data.source).toBe("organization");
 
     const bad = await base.request("PUT", "/api/sending-policy", {
       token: t.token,
