@@ -49,8 +49,8 @@ export function instantAt(value: string, now: number): string {
 /** A time ahead: an ISO 8601 date-time, or a delay from now such as `10m`, `2h`, `1d`. */
 export function ahead(value: string): string {
   const delay = value.match(/^(\d+)([smhdw])$/);
-  if (delay) return new Date(Date.now() + durationMs(value)).toISOString();
-  const date = /^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : new Date(Number.NaN);
+  // A delay past what a date can hold (99999999999w) is no time either.
+  const date = delay ? new Date(Date.now() + durationMs(value)) : /^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : new Date(Number.NaN);
   if (Number.isNaN(date.getTime())) throw new InvalidArgumentError("Not a date-time (2026-11-21T10:00:00Z) or a delay (10m, 2h, 1d).");
   return date.toISOString();
 }

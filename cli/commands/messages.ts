@@ -47,12 +47,12 @@ type SendOptions = {
   idempotencyKey?: string;
 };
 
-/** --at is --send-at; --expires-in counts from when the message is due (send_at, else now). One of each pair. */
+/** --at is --send-at; --expires-in counts from when the message is due (send_at, else now: a past send_at sends now). One of each pair. */
 function timesOf(o: SendOptions): { send_at?: string; expires_at?: string } {
   if (o.at && o.sendAt) throw new CliError("Give --at or --send-at, not both.");
   if (o.expiresIn && o.expiresAt) throw new CliError("Give --expires-in or --expires-at, not both.");
   const sendAt = o.at ?? o.sendAt;
-  const due = sendAt ? Date.parse(sendAt) : Date.now();
+  const due = Math.max(sendAt ? Date.parse(sendAt) : 0, Date.now());
   return { send_at: sendAt, expires_at: o.expiresIn ? new Date(due + o.expiresIn).toISOString() : o.expiresAt };
 }
 
@@ -94,6 +94,10 @@ function describeMessage(m: Message): string {
     lines.push(`attempts  ${m.attempts}`);
     if (m.send_at) lines.push(`send at   ${m.send_at}`);
     if (m.expires_at) lines.push(`expires   ${m.expires_at}`);
+    if (m.sent_at) lines.push(`sent at   ${m.sent_at}`);
+    // The provider's id of the message: what its support asks for.
+    if (m.external_id) lines.push(`provider  ${m.external_id}`);
+    if (m.batch_id) lines.push(`batch     ${m.batch_id}`);
   }
   if (m.error) lines.push(`error     ${m.error}`);
   lines.push(`text      ${oneLine(m.text, 200)}`);
@@ -222,7 +226,7 @@ export function registerMessages(program: Command): void {
       "wait for the next message on a number and print its text (--code: only its one-time code; --json: the whole message); exit 1 when none arrives in time",
     )
     .requiredOption("--number <number>", "hosted SIM id or E.164 number", numberRef)
-    .option("--from <phone>", "only from this sender (exact)")
+    .option("--from <phone>", "only from this sender (letter case ignored)")
     .option("--contains <text>", "only messages whose text contains this (case-insensitive)")
     .option("--code", "only messages carrying a one-time code; print the code alone")
     .option("--after <id-or-time>", "messages after this message id or ISO date-time (default: from now on)")

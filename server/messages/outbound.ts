@@ -26,7 +26,7 @@ const planLimitReached = (limit: number, bulk?: { requested: number; left: numbe
     402,
     "plan_limit_reached",
     bulk
-      ? `This bulk send of ${bulk.requested} messages does not fit your plan: ${bulk.left} of its ${limit} outbound messages are left this month. Nothing was sent.`
+      ? `This bulk send of ${bulk.requested} message${bulk.requested === 1 ? "" : "s"} does not fit your plan: ${bulk.left} of its ${limit} outbound messages are left this month. Nothing was sent.`
       : `Your plan's ${limit} outbound messages for this month are used up.`,
   );
 
@@ -205,7 +205,14 @@ export async function cancelMessage(deps: Pick<OutboundDeps, "sql" | "events">, 
   if (!moved) {
     const now = await findVisibleMessage(deps.sql, org, messageId);
     if (now?.status === "cancelled") return now;
-    throw invalidState(`A ${now?.status ?? found.status} message has gone out (or ended) and can no longer be cancelled.`);
+    const status = now?.status ?? found.status;
+    // A `sending` one has been handed to its phone or the provider (a provider send between retries
+    // included): it may be on its way, and a cancel could not call it back.
+    throw invalidState(
+      status === "sending"
+        ? "A sending message has been handed to its phone or the provider and can no longer be cancelled."
+        : `A ${status} message has gone out (or ended) and can no longer be cancelled.`,
+    );
   }
   deps.events.notify();
   return (await findVisibleMessage(deps.sql, org, messageId))!;

@@ -46,6 +46,27 @@ describe("simhost messages send (scheduled, bulk) and cancel", () => {
     expect(tooFar.code).toBe(1);
     expect(tooFar.stderr).toContain("30 days");
     expect((await server.run(token, ["messages", "send", "--number", sim.number, "--to", "+15551230003", "--text", "x", "--send-at", "soon"])).code).toBe(2);
+    // A delay no date can hold is a usage error, not an "Invalid Date" crash.
+    const huge = await server.run(token, ["messages", "send", "--number", sim.number, "--to", "+15551230003", "--text", "x", "--send-at", "99999999999w"]);
+    expect([huge.code, huge.stderr]).toEqual([2, expect.stringContaining("Not a date-time")]);
+    // A past --at sends now, so --expires-in counts from now (it counted from the past time: 422).
+    const past = await server.run(token, [
+      "messages",
+      "send",
+      "--number",
+      sim.number,
+      "--to",
+      "+15551230004",
+      "--text",
+      "now",
+      "--at",
+      "2020-01-01T00:00:00Z",
+      "--expires-in",
+      "1h",
+      "--json",
+    ]);
+    expect(past.code).toBe(0);
+    expect(Date.parse(past.json().data.expires_at)).toBeGreaterThan(Date.now() + 59 * 60_000);
   });
 
   test("several --to or a CSV make one batch with per-recipient variables; list --batch shows it", async () => {
@@ -64,6 +85,8 @@ describe("simhost messages send (scheduled, bulk) and cancel", () => {
     expect(messages.map((x: any) => x.text)).toEqual(["Hi Ada", "Hi Bob, Jr."]);
     const listed = await server.run(token, ["messages", "list", "--batch", batch_id, "--json"]);
     expect(listed.json().data.map((x: any) => x.to)).toEqual(["+15551230021", "+15551230022"]);
+    const one = await server.run(token, ["messages", "show", String(listed.json().data[0].id)]);
+    expect(one.stdout).toContain(`batch     ${batch_id}`);
 
     writeFileSync(csv, "to,city\n+15551230031,Paris\n");
     const unknown = await server.run(token, ["messages", "send", "--number", sim.number, "--to-file", csv, "--text", "Hi {{name}}"]);
