@@ -108,8 +108,10 @@ const inQuiet = (q: { start: number; end: number }, minute: number) =>
 
 /**
  * When the next message may go out, at `now` or later: after next_allowed_at, outside quiet
- * hours, and on a local day under the cap. Across a daylight-saving change the answer may be
- * up to an hour early; the pacer asks again then, so nothing goes out in quiet hours.
+ * hours, and on a local day under the cap. A jump to the window's end (or to midnight) is made in
+ * wall-clock minutes; across a daylight-saving change it lands an hour off: early (a longer day),
+ * and the next round of the loop goes on from there, or late (a shorter day, a skipped hour),
+ * and `backTo` moves it back to the local minute aimed at.
  */
 export function nextSlot(p: SendingPolicy, s: PacingState, now: number): number {
   let at = Math.max(now, s.nextAllowedAt ?? now);
@@ -117,16 +119,29 @@ export function nextSlot(p: SendingPolicy, s: PacingState, now: number): number 
     const local = localTime(at, p.timeZone);
     const minute = Math.floor(local.msOfDay / 60_000);
     if (p.quiet && inQuiet(p.quiet, minute)) {
-      at += ((p.quiet.end - minute + 1440) % 1440) * 60_000 - (local.msOfDay % 60_000);
+      at = backTo(at + ((p.quiet.end - minute + 1440) % 1440) * 60_000 - (local.msOfDay % 60_000), p.quiet.end, p.timeZone);
       continue;
     }
     if (local.day === s.day && s.dayCount >= p.dailyCap) {
-      at += DAY_MS - local.msOfDay;
+      at = backTo(at + DAY_MS - local.msOfDay, 0, p.timeZone);
       continue;
     }
     return at;
   }
   return at;
+}
+
+/**
+ * `at`, a jump's landing at a minute boundary, moved back to the first instant at or past the
+ * local minute `target` when a daylight-saving change made it land later (by up to two hours):
+ * the target itself, or, when it fell in the skipped hour, that hour's end. Minute by minute, and
+ * only on the day of a change (elsewhere the landing is the target at once).
+ */
+function backTo(at: number, target: number, timeZone: string): number {
+  const past = (ms: number) => (Math.floor(localTime(ms, timeZone).msOfDay / 60_000) - target + 1440) % 1440;
+  let t = at;
+  for (let over = past(t); over > 0 && over <= 120 && past(t - 60_000) <= 120; over--) t -= 60_000;
+  return t;
 }
 
 /** The state once a message went out at `at`: the next may go after the policy's gap, the day's count is one more. */

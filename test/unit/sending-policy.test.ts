@@ -49,6 +49,22 @@ describe("the pacing rule (sending-policy.ts)", () => {
     expect(nextSlot(berlin, fresh, at("2027-03-28T04:00:00Z"))).toBe(at("2027-03-28T05:00:00Z"));
   });
 
+  test("a jump across the spring change lands on the local minute aimed at, not an hour late", () => {
+    // 2026-03-08 in New York: 02:00 EST → 03:00 EDT (07:00 UTC).
+    const ny = { ...berlin, timeZone: "America/New_York", dailyCap: 1000 };
+    // Quiet 01:00-03:00, now 01:30 EST (06:30 UTC): it ends at 03:00 EDT = 07:00 UTC (was 04:00 EDT).
+    expect(nextSlot({ ...ny, quiet: { start: 60, end: 180 } }, fresh, at("2026-03-08T06:30:00Z"))).toBe(at("2026-03-08T07:00:00Z"));
+    // The cap reached at 00:30 EST on the 8th (a 23-hour day): the next day starts at 00:00 EDT on the 9th = 04:00 UTC.
+    const full = { nextAllowedAt: null, day: "2026-03-08", dayCount: 1 };
+    expect(nextSlot({ ...ny, dailyCap: 1, quiet: null }, full, at("2026-03-08T05:30:00Z"))).toBe(at("2026-03-09T04:00:00Z"));
+    // Quiet 23:00-08:00 with the cap reached at 00:30 EST: 08:00 EDT on the 8th = 12:00 UTC (was 09:00 EDT).
+    expect(nextSlot({ ...ny, quiet: { start: 23 * 60, end: 8 * 60 } }, fresh, at("2026-03-08T05:30:00Z"))).toBe(at("2026-03-08T12:00:00Z"));
+    // A window ending in the skipped hour (02:30) opens when the hour does not exist any more: 03:00 EDT.
+    expect(nextSlot({ ...ny, quiet: { start: 60, end: 150 } }, fresh, at("2026-03-08T06:30:00Z"))).toBe(at("2026-03-08T07:00:00Z"));
+    // Autumn (a 25-hour day, 2026-11-01 02:00 EDT → 01:00 EST): quiet 00:00-06:00 from 00:30 EDT ends at 06:00 EST = 11:00 UTC.
+    expect(nextSlot({ ...ny, quiet: { start: 0, end: 360 } }, fresh, at("2026-11-01T04:30:00Z"))).toBe(at("2026-11-01T11:00:00Z"));
+  });
+
   test("every instant of a minute has the local time formatting it gives, in zones of odd offsets and across their changes", () => {
     // localTime reuses a zone's last minute; formatLocalTime formats each instant afresh.
     const reference = formatLocalTime;
