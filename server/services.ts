@@ -36,14 +36,6 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     ? createRedisBus({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX, origin: instanceId, logger })
     : createLocalBus(instanceId);
   await Promise.all([bus.ready(), redisGuard?.ready()]);
-  // The event log's reader on this instance (server/events/): hands every new event to realtime and waiting calls.
-  const events = createEventTail({ sql: db.sql, bus, logger });
-  await events.start();
-  const localLimiter = createLocalRateLimiter(() => clock.now());
-  const limiter = redisGuard ? createRedisRateLimiter(redisGuard, config.REDIS_PREFIX, localLimiter) : localLimiter;
-  const jobs = createJobQueue({ sql: db.sql, logger, workerId: instanceId, clock });
-  const metrics = createMetrics();
-  const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
   // Credentials: resolving, caching and revoking (server/auth/credentials.ts); revocations reach every instance before the revoker answers.
   const auth = createCredentials({
     sql: db.sql,
@@ -54,6 +46,15 @@ export async function createServices(config: Config, opts: { clock?: Clock; logg
     redis: config.REDIS_URL ? { url: config.REDIS_URL, prefix: config.REDIS_PREFIX } : undefined,
   });
   await auth.start();
+  // The event log's reader on this instance (server/events/): hands every new event to realtime and
+  // waiting calls, once the revocations committed before it are applied here.
+  const events = createEventTail({ sql: db.sql, bus, logger, beforeHandOn: auth.revocationsCaughtUp });
+  await events.start();
+  const localLimiter = createLocalRateLimiter(() => clock.now());
+  const limiter = redisGuard ? createRedisRateLimiter(redisGuard, config.REDIS_PREFIX, localLimiter) : localLimiter;
+  const jobs = createJobQueue({ sql: db.sql, logger, workerId: instanceId, clock });
+  const metrics = createMetrics();
+  const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
   // Seals webhook signing secrets and the answers kept for Idempotency-Key replays (SECRETS_KEY).
   const secrets = createSecretBox(db.sql, config.SECRETS_KEY);
   const webhooks = createWebhookEngine({ config, sql: db.sql, jobs, events, clock, logger, metrics, mailer, secrets });

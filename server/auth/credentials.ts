@@ -77,6 +77,13 @@ export function createCredentials(opts: CredentialOptions) {
 
   /** True while every revocation reaches this instance before its revoker answers. */
   const cacheUsable = () => feed.fresh() && (!bus || bus.registered());
+  /**
+   * Resolves once every revocation committed before the call is applied here. At once where
+   * revokers wait for this instance (registered on the bus) or wait out the log's bound (no bus);
+   * an instance cut off from Redis reads the log first: a revoker there answered without it.
+   */
+  const revocationsCaughtUp = (): Promise<void> =>
+    !bus || bus.registered() ? Promise.resolve() : feed.readNow().catch((e) => opts.logger.debug({ err: (e as Error).message }, "revocation log not read"));
 
   /** The caller a request's token stands for: at once from the cache, else a promise of the database's answer. */
   function resolve(request: Request): Caller | Promise<Caller> {
@@ -129,6 +136,7 @@ export function createCredentials(opts: CredentialOptions) {
     cacheSize: cache.size,
     /** Whether this instance serves callers from its cache now (false: every request resolves against the database). */
     cacheInUse: cacheUsable,
+    revocationsCaughtUp,
     /** Reads the log once (so the cache can be used) and joins the bus. */
     async start() {
       await feed.start();

@@ -50,10 +50,18 @@ export function createRevocationFeed(opts: {
     }
   }
 
+  /** Reads one after another: a read asked for begins after every earlier one has ended. */
+  let chain: Promise<void> = Promise.resolve();
+  function read(): Promise<void> {
+    const next = chain.then(readOnce);
+    chain = next.catch(() => {});
+    return next;
+  }
+
   async function loop() {
     if (stopped) return;
     try {
-      await readOnce();
+      await read();
     } catch (e) {
       opts.logger.debug({ err: (e as Error).message }, "revocation log not read");
     }
@@ -63,10 +71,12 @@ export function createRevocationFeed(opts: {
   return {
     /** Reads once (so the cache may be used at once), then keeps reading. */
     async start() {
-      await readOnce().catch((e) => opts.logger.warn({ err: (e as Error).message }, "revocation log not read"));
+      await read().catch((e) => opts.logger.warn({ err: (e as Error).message }, "revocation log not read"));
       timer = setTimeout(loop, timing.pollMs);
     },
     fresh: () => performance.now() - readBegan < timing.freshMs,
+    /** A read that begins now (after any under way): what was committed to the log before the call is applied when it resolves. */
+    readNow: read,
     /** Ids at or below this were applied by the feed. */
     watermark: () => watermark ?? 0,
     stop() {

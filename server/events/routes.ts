@@ -1,14 +1,14 @@
 import { Elysia } from "elysia";
 import { callerPlugin, type RouteRule } from "../auth/plugin";
-import { AppError, ErrorBody } from "../errors";
+import { AppError, ErrorBody, validationFailed } from "../errors";
 import { holdOpen } from "../lib/versions";
 import { answerRevokedWait, refusedError, shuttingDown } from "../lib/waiters";
 import type { Services } from "../services";
-import { EVENT_PERMISSIONS, readableTypes, refuseUnheldTypes } from "./access";
+import { EVENT_PERMISSIONS, readableTypes, refuseUnheldTypes, requestedTypes } from "./access";
 import { decodeCursor, encodeCursor, isAfter, ORIGIN, type Position } from "./cursor";
 import { readEventPage } from "./list-store";
 import { highWaterPosition, removedAfter, type StoredEvent } from "./log";
-import { EventPage, EventsQuery } from "./schema";
+import { EventPage, EventsQuery, isEventTypeList, TYPES_ERROR } from "./schema";
 
 const DEFAULT_PER_PAGE = 100;
 
@@ -84,7 +84,10 @@ export function eventRoutes(services: Pick<Services, "auth" | "sql" | "eventWait
       // Events after the cursor were removed by retention: resuming there would skip them unseen.
       // The log's start (the cursor of an empty first read) means "from the oldest kept", as no `after` does.
       if (start && isAfter(start, ORIGIN) && (await removedAfter(sql, start))) throw cursorExpired();
-      const types = readableTypes(c, query.types);
+      // The schema checked the last `types`; the others are checked here, as part of the whole list.
+      const asked = requestedTypes(request);
+      if (asked !== undefined && !isEventTypeList(asked)) throw validationFailed({ types: [TYPES_ERROR] });
+      const types = readableTypes(c, asked);
       const perPage = query.per_page ?? DEFAULT_PER_PAGE;
       const filter = { organizations: c.readScope, types: types ?? undefined, hostedSimId: query.hosted_sim, deviceId: query.device };
       // An empty answer keeps the cursor the client sent; from `now` or the log's start it names that position.

@@ -15,6 +15,7 @@ export const isEventStart = (value: unknown): value is string => typeof value ==
 TypeRegistry.Set("EventStart", (_schema, value) => isEventStart(value));
 
 /** `types`: event type names separated by commas, each one of the catalog's. */
+export const TYPES_ERROR = `must be event types separated by commas, of: ${EVENT_TYPES.join(", ")}`;
 export const isEventTypeList = (value: unknown): value is string =>
   typeof value === "string" && value.length <= 2000 && value.split(",").every((name) => isEventType(name.trim()));
 TypeRegistry.Set("EventTypeList", (_schema, value) => isEventTypeList(value));
@@ -33,7 +34,7 @@ export const EventsQuery = t.Object({
     Type.Unsafe<string>({
       [Kind]: "EventTypeList",
       type: "string",
-      errorMessage: `must be event types separated by commas, of: ${EVENT_TYPES.join(", ")}`,
+      errorMessage: TYPES_ERROR,
       description: `only events of these types, separated by commas (${EVENT_TYPES.join(", ")}). An API key needs the permission of each type's family.`,
     }),
   ),

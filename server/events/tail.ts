@@ -41,7 +41,18 @@ export type EventTail = {
  * of this instance's sockets, waiting `GET /api/events` calls). Writers wake every instance
  * through the bus; a slow poll covers wakes that never come.
  */
-export function createEventTail(deps: { sql: Pool; bus: Bus; logger: Logger; timing?: Partial<typeof TAIL_TIMING> }): EventTail {
+export function createEventTail(deps: {
+  sql: Pool;
+  bus: Bus;
+  logger: Logger;
+  /**
+   * Awaited before a batch is handed on (the credential module's revocationsCaughtUp): a
+   * credential revoked before the events were appended has ended its waits and sockets by then,
+   * so nothing appended after a revocation reaches a call made with the revoked credential.
+   */
+  beforeHandOn?: () => Promise<void>;
+  timing?: Partial<typeof TAIL_TIMING>;
+}): EventTail {
   const timing = { ...TAIL_TIMING, ...deps.timing };
   const listeners = new Set<(events: StoredEvent[]) => void>();
   let at: Position | undefined;
@@ -62,6 +73,7 @@ export function createEventTail(deps: { sql: Pool; bus: Bus; logger: Logger; tim
       if (stopped || !at) return false;
       const events = await readEvents(deps.sql, at, {}, timing.batch);
       if (events.length > 0) {
+        await deps.beforeHandOn?.();
         at = events[events.length - 1]!.position;
         for (const l of listeners) {
           try {

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import Redis from "ioredis";
 import type { Revocation } from "../../server/auth/caller-cache";
 import { REVOKE_WAIT_MS } from "../../server/auth/revoker";
-import { createApiKey, createTenant } from "../fixtures";
+import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
+import { createSharedNumber } from "../fixtures-numbers";
 import { createTestContext, freshDatabase, type TestContext } from "../helpers";
 import { startRedis, until } from "./harness";
 
@@ -66,6 +67,28 @@ describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)("revocation
       expect(performance.now() - started).toBeLessThan(REVOKE_WAIT_MS);
       expect(await me(c, key.key)).toBe(401);
       await until("the revocation reached C's listeners through the log", () => seen.some((r) => r.apiKeyId === key.id), 3000);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("an instance without Redis hands no event appended after a sign-out elsewhere to a wait of the signed-out token, however soon it comes", async () => {
+    const c = await createTestContext({ DATABASE_URL: url, REDIS_PREFIX: prefix, REDIS_URL: "redis://127.0.0.1:1" });
+    try {
+      for (let round = 0; round < 5; round++) {
+        const t = await createTenant(a.sql);
+        const other = await createUser(a.sql, { orgId: t.org.id, role: "owner" });
+        const otherToken = await sessionFor(a.sql, other.id);
+        const sim = await createSharedNumber(a.sql, [t.org.id]);
+        const waiting = c.request("GET", "/api/events?after=now&wait=10", { token: t.token });
+        await until("the wait registered on C", () => c.services.eventWaiters.size() >= 1, 5000);
+        // A answers without C (not registered): C learns of the sign-out from the revocation log.
+        expect((await a.request("POST", "/api/auth/logout", { token: t.token })).status).toBe(204);
+        // An event appended on C at once wakes C's tail at once.
+        expect((await c.request("POST", `/api/numbers/${sim.id}/lock`, { token: otherToken, body: {} })).status).toBe(200);
+        const answer = await waiting;
+        expect([round, answer.status, answer.body?.data?.length ?? 0]).toEqual([round, 401, 0]);
+      }
     } finally {
       await c.close();
     }

@@ -88,6 +88,10 @@ describe("filters", () => {
     ]);
     expect(ns((await list(t.token, "types=device.online,device.offline")).body)).toEqual([1, 3]);
     expect(ns((await list(t.token, "types=message.received, message.sent")).body)).toEqual([2, 4]);
+    // Repeated, as many clients write a list: all of them (it was the last alone), each one checked.
+    expect(ns((await list(t.token, "types=device.online&types=device.offline")).body)).toEqual([1, 3]);
+    const bad = await list(t.token, "types=no.such&types=device.offline");
+    expect([bad.status, Object.keys((bad.body as unknown as { errors?: object }).errors ?? {})]).toEqual([422, ["types"]]);
     expect(ns((await list(t.token, "hosted_sim=8001")).body)).toEqual([2, 5]);
     expect(ns((await list(t.token, "device=7002")).body)).toEqual([3]);
     expect(ns((await list(t.token, "hosted_sim=8001&types=number.locked")).body)).toEqual([5]);
