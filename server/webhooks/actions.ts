@@ -64,8 +64,9 @@ export async function changeIntegration(deps: WebhookDeps, viewer: Viewer, organ
       );
   };
   // The 403 before the target's 422, then again on the row as the update finds it.
-  refuseMovingHeaders(await requireIntegration(deps.sql, organizationId, id));
-  await validateTarget(body, deps.webhooks.checkTarget);
+  const before = await requireIntegration(deps.sql, organizationId, id);
+  refuseMovingHeaders(before);
+  await validateTarget(body, deps.webhooks.checkTarget, before.url);
   // What the body leaves out is merged from the row as it is under the lock: two updates at once
   // are applied one after the other (each read the row before either wrote, and the second wrote
   // the first one's fields back: a rotated header reverted without a word).

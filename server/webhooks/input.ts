@@ -48,11 +48,15 @@ export function headerErrors(headers: Record<string, string>): Record<string, st
 export async function validateTarget(
   body: { url: string; headers?: Record<string, string>; event_types?: string[] },
   check: (url: URL) => Promise<string | null>,
+  stored?: string,
 ) {
   const errors: Record<string, string[]> = { ...headerErrors(body.headers ?? {}), ...eventTypeErrors(body.event_types ?? []) };
   const url = parseTargetUrl(body.url);
   if (typeof url === "string") errors.url = [url];
-  else {
+  // The URL an update leaves as it is (`stored`) is not judged again: a host that now resolves to
+  // a refused address (or not at all) must not keep its integration from being paused or renamed;
+  // every delivery attempt checks the address it connects to anyway.
+  else if (body.url !== stored) {
     const refused = await check(url);
     if (refused) errors.url = [`is not allowed: the host ${refused}`];
   }

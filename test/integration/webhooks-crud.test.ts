@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { AppError } from "../../server/errors";
-import { insertMapping, MAX_INTEGRATIONS } from "../../server/webhooks/store";
+import { generateSigningSecret } from "../../server/webhooks/secrets";
+import { insertIntegration, insertMapping, MAX_INTEGRATIONS } from "../../server/webhooks/store";
 import { createApiKey, createTenant, createUser, sessionFor } from "../fixtures";
 import { createTestContext, expectErrorShape, sharedTestContext, type TestContext } from "../helpers";
 import { createNumber, createTeam, logsOf, receiveSms, startReceiver, waitFor } from "./webhooks-helpers";
@@ -273,8 +274,17 @@ describe("SSRF guard at create and update (WEBHOOK_ALLOW_PRIVATE=false)", () => 
     await guarded?.close();
   });
 
+  /**
+   * An integration as an earlier create stored it (the guard does not judge it here): a target
+   * that was allowed then and is refused now. Loopback only: no test names another address.
+   */
+  async function stored(organizationId: number, url: string, retryCount = 3) {
+    const fields = { name: "x", url, headers: {}, timeout_seconds: 30, retry_count: retryCount, event_types: ["message.received"] };
+    return (await insertIntegration(guarded.sql, organizationId, fields, await guarded.services.secrets.seal(generateSigningSecret())))!;
+  }
+
   test("loopback, private, mapped, metadata and names resolving to loopback are refused with 422", async () => {
-    const { token } = await createTenant(guarded.sql);
+    const { org, token } = await createTenant(guarded.sql);
     for (const url of [
       "http://127.0.0.1/hook",
       "http://10.0.0.1/",
@@ -290,25 +300,31 @@ describe("SSRF guard at create and update (WEBHOOK_ALLOW_PRIVATE=false)", () => 
       expectErrorShape(res.body, "validation_failed");
       expect(res.body.errors.url[0]).toContain("not allowed");
     }
-    const ok = await guarded.request("POST", "/api/webhook-integrations", { token, body: { name: "x", url: "http://93.184.216.34/hook" } });
-    expect(ok.status).toBe(201);
-    const upd = await guarded.request("PATCH", `/api/webhook-integrations/${ok.body.data.id}`, { token, body: { name: "x", url: "http://192.168.0.10/" } });
-    expect(upd.status).toBe(422);
+    const id = await stored(org.id, "http://127.0.0.1:9/hook");
+    const moved = await guarded.request("PATCH", `/api/webhook-integrations/${id}`, { token, body: { name: "x", url: "http://192.168.0.10/" } });
+    expect(moved.status).toBe(422);
+  }, 30_000);
+
+  test("an update that keeps a URL now refused still pauses, resumes and renames the integration (the URL is judged when it changes, and at every delivery)", async () => {
+    const { org, token } = await createTenant(guarded.sql);
+    const id = await stored(org.id, "http://127.0.0.1:9/hook");
+    const patch = (body: object) => guarded.request("PATCH", `/api/webhook-integrations/${id}`, { token, body });
+    const paused = await patch({ name: "renamed", url: "http://127.0.0.1:9/hook", is_active: false });
+    expect([paused.status, paused.body.data?.is_active, paused.body.data?.name]).toEqual([200, false, "renamed"]);
+    expect((await patch({ name: "renamed", url: "http://127.0.0.1:9/hook", is_active: true })).status).toBe(200);
+    expect((await patch({ name: "renamed", url: "http://127.0.0.1:9/other" })).status).toBe(422);
   }, 30_000);
 
   test("a delivery to an address that became internal after create is refused at send time", async () => {
     const { org, token } = await createTenant(guarded.sql);
     const team = await createTeam(guarded.sql, org.id);
     const receiver = startReceiver();
-    const made = await guarded.request("POST", `/api/teams/${team.id}/webhooks`, {
-      token,
-      body: { name: "x", url: "http://93.184.216.34/hook", retry_count: 0 },
-    });
-    await guarded.sql`update webhook_integrations set url = ${receiver.url} where id = ${made.body.data.id}`;
+    const id = await stored(org.id, receiver.url, 0);
+    await insertMapping(guarded.sql, id, team.id, "always");
     const sim = await createNumber(guarded.sql, [{ orgId: org.id, teamId: team.id }]);
     guarded.services.start();
     await receiveSms(guarded, sim.id);
-    const log = await waitFor(async () => (await logsOf(guarded, token, made.body.data.id)).data[0]);
+    const log = await waitFor(async () => (await logsOf(guarded, token, id)).data[0]);
     expect(log).toMatchObject({ status: "failed", http_status: null });
     expect(log.error).toContain("target refused: resolves to a loopback address");
     expect(receiver.received).toHaveLength(0);
@@ -316,10 +332,9 @@ describe("SSRF guard at create and update (WEBHOOK_ALLOW_PRIVATE=false)", () => 
   }, 30_000);
 
   test("the test event to a refused address answers success false, never a 500", async () => {
-    const { token } = await createTenant(guarded.sql);
-    const made = await guarded.request("POST", "/api/webhook-integrations", { token, body: { name: "x", url: "http://93.184.216.34/hook" } });
-    await guarded.sql`update webhook_integrations set url = 'http://127.0.0.1:9/' where id = ${made.body.data.id}`;
-    const res = await guarded.request("POST", `/api/webhook-integrations/${made.body.data.id}/test`, { token });
+    const { org, token } = await createTenant(guarded.sql);
+    const id = await stored(org.id, "http://127.0.0.1:9/");
+    const res = await guarded.request("POST", `/api/webhook-integrations/${id}/test`, { token });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ success: false, http_status: 0 });
     expect(res.body.error).toContain("loopback");
