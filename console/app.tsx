@@ -98,7 +98,13 @@ function Shell() {
     );
   if (!identity || !orgId) return <p role="status">Loading…</p>;
   const org = identity.organizations.find((o) => o.id === orgId) ?? identity.organizations[0]!;
-  const session: Session = { identity, orgId: org.id, role: org.role, reload: () => setTick((t) => t + 1) };
+  const session: Session = {
+    identity,
+    orgId: org.id,
+    role: org.role,
+    reload: () => setTick((t) => t + 1),
+    setUser: (user) => setIdentity((me) => (me ? { ...me, user } : me)),
+  };
   const page = PAGES.find((p) => path === p.path || path.startsWith(`${p.path}/`)) ?? PAGES[1]!;
   const View = page.view;
   if (typeof document !== "undefined") document.title = `${page.title} · simhost`;

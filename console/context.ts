@@ -1,8 +1,12 @@
 import { createContext } from "preact";
 import { useContext } from "preact/hooks";
-import type { Identity, Role } from "./api";
+import type { Identity, Role, User } from "./api";
 
-export type Session = { identity: Identity; orgId: number; role: Role | null; reload: () => void };
+/**
+ * `reload()` asks GET /api/v2/me again; `setUser(user)` takes the user an answer carried (the 2FA
+ * answers), which GET /api/v2/me may lag by the credential cache's seconds.
+ */
+export type Session = { identity: Identity; orgId: number; role: Role | null; reload: () => void; setUser: (user: NonNullable<User>) => void };
 export const SessionContext = createContext<Session | null>(null);
 
 export function useSession(): Session {

@@ -101,28 +101,35 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]) {
 /**
  * Copies `text`; says "Copied" only when the clipboard took it. Where it cannot (denied, or no
  * clipboard: a page served over plain HTTP to another machine), it says so, and the text stays
- * on the page to select.
+ * on the page to select. `what` ("code 482913", "the key") completes the button's name as
+ * visually hidden text, so the name starts with what the button shows; a live region announces
+ * the outcome.
  */
-export function CopyButton({ text, label }: { text: string; label: string }) {
+export function CopyButton({ text, what }: { text: string; what: string }) {
   const [outcome, setOutcome] = useState<"copied" | "failed" | null>(null);
   return (
-    <button
-      type="button"
-      class="copy"
-      aria-label={label}
-      onClick={async () => {
-        const copied = navigator.clipboard
-          ? await navigator.clipboard.writeText(text).then(
-              () => true,
-              () => false,
-            )
-          : false;
-        setOutcome(copied ? "copied" : "failed");
-        setTimeout(() => setOutcome(null), 2500);
-      }}
-    >
-      {outcome === "copied" ? "Copied" : outcome === "failed" ? "Copy failed: select the code" : "Copy"}
-    </button>
+    <>
+      <button
+        type="button"
+        class="copy"
+        onClick={async () => {
+          const copied = navigator.clipboard
+            ? await navigator.clipboard.writeText(text).then(
+                () => true,
+                () => false,
+              )
+            : false;
+          setOutcome(copied ? "copied" : "failed");
+          setTimeout(() => setOutcome(null), 2500);
+        }}
+      >
+        {outcome === "copied" ? "Copied" : outcome === "failed" ? "Copy failed: select the code" : "Copy"}
+        {outcome === null && <span class="visually-hidden"> {what}</span>}
+      </button>
+      <span role="status" class="visually-hidden">
+        {outcome === "copied" ? `Copied ${what} to the clipboard.` : outcome === "failed" ? `Could not copy ${what}: select it on the page.` : ""}
+      </span>
+    </>
   );
 }
 

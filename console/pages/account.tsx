@@ -8,6 +8,8 @@ import { Empty, ErrorBox, Field, useAction, useLoad, When } from "../ui";
 export function AccountPage() {
   const { identity } = useSession();
   const u = identity.user;
+  // Bumped after a password change, which signs the other sessions out: the list loads again.
+  const [sessionsKey, setSessionsKey] = useState(0);
   return (
     <section>
       <div class="card">
@@ -19,17 +21,16 @@ export function AccountPage() {
           Member since <When at={u.created_at} />. Organizations: {identity.organizations.map((o) => `${o.name} (${o.role ?? "no role"})`).join(", ")}.
         </p>
       </div>
-      <ChangePassword />
-      <Sessions />
+      <ChangePassword onChanged={() => setSessionsKey((k) => k + 1)} />
+      <Sessions reloadKey={sessionsKey} />
       <TwoFactor />
     </section>
   );
 }
 
 function TwoFactor() {
-  const { identity } = useSession();
-  // The enable/disable answers carry the user; GET /api/me may lag them by the credential cache's seconds.
-  const [enabled, setEnabled] = useState(identity.user.two_factor_enabled);
+  const { identity, setUser } = useSession();
+  const enabled = identity.user.two_factor_enabled;
   const [setup, setSetup] = useState<{ secret: string; qr: string } | null>(null);
   const [code, setCode] = useState("");
   const { error, busy, run } = useAction();
@@ -46,7 +47,8 @@ function TwoFactor() {
     run(async () => {
       const body = { code: code.trim() };
       const { data } = await ok(enabled ? api.POST("/api/auth/2fa/disable", { body }) : api.POST("/api/auth/2fa/enable", { body }));
-      setEnabled(data.two_factor_enabled);
+      // The answer carries the user; GET /api/v2/me may lag it by the credential cache's seconds.
+      setUser(data);
       setSetup(null);
       setCode("");
     });
@@ -91,7 +93,7 @@ function TwoFactor() {
   );
 }
 
-function ChangePassword() {
+function ChangePassword({ onChanged }: { onChanged: () => void }) {
   const [current, setCurrent] = useState("");
   const [next, setNext] = useState("");
   const [done, setDone] = useState<string | null>(null);
@@ -103,6 +105,7 @@ function ChangePassword() {
       const { signed_out } = await ok(api.POST("/api/auth/password", { body: { current_password: current, new_password: next } }));
       setCurrent("");
       setNext("");
+      onChanged();
       setDone(`Password changed. ${signed_out === 1 ? "1 other session was" : `${signed_out} other sessions were`} signed out; this one stays signed in.`);
     });
   };
@@ -136,8 +139,8 @@ function ChangePassword() {
 }
 
 /** Session and OAuth tokens of the user; signing one out ends it on every server instance before the answer. */
-function Sessions() {
-  const { data, error, reload } = useLoad(() => ok(api.GET("/api/auth/sessions")).then((r) => r.data), []);
+function Sessions({ reloadKey }: { reloadKey: number }) {
+  const { data, error, reload } = useLoad(() => ok(api.GET("/api/auth/sessions")).then((r) => r.data), [reloadKey]);
   const action = useAction();
   const signOut = (id: number, current: boolean) =>
     action.run(async () => {

@@ -78,7 +78,7 @@ function ApiKeys() {
           <p class="secret mono" data-testid="plain-key">
             {shown.key}
           </p>
-          <CopyButton text={shown.key} label="Copy the key" />{" "}
+          <CopyButton text={shown.key} what="the key" />{" "}
           <button type="button" onClick={() => setShown(null)}>
             Done
           </button>

@@ -68,16 +68,25 @@ export function DevicesPage() {
   );
 }
 
+const newAndroidId = () => Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
+
 function Register({ onRegistered }: { onRegistered: (d: Registered) => void }) {
   const [open, setOpen] = useState(false);
-  const [androidId, setAndroidId] = useState(() => Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join(""));
+  const [androidId, setAndroidId] = useState(newAndroidId);
   const [name, setName] = useState("");
   const [slots, setSlots] = useState("1");
   const { error, busy, run } = useAction();
   if (!open)
     return (
       <div class="toolbar">
-        <button type="button" onClick={() => setOpen(true)}>
+        <button
+          type="button"
+          onClick={() => {
+            // A new suggestion each time: the one before may have been registered already.
+            setAndroidId(newAndroidId());
+            setOpen(true);
+          }}
+        >
           Register a phone
         </button>
       </div>
@@ -138,7 +147,7 @@ function Codes({ codes }: { codes: Code[] }) {
       <ul>
         {codes.map((c) => (
           <li key={c.cardId}>
-            Slot {c.slot ?? "?"}: text <mark class="mono">{c.code}</mark> <CopyButton text={c.code} label={`Copy code ${c.code}`} /> to{" "}
+            Slot {c.slot ?? "?"}: text <mark class="mono">{c.code}</mark> <CopyButton text={c.code} what={`code ${c.code}`} /> to{" "}
             <span class="mono">{c.provider}</span>, <Countdown until={c.expires} />
           </li>
         ))}
@@ -196,7 +205,7 @@ function DeviceCard(props: { device: Device; admin: boolean; busy: boolean; act:
       </ul>
       {live && (
         <div class="actions">
-          {d.status === "disabled" ? (
+          {d.status === "disabled" && (
             <button
               type="button"
               disabled={props.busy}
@@ -204,7 +213,9 @@ function DeviceCard(props: { device: Device; admin: boolean; busy: boolean; act:
             >
               Enable
             </button>
-          ) : (
+          )}
+          {/* A phone still pending verification cannot be disabled (the API answers 409). */}
+          {d.status === "active" && (
             <button
               type="button"
               disabled={props.busy}

@@ -160,8 +160,15 @@ function merge(a: Message[], b: Message[]): Message[] {
 function matches(m: Message, numberId: number | null, f: Filters) {
   if (m.direction !== "inbound" || m.hosted_sim_id === null || (numberId !== null && m.hosted_sim_id !== numberId)) return false;
   if (f.q && !m.text.toLowerCase().includes(f.q.toLowerCase())) return false;
-  if (f.from && m.from !== f.from) return false;
+  // The server compares the sender without regard to letter case; so does the live list.
+  if (f.from && m.from.toLowerCase() !== f.from.toLowerCase()) return false;
   return !(f.hasCode && !m.code);
+}
+
+/** "3 messages of every number, newest first"; "50+ …" while older ones remain to load. */
+function everyNumberCount(n: number, done: boolean): string {
+  if (n === 0 && done) return "No messages of any number";
+  return `${n}${done ? "" : "+"} ${n === 1 && done ? "message" : "messages"} of every number, newest first`;
 }
 
 /**
@@ -230,11 +237,7 @@ function Messages(props: { numberId: number | null; filters: Filters; orgId: num
     <>
       <ErrorBox error={error} />
       <p class="meta" role="status">
-        {total !== null
-          ? `${total} ${total === 1 ? "message" : "messages"}`
-          : loaded
-            ? `${messages.length}${source.done() ? "" : "+"} ${messages.length === 1 && source.done() ? "message" : "messages"} of every number, newest first`
-            : ""}
+        {total !== null ? `${total} ${total === 1 ? "message" : "messages"}` : loaded ? everyNumberCount(messages.length, source.done()) : ""}
       </p>
       <p class="visually-hidden" role="status" aria-live="polite">
         {latest}
@@ -280,7 +283,7 @@ function MessageItem(props: { message: Message; index: number; start: number; me
       {m.code && (
         <p class="code">
           <span class="visually-hidden">Code </span>
-          <mark class="mono">{m.code}</mark> <CopyButton text={m.code} label={`Copy code ${m.code}`} />
+          <mark class="mono">{m.code}</mark> <CopyButton text={m.code} what={`code ${m.code}`} />
         </p>
       )}
       <p class="text">{m.text}</p>

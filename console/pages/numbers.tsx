@@ -71,7 +71,8 @@ function NumberCard(props: { number: HostedNumber; orgId: number; teams: Team[];
         <span class="mono">{n.number}</span> {mine?.alias && <span class="alias">{mine.alias}</span>}
       </h2>
       <p class="meta">
-        {n.type} · {n.status} · {n.messages_received_count} messages{teamName ? ` · team ${teamName}` : ""}
+        {n.type} · {n.status} · {n.messages_received_count} {n.messages_received_count === 1 ? "message" : "messages"}
+        {teamName ? ` · team ${teamName}` : ""}
       </p>
       <p class="lock">
         {n.locked ? (

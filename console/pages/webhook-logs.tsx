@@ -4,15 +4,18 @@ import { ErrorBox, useAction, useLoad, When } from "../ui";
 
 type Redelivered = { message: string; data: { delivery_id: number; event_id: string; event_type: string } };
 
-/** A webhook's delivery log: every attempt with its answer, newest first; admins redeliver a record's event. */
-export function Logs({ id, admin }: { id: number; admin: boolean }) {
+/**
+ * A webhook's delivery log: every attempt with its answer, newest first; admins redeliver a
+ * record's event. A new `reloadKey` (after a test or a replay) loads it again.
+ */
+export function Logs({ id, admin, reloadKey = 0 }: { id: number; admin: boolean; reloadKey?: number }) {
   const [redelivered, setRedelivered] = useState<Redelivered | null>(null);
   const action = useAction();
   const logs = useLoad(
     async () =>
       (await ok(api.GET("/api/webhook-integrations/{webhook_integration}/logs", { params: { path: { webhook_integration: id }, query: { per_page: 50 } } })))
         .data,
-    [id],
+    [id, reloadKey],
   );
   if (logs.error) return <ErrorBox error={logs.error} />;
   if (!logs.data) return <p role="status">Loading…</p>;

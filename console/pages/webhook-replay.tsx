@@ -19,7 +19,7 @@ const untilDefault = (now: number) => new Date(Math.ceil(now / 60_000) * 60_000 
  * Replay a window of the webhook's events (at most 7 days) as new deliveries under their own
  * webhook-ids; no event type chosen means every type it is subscribed to. Admins and owners only.
  */
-export function Replay({ id, name }: { id: number; name: string }) {
+export function Replay({ id, name, onReplayed }: { id: number; name: string; onReplayed?: () => void }) {
   const [open, setOpen] = useState(false);
   const [since, setSince] = useState("");
   const [until, setUntil] = useState("");
@@ -62,6 +62,7 @@ export function Replay({ id, name }: { id: number; name: string }) {
               ...(types.length > 0 ? { event_types: types } : {}),
             };
             setAnswer(await ok(api.POST("/api/webhook-integrations/{webhook_integration}/replay", { params: { path: { webhook_integration: id } }, body })));
+            onReplayed?.();
           });
         }}
       >

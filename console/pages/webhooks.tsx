@@ -59,7 +59,7 @@ function SecretOnce(props: { name: string; secret: string; onDone: () => void })
       <p class="secret mono" data-testid="webhook-secret">
         {props.secret}
       </p>
-      <CopyButton text={props.secret} label="Copy the secret" />{" "}
+      <CopyButton text={props.secret} what="the secret" />{" "}
       <button type="button" onClick={props.onDone}>
         Done
       </button>
@@ -116,6 +116,8 @@ function Hook(props: { hook: Integration; admin: boolean; teams: Team[]; onChang
   const [types, setTypes] = useState<string[]>(h.event_types);
   const [test, setTest] = useState<TestResult | null>(null);
   const [showLogs, setShowLogs] = useState(false);
+  // Bumped after a test or a replay: an open delivery log loads again.
+  const [logsKey, setLogsKey] = useState(0);
   const [team, setTeam] = useState("");
   const [mode, setMode] = useState<"always" | "lock_required">("always");
   const action = useAction();
@@ -236,7 +238,10 @@ function Hook(props: { hook: Integration; admin: boolean; teams: Team[]; onChang
             disabled={action.busy}
             onClick={() => {
               setTest(null);
-              action.run(async () => setTest(await ok(api.POST("/api/webhook-integrations/{webhook_integration}/test", { params: { path } }))));
+              action.run(async () => {
+                setTest(await ok(api.POST("/api/webhook-integrations/{webhook_integration}/test", { params: { path } })));
+                setLogsKey((k) => k + 1);
+              });
             }}
           >
             Send a test
@@ -302,8 +307,8 @@ function Hook(props: { hook: Integration; admin: boolean; teams: Team[]; onChang
         </p>
       )}
       <ErrorBox error={action.error} />
-      {showLogs && <Logs id={h.id} admin={props.admin} />}
-      {props.admin && <Replay id={h.id} name={h.name} />}
+      {showLogs && <Logs id={h.id} admin={props.admin} reloadKey={logsKey} />}
+      {props.admin && <Replay id={h.id} name={h.name} onReplayed={() => setLogsKey((k) => k + 1)} />}
     </li>
   );
 }

@@ -37,6 +37,10 @@ describe.skipIf(!CHROMIUM)("account", () => {
     await page.getByLabel("Code from your authenticator app").fill(await generate({ secret, epoch: step(0) }));
     await page.getByRole("button", { name: "Turn on two-factor" }).click();
     await page.getByText("On: signing in asks for a code", { exact: false }).waitFor();
+    // Away and back: the page still says on (the shell's identity took the answer's user).
+    await page.getByRole("link", { name: "Plan" }).click();
+    await page.getByRole("link", { name: "Account" }).click();
+    await page.getByText("On: signing in asks for a code", { exact: false }).waitFor();
     expect(requested.filter((u) => !u.startsWith("data:") && new URL(u).origin !== w.base)).toEqual([]);
 
     const on = async () => (await w.ctx.sql<{ on: boolean }[]>`select totp_enabled as on from users where id = ${user.id}`)[0]!.on;
@@ -49,6 +53,10 @@ describe.skipIf(!CHROMIUM)("account", () => {
     await page.getByRole("button", { name: "Turn off two-factor" }).click();
     await page.getByText("Off: signing in needs only your password.").waitFor();
     expect(await on()).toBe(false);
+    await page.getByRole("link", { name: "Plan" }).click();
+    await page.getByRole("link", { name: "Account" }).click();
+    await page.getByRole("button", { name: "Set up two-factor authentication" }).waitFor();
+    expect(await page.getByText("Off: signing in needs only your password.").count()).toBe(1);
     await context.close();
   }, 90_000);
 
@@ -81,6 +89,9 @@ describe.skipIf(!CHROMIUM)("account", () => {
     await page.getByRole("button", { name: "Change password" }).click();
     await page.getByText("Password changed. 1 other session was signed out").waitFor();
     expect(await works(laptop)).toBe(false);
+    // The list loads again: only this browser is left.
+    await page.getByText("No other sessions: only this browser is signed in.").waitFor();
+    expect(await sessions.getByRole("listitem").count()).toBe(1);
     const signIn2 = await fetch(`${w.base}/api/auth/login`, {
       method: "POST",
       headers: { "content-type": "application/json" },

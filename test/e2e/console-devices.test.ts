@@ -29,6 +29,7 @@ describe.skipIf(!CHROMIUM)("devices", () => {
     await expectAccessible(page, "devices (empty)");
 
     await page.getByRole("button", { name: "Register a phone" }).click();
+    const firstAndroidId = await page.getByLabel("Android ID").inputValue();
     await page.getByLabel("Name").fill("QA Pixel");
     await page.getByRole("button", { name: "Register", exact: true }).click();
     const codes = page.getByRole("region", { name: "Verify the SIM cards" });
@@ -38,6 +39,14 @@ describe.skipIf(!CHROMIUM)("devices", () => {
     await codes.getByText(/left$/).waitFor(); // the code's countdown
     const card = page.locator("li.card", { hasText: "QA Pixel" });
     await card.getByText("pending_verification").waitFor();
+    // Not verified yet: the API refuses to disable it, so the card does not offer it.
+    await card.getByRole("button", { name: "Revoke" }).waitFor();
+    expect(await card.getByRole("button", { name: "Disable" }).count()).toBe(0);
+    // The form opened again suggests another Android ID (the first one is taken now).
+    await page.getByRole("button", { name: "Register a phone" }).click();
+    const secondAndroidId = await page.getByLabel("Android ID").inputValue();
+    expect(secondAndroidId).toMatch(/^[0-9a-f]{16}$/);
+    expect(secondAndroidId).not.toBe(firstAndroidId);
     await expectAccessible(page, "devices (codes)");
     // A new code replaces the first, which stops working.
     await card.getByRole("button", { name: "Reissue code" }).click();

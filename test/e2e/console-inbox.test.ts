@@ -76,6 +76,9 @@ describe.skipIf(!CHROMIUM)("sign-in, organizations, numbers, live inbox", () => 
     expect(seenAfter).toBeLessThan(3000); // "within a second" on an idle machine; CI shares 2 cores
     await page.getByRole("button", { name: "Copy code 482913" }).click();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe("482913");
+    // The button shows the outcome, and a live region says it to a screen reader.
+    await page.getByRole("button", { name: "Copied", exact: true }).waitFor();
+    await page.getByRole("status").filter({ hasText: "Copied code 482913 to the clipboard." }).waitFor();
 
     // Search the history.
     await page.getByLabel("Text contains").fill("older");

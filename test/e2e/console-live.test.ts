@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sendThroughProvider } from "../../device-sim/provider";
 import { createAdmin } from "../../server/admin/operations";
-import { sessionFor } from "../fixtures";
+import { createOrg, sessionFor } from "../fixtures";
 import { createSharedNumber, createTeam, eventually, receiveSms } from "../fixtures-numbers";
 import { CHROMIUM, warnIfNoChromium } from "./browser";
 import { type ConsoleWorld, createMember, newContext, signIn, startConsoleWorld, stopConsoleWorld, tokenOf } from "./console-helpers";
@@ -158,17 +158,22 @@ describe.skipIf(!CHROMIUM)("an open console", () => {
     await context.close();
   }, 60_000);
 
-  test("data others wrote: a sender's right-to-left override stays inside it; one-word names do not widen a phone's page", async () => {
+  test("data others wrote: a sender's right-to-left override stays inside it; one-word names and a long organization name do not widen a phone's page", async () => {
     const { orgId, user } = await createMember(w.ctx.sql);
     const sim = await createSharedNumber(w.ctx.sql, [orgId]);
     await receiveSms(w.ctx.sql, sim.id, { from: "+1555\u202Eevil", text: "sender with an override" });
     await createTeam(w.ctx.sql, orgId, "W".repeat(200));
+    // A second organization with a long name: the switcher shows it in a select.
+    const long = await createOrg(w.ctx.sql, { name: `Organization ${"O".repeat(120)}` });
+    await w.ctx.sql`insert into memberships (user_id, organization_id, role) values (${user.id}, ${long.id}, 'member')`;
     const context = await newContext(w, 375);
     const page = await context.newPage();
     await signIn(page, user.email, undefined, "/inbox");
     await page.getByText("sender with an override").waitFor();
     const sender = page.locator(".mono", { hasText: "evil" }).first();
     expect(await sender.evaluate((el) => getComputedStyle(el).unicodeBidi)).toBe("isolate");
+    await page.getByLabel("Organization").waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
     await page.goto("/teams");
     await page.getByText("W".repeat(20), { exact: false }).first().waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);

@@ -79,6 +79,8 @@ describe.skipIf(!CHROMIUM)("numbers and the inbox's history", () => {
     const byos = await createByosNumber(w.ctx.sql, orgId);
     await page.reload();
     const phone = page.locator("li.card", { hasText: byos.number });
+    // The one SMS it received: "1 message", singular.
+    await card.getByText(/ 1 message(?!s)/).waitFor();
     await phone.getByLabel(`Team of ${byos.number}`).selectOption({ label: team.name });
     await phone.getByRole("button", { name: "Assign" }).click();
     await phone.getByText("team Checkout").waitFor();

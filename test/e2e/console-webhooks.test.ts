@@ -95,6 +95,8 @@ describe.skipIf(!CHROMIUM)("teams and webhooks", () => {
     await hook.getByRole("button", { name: "Send a test" }).click();
     await eventually(() => received.length === 2, 10_000, "second test delivery");
     await hook.getByText(/Test delivered: HTTP 200/).waitFor();
+    // The open delivery log loads again: the second test is in it.
+    await eventually(async () => (await hook.getByRole("table").locator("tbody tr").count()) === 2, 10_000, "the second test in the open log");
     const last = received.at(-1)!;
     expect(verifies(rotated, last)).toBe(true);
     expect(verifies(secret, last)).toBe(false);
