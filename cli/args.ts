@@ -32,6 +32,9 @@ export const orgOption = (cmd: Command) => cmd.option("--org <org-id>", "organiz
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
 
+/** An ISO 8601 date-time as a Date (invalid when it is none): it must start with the date itself. */
+const isoDate = (value: string) => (/^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : new Date(Number.NaN));
+
 /** A point in time: an ISO 8601 date-time, or an age such as `90s`, `15m`, `2h`, `7d` (that long ago). */
 export function instant(value: string): string {
   return instantAt(value, Date.now());
@@ -41,7 +44,7 @@ export function instant(value: string): string {
 export function instantAt(value: string, now: number): string {
   const age = value.match(/^(\d+)([smhdw])$/);
   if (age) return new Date(now - Number(age[1]) * UNIT_SECONDS[age[2]!]! * 1000).toISOString();
-  const date = /^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : new Date(Number.NaN);
+  const date = isoDate(value);
   if (Number.isNaN(date.getTime())) throw new InvalidArgumentError("Not a date-time (2026-11-21T10:00:00Z) or an age (15m, 2h, 7d).");
   return date.toISOString();
 }
@@ -50,7 +53,7 @@ export function instantAt(value: string, now: number): string {
 export function ahead(value: string): string {
   const delay = value.match(/^(\d+)([smhdw])$/);
   // A delay past what a date can hold (99999999999w) is no time either.
-  const date = delay ? new Date(Date.now() + durationMs(value)) : /^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : new Date(Number.NaN);
+  const date = delay ? new Date(Date.now() + durationMs(value)) : isoDate(value);
   if (Number.isNaN(date.getTime())) throw new InvalidArgumentError("Not a date-time (2026-11-21T10:00:00Z) or a delay (10m, 2h, 1d).");
   return date.toISOString();
 }

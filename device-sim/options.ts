@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "commander";
 import type { Credentials } from "./api";
+import { E164 } from "./provider";
 import { parseDuration } from "./scenario";
 
 /** Option parsers for commander: a bad value throws InvalidArgumentError, a usage error (exit 2). */
@@ -46,8 +47,6 @@ export const slots = (v: string) => {
   if (new Set(list).size !== list.length) throw new InvalidArgumentError("a slot may be listed once");
   return list.map(Number);
 };
-
-const E164 = /^\+[1-9]\d{6,14}$/;
 
 export const numbers = (v: string) => {
   const list = v.split(",").map((s) => s.trim());

@@ -33,7 +33,7 @@ export type StatusCallback = { sid: string; status: string; url: string; answere
 
 export type CallbackTarget = { serverUrl: string; publicUrl?: string; authToken: string; accountSid: string };
 
-const E164 = /^\+[1-9]\d{6,14}$/;
+export const E164 = /^\+[1-9]\d{6,14}$/;
 export const defaultAccountSid = `AC${"5".repeat(32)}`;
 
 /** Calls POST /api/provider/sms as the provider would; retries while the server is away, as providers do. */

@@ -56,12 +56,11 @@ export async function upsertMembership(sql: Sql, m: { userId: number; organizati
 }
 
 /**
- * Ends a membership and the user's places in the organization's teams; false when there was no
- * membership. The membership first, in its own statement: it waits for a team addition holding
- * the row (teams/store.ts addTeamMember), so the team rows' delete, a statement later, sees what
- * that addition inserted.
+ * Ends a membership and the user's places in the organization's teams; answers the role it had,
+ * null when there was no membership. The membership first, in its own statement: it waits for a
+ * team addition holding the row (teams/store.ts addTeamMember), so the team rows' delete, a
+ * statement later, sees what that addition inserted.
  */
-/** Ends the membership (and the user's team memberships there); the role it had, null when there was none. */
 export async function deleteMembership(sql: Sql, userId: number, organizationId: number): Promise<Role | null> {
   const [row] = await sql<{ role: Role }[]>`delete from memberships where user_id = ${userId} and organization_id = ${organizationId} returning role`;
   await sql`delete from team_members where user_id = ${userId} and team_id in (select id from teams where organization_id = ${organizationId})`;
@@ -84,7 +83,7 @@ export async function listOAuthClients(sql: Sql): Promise<OAuthClientRow[]> {
   return sql<OAuthClientRow[]>`select client_id, name, redirect_uris, created_at, updated_at from oauth_clients order by id`;
 }
 
-/** Deletes a client with its access tokens (session rows); returns those session ids, or null when there is no such client. */
+/** Deletes a client with its grants and access tokens (session rows); returns what ended, or null when there is no such client. */
 export async function deleteOAuthClient(sql: Sql, clientId: string): Promise<EndedTokens | null> {
   const sessions = await sql<{ id: number }[]>`delete from sessions where id in (
     select a.session_id from oauth_access_tokens a join oauth_grants g on g.id = a.grant_id

@@ -6,7 +6,7 @@ import type { Sql } from "../db/client";
  * which the queue keeps for inspection and never runs again by itself: work that was
  * acknowledged (an SMS a phone submitted, a scheduled send) and did not happen. An operator
  * who fixed the cause retries them; one who judged them void discards them; the hourly clean-up
- * removes those dead for longer than LOG_RETENTION_DAYS (`removeDeadJobsBefore`).
+ * removes those dead for longer than WEBHOOK_LOG_RETENTION_DAYS (`removeDeadJobsBefore`).
  */
 
 export type QueueCounts = { queue: string; waiting: number; running: number; dead: number; oldest_due_seconds: number | null };
@@ -65,7 +65,7 @@ export async function discardDeadJobs(sql: Sql, s: DeadJobSelection): Promise<nu
 
 /**
  * Dead jobs that died before `cutoff` go for good (the hourly clean-up, server/maintenance/
- * retention.ts, after LOG_RETENTION_DAYS as the delivery log): kept for an operator to look at,
+ * retention.ts, after WEBHOOK_LOG_RETENTION_DAYS as the delivery log): kept for an operator to look at,
  * not forever. At most `limit` a call; the count removed.
  */
 export async function removeDeadJobsBefore(sql: Sql, cutoff: Date, limit: number): Promise<number> {

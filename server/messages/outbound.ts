@@ -37,20 +37,26 @@ const planLimitReached = (limit: number, bulk?: { requested: number; left: numbe
  */
 export type StatusMove = { ids: number[]; to: string; from: string[]; extra?: StatusExtra; callOff?: boolean };
 
-/** Status moves and their events in one transaction; the ids that moved (the others were not in their `from`). */
+/**
+ * Status moves and their events in the caller's transaction; the ids that moved (the others were
+ * not in their `from`). The caller notifies the event tail after its commit.
+ */
+export async function applyStatusMoves(tx: Sql, moves: StatusMove[]): Promise<number[]> {
+  const ids: number[] = [];
+  const calledOff: number[] = [];
+  for (const m of moves) {
+    const now = await moveStatuses(tx, m.ids, m.to, m.from, m.extra);
+    ids.push(...now);
+    if (m.callOff) calledOff.push(...now);
+  }
+  if (ids.length > 0) await appendEvents(tx, [...(await statusEventsOf(tx, ids)), ...(await callOffEvents(tx, calledOff))]);
+  return ids;
+}
+
+/** Status moves and their events in one transaction of their own (applyStatusMoves); the ids that moved. */
 export async function changeStatuses(deps: Pick<OutboundDeps, "sql" | "events">, moves: StatusMove[]): Promise<number[]> {
   if (moves.every((m) => m.ids.length === 0)) return [];
-  const moved = await deps.sql.begin(async (tx) => {
-    const ids: number[] = [];
-    const calledOff: number[] = [];
-    for (const m of moves) {
-      const now = await moveStatuses(tx, m.ids, m.to, m.from, m.extra);
-      ids.push(...now);
-      if (m.callOff) calledOff.push(...now);
-    }
-    if (ids.length > 0) await appendEvents(tx, [...(await statusEventsOf(tx, ids)), ...(await callOffEvents(tx, calledOff))]);
-    return ids;
-  });
+  const moved = await deps.sql.begin((tx) => applyStatusMoves(tx, moves));
   if (moved.length > 0) deps.events.notify();
   return moved;
 }

@@ -3,7 +3,8 @@ import { appendEvents, type NewEvent } from "../events/log";
 import type { EventTail } from "../events/tail";
 import { enqueueJobs, type JobQueue } from "../jobs/queue";
 import type { Clock } from "../lib/clock";
-import { callOffEvents, deviceCommand, statusEventsOf } from "./outbound-events";
+import { applyStatusMoves } from "./outbound";
+import { deviceCommand, statusEventsOf } from "./outbound-events";
 import { moveStatuses } from "./outbound-store";
 import {
   effectivePolicies,
@@ -160,11 +161,9 @@ function planRun(sends: WaitingSend[], before: SimPacing, policyOf: (m: WaitingS
 export async function reconsiderSends(tx: Sql, hostedSimIds: number[]) {
   const ids = [...new Set(hostedSimIds)];
   if (ids.length === 0) return;
-  const failed = await moveStatuses(tx, await untakenByGonePhones(tx, ids), "failed", ["queued"], {
-    error:
-      "The phone it was handed to no longer serves its number (revoked, its SIM card left service, or the SIM proved another number) and had not taken it up.",
-  });
-  if (failed.length > 0) await appendEvents(tx, [...(await statusEventsOf(tx, failed)), ...(await callOffEvents(tx, failed))]);
+  const error =
+    "The phone it was handed to no longer serves its number (revoked, its SIM card left service, or the SIM proved another number) and had not taken it up.";
+  await applyStatusMoves(tx, [{ ids: await untakenByGonePhones(tx, ids), to: "failed", from: ["queued"], extra: { error }, callOff: true }]);
   await enqueueJobs(tx, "message.outbound.pace", tx`select jsonb_build_object('hosted_sim_id', id) from unnest(${ids}::bigint[]) as t(id)`);
 }
 

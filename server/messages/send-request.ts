@@ -35,7 +35,8 @@ const VARIABLE = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
 /** Anything written as a placeholder: one that is not a VARIABLE would be sent as written, braces and all. */
 const PLACEHOLDER = /\{\{([^{}]*)\}\}/g;
 const NAME = new RegExp(VarName);
-const NOT_A_NAME = "is not a variable name: letters, digits and _, not starting with a digit, at most 64 (e.g. first_name)";
+/** What a variable's name is (VarName), for the errors of names that are none. */
+const NAME_RULE = "letters, digits and _, not starting with a digit, at most 64";
 
 /**
  * The texts of a bulk send with each recipient's `{{name}}` variables filled in. A variable the
@@ -47,12 +48,10 @@ function render(text: string, recipients: Recipient[], errors: Record<string, st
   // A placeholder that is no variable ({{First Name}}, {{x.y}}) and a value under a name no text
   // can use would both leave the braces in every text sent.
   const unnamed = [...text.matchAll(PLACEHOLDER)].filter((m) => !NAME.test(m[1]!.trim())).map((m) => m[0]);
-  if (unnamed.length > 0)
-    errors.text = [
-      `uses ${[...new Set(unnamed)].join(", ")}, not a variable: a name is letters, digits and _, not starting with a digit, at most 64 (e.g. {{first_name}})`,
-    ];
+  if (unnamed.length > 0) errors.text = [`uses ${[...new Set(unnamed)].join(", ")}, not a variable: a name is ${NAME_RULE} (e.g. {{first_name}})`];
   recipients.forEach((r, i) => {
-    for (const name of Object.keys(typeof r === "string" ? {} : (r.vars ?? {}))) if (!NAME.test(name)) errors[`to.${i}.vars.${name}`] = [NOT_A_NAME];
+    for (const name of Object.keys(typeof r === "string" ? {} : (r.vars ?? {})))
+      if (!NAME.test(name)) errors[`to.${i}.vars.${name}`] = [`is not a variable name: ${NAME_RULE} (e.g. first_name)`];
   });
   const matches = [...text.matchAll(VARIABLE)];
   const used = [...new Set(matches.map((m) => m[1]!))];

@@ -3,10 +3,10 @@ import type { RedisGuard } from "../lib/redis-guard";
 
 /**
  * The credential that authorized a subscription. Sessions and OAuth tokens are `sessions` rows
- * (their user's membership in the grant's organization is part of their validity); an API key
- * carries the first bytes of its digest too, so a regenerated key (same id) is told apart.
+ * (their user's membership in the grant's organization is part of their validity); an OAuth
+ * token also names its grant (`grantId`), which the subscription outlives the token with; an API
+ * key carries the first bytes of its digest too, so a regenerated key (same id) is told apart.
  */
-/** `grantId`: an OAuth access token's grant (null for a session or an API key). */
 export type Credential = { sessionId: number | null; grantId?: string | null; userId: number | null; apiKeyId: number | null; keyDigest: string | null };
 
 /**

@@ -1,5 +1,6 @@
 import type { Sql } from "../db/client";
 import { randomString } from "../lib/crypto";
+import type { Credential } from "./grants";
 
 /**
  * The realtime app credentials: generated once and kept in `settings`, so every instance on the
@@ -60,7 +61,7 @@ export async function userNumberOrganization(sql: Sql, userId: number, hostedSim
 
 export type CredentialCheck = {
   organizationId: number;
-  credential: { sessionId: number | null; grantId?: string | null; apiKeyId: number | null; keyDigest: string | null };
+  credential: Omit<Credential, "userId">;
   /** An API key's permissions when it authorized (grants.ts `Grant`). */
   permissions?: readonly string[];
 };
